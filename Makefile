@@ -1,0 +1,59 @@
+# The two commands a new user needs: `make run` and `make test`. Everything else is for developers.
+SHELL := /bin/bash
+SWIFT ?= swift
+STRICT_FLAGS := $(if $(filter true,$(CI)),-Xswiftc -warnings-as-errors,)
+RELEASE_BIN := .build/release
+BROKER_PORT ?= 1883
+RIDES ?= 50
+VEHICLES ?= 50
+
+.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-e2e clean
+
+all: build
+
+## deps: install missing Debian packages (mosquitto, libmosquitto-dev, ...), with apt-get update first
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+build-release: deps
+	$(SWIFT) build -c release --product ride-status-worker
+	$(SWIFT) build -c release --product fleet-sim
+	$(SWIFT) build -c release --product ride-watch
+
+## run: the main job: local mosquitto, the worker, the fleet simulator and the live view (Ctrl-C stops all)
+run: build-release
+	@./scripts/run-local.sh
+
+## test: install, build and run the whole test suite against real mosquitto brokers
+test: deps
+	$(SWIFT) build --build-tests $(STRICT_FLAGS)
+	$(SWIFT) test --skip-build
+
+## test-tsan: the MQTT client tests under ThreadSanitizer (separate build folder)
+test-tsan: deps
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter MQTTClientTests
+
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks/Sources
+
+format:
+	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks/Sources
+
+## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
+bench: bench-client bench-domain
+
+bench-client: deps
+	$(SWIFT) build -c release --product mqtt-load
+	@./scripts/bench-client.sh
+
+bench-domain: deps
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+bench-e2e: build-release
+	@./scripts/bench-e2e.sh
+
+clean:
+	rm -rf .build .build-tsan Benchmarks/.build var

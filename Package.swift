@@ -1,0 +1,145 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// One set of settings for every target (Swift 6 language mode is the tools-version default).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "ride-status-worker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ride-status-worker", targets: ["RideStatusWorker"]),
+        .executable(name: "fleet-sim", targets: ["FleetSim"]),
+        .executable(name: "ride-watch", targets: ["RideWatch"]),
+        .executable(name: "mqtt-load", targets: ["MQTTLoad"]),
+        .library(name: "MQTTClient", targets: ["MQTTClient"]),
+        .library(name: "RideDomain", targets: ["RideDomain"]),
+        .library(name: "RideStatusService", targets: ["RideStatusService"]),
+        .library(name: "MosquittoTesting", targets: ["MosquittoTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // MARK: C boundary
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+
+        // MARK: MQTT client (the only importer of CMosquitto)
+        .target(
+            name: "MQTTClient",
+            dependencies: [
+                "CMosquitto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Pure ride domain (no I/O, no C, no MQTT)
+        .target(
+            name: "RideDomain",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Service wiring the client and the domain
+        .target(
+            name: "RideStatusService",
+            dependencies: [
+                "MQTTClient",
+                "RideDomain",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Thin executables
+        .executableTarget(
+            name: "RideStatusWorker",
+            dependencies: [
+                "RideStatusService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FleetSim",
+            dependencies: [
+                "MQTTClient",
+                "RideDomain",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "RideWatch",
+            dependencies: [
+                "MQTTClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "MQTTLoad",
+            dependencies: [
+                "MQTTClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Test support: a real mosquitto on a free loopback port
+        .target(
+            name: "MosquittoTesting",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests, one target per module
+        .testTarget(
+            name: "MQTTClientTests",
+            dependencies: [
+                "MQTTClient",
+                "MosquittoTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RideDomainTests",
+            dependencies: [
+                "RideDomain",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            resources: [.copy("Golden")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RideStatusServiceTests",
+            dependencies: [
+                "RideStatusService",
+                "MQTTClient",
+                "RideDomain",
+                "MosquittoTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

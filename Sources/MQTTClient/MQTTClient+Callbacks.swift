@@ -1,0 +1,197 @@
+import CMosquitto
+import Foundation
+import Logging
+import Synchronization
+
+// MARK: - libmosquitto callbacks (network thread only)
+//
+// libmosquitto frees the message and properties when a callback returns, so everything is copied here.
+
+extension MQTTClient {
+    func installCallbacks() {
+        mosquitto_connect_v5_callback_set(handle, onConnect)
+        mosquitto_disconnect_v5_callback_set(handle, onDisconnect)
+        mosquitto_publish_v5_callback_set(handle, onPublish)
+        mosquitto_subscribe_v5_callback_set(handle, onSubscribe)
+        mosquitto_unsubscribe_v5_callback_set(handle, onUnsubscribe)
+        mosquitto_message_v5_callback_set(handle, onMessage)
+    }
+
+    static func client(_ object: UnsafeMutableRawPointer?) -> MQTTClient? {
+        guard let object else { return nil }
+        return Unmanaged<MQTTClient>.fromOpaque(object).takeUnretainedValue()
+    }
+
+    /// CONNACK reason codes after which retrying cannot help (MQTT 5 and 3.1.1 values).
+    static func isPermanentRefusal(_ code: Int32, version: MQTTConfiguration.ProtocolVersion) -> Bool {
+        switch version {
+        case .v5: return [0x84, 0x85, 0x86, 0x87, 0x8A, 0x8C].contains(code)
+        case .v311: return [1, 2, 4, 5].contains(code)
+        }
+    }
+
+    func reasonText(_ code: Int32) -> String {
+        configuration.protocolVersion == .v5
+            ? String(cString: mosquitto_reason_string(code)) : String(cString: mosquitto_connack_string(code))
+    }
+
+    func handleConnect(reasonCode: Int32, flags: Int32) {
+        guard reasonCode == 0 else {
+            let error = MQTTError.connectionRefused(reasonCode: reasonCode, reason: reasonText(reasonCode))
+            let permanent = Self.isPermanentRefusal(reasonCode, version: configuration.protocolVersion)
+            state.withLock { state in
+                state.lastError = error.description
+                if permanent { state.refusal = error }
+            }
+            logger.error("MQTT connection refused", metadata: ["reason": "\(error)"])
+            if permanent {
+                failConnectWaiters(with: error)
+                eventContinuation.yield(.refused(error))
+            }
+            return
+        }
+        let (subscriptions, waiters, isReconnect) = state.withLock { state in
+            state.connected = true
+            state.connects += 1
+            if state.connects > 1 { state.reconnects += 1 }
+            defer { state.connectWaiters.removeAll() }
+            return (state.subscriptions, state.connectWaiters.map(\.continuation), state.connects > 1)
+        }
+        for (filter, qos) in subscriptions {
+            let rc = mosquitto_subscribe_v5(handle, nil, filter, qos.rawValue, 0, nil)
+            if rc != 0 { logger.error("MQTT resubscribe failed", metadata: ["filter": "\(filter)", "rc": "\(rc)"]) }
+        }
+        logger.info(
+            isReconnect ? "MQTT reconnected" : "MQTT connected", metadata: ["session.present": "\(flags & 1 == 1)"])
+        for waiter in waiters { waiter.resume() }
+        eventContinuation.yield(.connected(sessionPresent: flags & 1 == 1))
+    }
+
+    func handleDisconnect(code: Int32) {
+        state.withLock { $0.connected = false }
+        let reason = code == 0 ? "disconnected by client" : (code < 0x80 ? Self.describe(code) : reasonText(code))
+        eventContinuation.yield(.disconnected(reason: reason))
+    }
+
+    func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {
+        let waiter = state.withLock { state in
+            state.inFlightQoS1.remove(mid)
+            return state.waiters.removeValue(forKey: mid)
+        }
+        guard let waiter else { return }
+        if reasonCode >= 0x80 {
+            waiter.resume(
+                throwing: MQTTError.rejected(
+                    operation: operation, reasonCode: reasonCode,
+                    reason: String(cString: mosquitto_reason_string(reasonCode))))
+        } else {
+            waiter.resume()
+        }
+    }
+
+    func handleMessage(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
+        let raw = message.pointee
+        let topic = String(cString: raw.topic)
+        let payload: [UInt8]
+        if let bytes = raw.payload, raw.payloadlen > 0 {
+            payload = Array(UnsafeRawBufferPointer(start: bytes, count: Int(raw.payloadlen)))
+        } else {
+            payload = []
+        }
+        let decoded = properties.map(Self.decodeProperties) ?? MQTTProperties()
+        buffer.push(
+            MQTTMessage(
+                topic: topic, payload: payload, qos: raw.qos >= 1 ? .atLeastOnce : .atMostOnce, retain: raw.retain,
+                properties: decoded))
+    }
+
+    static func decodeProperties(_ list: OpaquePointer) -> MQTTProperties {
+        var result = MQTTProperties()
+        var text: UnsafeMutablePointer<CChar>? = nil
+        if mosquitto_property_read_string(list, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), &text, false) != nil,
+            let text
+        {
+            result.responseTopic = String(cString: text)
+            free(text)
+        }
+        text = nil
+        if mosquitto_property_read_string(list, Int32(MQTT_PROP_CONTENT_TYPE.rawValue), &text, false) != nil,
+            let text
+        {
+            result.contentType = String(cString: text)
+            free(text)
+        }
+        var binary: UnsafeMutableRawPointer? = nil
+        var length: UInt16 = 0
+        if mosquitto_property_read_binary(list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), &binary, &length, false)
+            != nil
+        {
+            result.correlationData = binary.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(length))) } ?? []
+            free(binary)
+        }
+        var expiry: UInt32 = 0
+        if mosquitto_property_read_int32(list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), &expiry, false)
+            != nil
+        {
+            result.messageExpiry = expiry
+        }
+        var cursor: OpaquePointer? = list
+        var skipFirst = false
+        while let current = cursor {
+            var name: UnsafeMutablePointer<CChar>? = nil
+            var value: UnsafeMutablePointer<CChar>? = nil
+            guard
+                let found = mosquitto_property_read_string_pair(
+                    current, Int32(MQTT_PROP_USER_PROPERTY.rawValue), &name, &value, skipFirst)
+            else { break }
+            if let name, let value { result.userProperties.append((String(cString: name), String(cString: value))) }
+            free(name)
+            free(value)
+            cursor = found
+            skipFirst = true
+        }
+        return result
+    }
+}
+
+// C function pointers cannot capture context: the client comes back through libmosquitto's `obj` pointer.
+
+private func onConnect(
+    _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ rc: Int32, _ flags: Int32, _ props: OpaquePointer?
+) {
+    MQTTClient.client(object)?.handleConnect(reasonCode: rc, flags: flags)
+}
+
+private func onDisconnect(
+    _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ rc: Int32, _ props: OpaquePointer?
+) {
+    MQTTClient.client(object)?.handleDisconnect(code: rc)
+}
+
+private func onPublish(
+    _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ reason: Int32, _ props: OpaquePointer?
+) {
+    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: reason, operation: "publish")
+}
+
+private func onSubscribe(
+    _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ count: Int32,
+    _ granted: UnsafePointer<Int32>?, _ props: OpaquePointer?
+) {
+    let code = (count > 0 ? granted?.pointee : nil) ?? 0
+    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: code, operation: "subscribe")
+}
+
+private func onUnsubscribe(
+    _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ props: OpaquePointer?
+) {
+    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: 0, operation: "unsubscribe")
+}
+
+private func onMessage(
+    _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?,
+    _ props: OpaquePointer?
+) {
+    guard let message else { return }
+    MQTTClient.client(object)?.handleMessage(message, properties: props)
+}

@@ -1,0 +1,110 @@
+import CMosquitto
+import Foundation
+import Logging
+import Synchronization
+
+// MARK: - The network thread
+
+extension MQTTClient {
+    /// Runs on the client's own thread: connect, `mosquitto_loop`, reconnect with capped exponential backoff.
+    func runNetworkLoop() {
+        var delay = configuration.initialReconnectDelay
+        var socketOpen = false
+        while true {
+            expireConnectWaiters()
+            let (stopping, refused) = state.withLock { ($0.stopping, $0.refusal != nil) }
+            if refused || (stopping && !socketOpen) { break }
+            if !socketOpen {
+                let rc = connectOnce()
+                if rc != MOSQ_ERR_SUCCESS.rawValue {
+                    let reason = Self.describe(rc)
+                    state.withLock { $0.lastError = reason }
+                    logger.debug("MQTT connect failed", metadata: ["reason": "\(reason)", "retry.in": "\(delay)"])
+                    eventContinuation.yield(.connectFailed(reason: reason, retryIn: delay))
+                    sleep(for: delay)
+                    delay = min(delay * 2, configuration.maximumReconnectDelay)
+                    continue
+                }
+                socketOpen = true
+                state.withLock { $0.socketOpen = true }
+            }
+            let rc = mosquitto_loop(handle, 100, 1)
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                if state.withLock({ $0.connected }) { delay = configuration.initialReconnectDelay }
+                continue
+            }
+            socketOpen = false
+            let wasConnected = state.withLock { state in
+                defer {
+                    state.connected = false
+                    state.socketOpen = false
+                    state.lastError = Self.describe(rc)
+                }
+                return state.connected
+            }
+            if wasConnected && !state.withLock({ $0.stopping }) {
+                logger.info("MQTT connection lost", metadata: ["reason": "\(Self.describe(rc))"])
+            }
+            if state.withLock({ $0.stopping || $0.refusal != nil }) { break }
+            sleep(for: delay)
+            delay = min(delay * 2, configuration.maximumReconnectDelay)
+        }
+        let exits = state.withLock { state in
+            state.stopped = true
+            state.connected = false
+            defer { state.threadExit.removeAll() }
+            return state.threadExit
+        }
+        let error = state.withLock { $0.refusal } ?? .shutDown
+        failConnectWaiters(with: error)
+        for exit in exits { exit.resume() }
+    }
+
+    /// One blocking TCP (and TLS) connect that sends CONNECT with the session expiry property.
+    private func connectOnce() -> Int32 {
+        var properties: OpaquePointer? = nil
+        defer { mosquitto_property_free_all(&properties) }
+        if configuration.protocolVersion == .v5 && !configuration.cleanStart {
+            _ = mosquitto_property_add_int32(
+                &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), configuration.sessionExpiry)
+        }
+        return mosquitto_connect_bind_v5(
+            handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
+    }
+
+    /// Sleeps in short slices so that a shutdown is not held up by a long backoff.
+    private func sleep(for duration: Duration) {
+        let deadline = ContinuousClock.now.advanced(by: duration)
+        while ContinuousClock.now < deadline {
+            if state.withLock({ $0.stopping }) { return }
+            expireConnectWaiters()
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    private func expireConnectWaiters() {
+        let now = ContinuousClock.now
+        let (expired, lastError) = state.withLock { state in
+            let expired = state.connectWaiters.filter { $0.deadline <= now }
+            state.connectWaiters.removeAll { $0.deadline <= now }
+            return (expired.map(\.continuation), state.lastError)
+        }
+        for waiter in expired { waiter.resume(throwing: MQTTError.connectTimeout(lastError: lastError)) }
+    }
+
+    func failConnectWaiters(with error: MQTTError) {
+        let waiters = state.withLock { state in
+            defer { state.connectWaiters.removeAll() }
+            return state.connectWaiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+
+    /// libmosquitto's text for a return code; for `MOSQ_ERR_ERRNO` the system's text for `errno`.
+    static func describe(_ rc: Int32) -> String {
+        if rc == MOSQ_ERR_ERRNO.rawValue {
+            return String(cString: strerror(errno))
+        }
+        return String(cString: mosquitto_strerror(rc))
+    }
+}

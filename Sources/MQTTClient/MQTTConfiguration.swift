@@ -1,0 +1,135 @@
+import Foundation
+
+/// How an ``MQTTClient`` connects: broker address, identity, session, TLS, will and buffering.
+public struct MQTTConfiguration: Sendable {
+    /// The MQTT protocol version spoken on the wire.
+    public enum ProtocolVersion: Sendable {
+        case v5
+        case v311
+    }
+
+    /// TLS settings. `caFile` or `caDirectory` is required; the client certificate is optional.
+    public struct TLS: Sendable {
+        public var caFile: String?
+        public var caDirectory: String?
+        public var certificateFile: String?
+        public var keyFile: String?
+        public init(
+            caFile: String? = nil, caDirectory: String? = nil, certificateFile: String? = nil, keyFile: String? = nil
+        ) {
+            self.caFile = caFile
+            self.caDirectory = caDirectory
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    /// The message the broker publishes for this client when the connection dies without DISCONNECT.
+    public struct Will: Sendable {
+        public var topic: String
+        public var payload: [UInt8]
+        public var qos: MQTTQoS
+        public var retain: Bool
+        public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) {
+            self.topic = topic
+            self.payload = payload
+            self.qos = qos
+            self.retain = retain
+        }
+    }
+
+    /// What the network thread does when the incoming buffer is full.
+    public enum BufferPolicy: Sendable, Equatable {
+        /// The network thread waits for room: TCP back-pressure reaches the broker, nothing is lost.
+        /// The consumer of ``MQTTClient/messages`` must not await acknowledgements of its own publishes
+        /// while the buffer is full, or it waits on itself.
+        case suspendNetwork
+        /// The newest message is dropped and counted in ``MQTTClient/droppedMessages``.
+        case dropNewest
+        /// The oldest buffered message is dropped and counted in ``MQTTClient/droppedMessages``.
+        case dropOldest
+    }
+
+    public var host: String
+    public var port: Int
+    public var clientID: String
+    public var username: String?
+    public var password: String?
+    public var keepAlive: Int
+    public var protocolVersion: ProtocolVersion
+    /// `false` keeps the session (subscriptions and QoS 1 queue) on the broker across reconnects.
+    public var cleanStart: Bool
+    /// MQTT 5 session expiry interval in seconds, sent with every CONNECT when `cleanStart` is false.
+    public var sessionExpiry: UInt32
+    public var tls: TLS?
+    public var will: Will?
+    /// First reconnect delay; it doubles on each failed attempt up to `maximumReconnectDelay`.
+    public var initialReconnectDelay: Duration
+    public var maximumReconnectDelay: Duration
+    /// Capacity of the incoming message buffer, in messages.
+    public var bufferCapacity: Int
+    public var bufferPolicy: BufferPolicy
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 1883,
+        clientID: String = "swift-\(UInt32.random(in: 0...UInt32.max))",
+        username: String? = nil,
+        password: String? = nil,
+        keepAlive: Int = 30,
+        protocolVersion: ProtocolVersion = .v5,
+        cleanStart: Bool = false,
+        sessionExpiry: UInt32 = 3600,
+        tls: TLS? = nil,
+        will: Will? = nil,
+        initialReconnectDelay: Duration = .milliseconds(100),
+        maximumReconnectDelay: Duration = .seconds(10),
+        bufferCapacity: Int = 10_000,
+        bufferPolicy: BufferPolicy = .suspendNetwork
+    ) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+        self.username = username
+        self.password = password
+        self.keepAlive = keepAlive
+        self.protocolVersion = protocolVersion
+        self.cleanStart = cleanStart
+        self.sessionExpiry = sessionExpiry
+        self.tls = tls
+        self.will = will
+        self.initialReconnectDelay = initialReconnectDelay
+        self.maximumReconnectDelay = maximumReconnectDelay
+        self.bufferCapacity = bufferCapacity
+        self.bufferPolicy = bufferPolicy
+    }
+
+    /// Reads `mqtt://user:password@host:port` or `mqtts://…` (default ports 1883 and 8883).
+    /// A `mqtts` URL without `tls` settings uses the system's CA directory.
+    public init(url: String, clientID: String) throws(MQTTError) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
+            throw .invalidConfiguration("broker URL '\(url)' is not a URL")
+        }
+        guard scheme == "mqtt" || scheme == "mqtts" || scheme == "tcp" || scheme == "ssl" else {
+            throw .invalidConfiguration("broker URL scheme '\(scheme)' is not mqtt or mqtts")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw .invalidConfiguration("broker URL '\(url)' has no host")
+        }
+        let secure = scheme == "mqtts" || scheme == "ssl"
+        self.init(host: host, port: components.port ?? (secure ? 8883 : 1883), clientID: clientID)
+        self.username = components.user?.removingPercentEncoding
+        self.password = components.password?.removingPercentEncoding
+        if secure {
+            self.tls = TLS(caDirectory: "/etc/ssl/certs")
+        }
+    }
+}
+
+/// MQTT quality of service.
+public enum MQTTQoS: Int32, Sendable, Comparable {
+    case atMostOnce = 0
+    case atLeastOnce = 1
+
+    public static func < (lhs: MQTTQoS, rhs: MQTTQoS) -> Bool { lhs.rawValue < rhs.rawValue }
+}

@@ -1,0 +1,63 @@
+/// A message received from the broker, copied out of libmosquitto's callback.
+public struct MQTTMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: MQTTQoS
+    public var retain: Bool
+    public var properties: MQTTProperties
+
+    public init(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atMostOnce, retain: Bool = false,
+        properties: MQTTProperties = MQTTProperties()
+    ) {
+        self.topic = topic
+        self.payload = payload
+        self.qos = qos
+        self.retain = retain
+        self.properties = properties
+    }
+}
+
+/// The MQTT 5 PUBLISH properties the client reads and writes (ignored with MQTT 3.1.1).
+public struct MQTTProperties: Sendable, Equatable {
+    public var responseTopic: String?
+    public var correlationData: [UInt8]?
+    /// Message expiry interval in seconds.
+    public var messageExpiry: UInt32?
+    public var contentType: String?
+    public var userProperties: [(String, String)]
+
+    public init(
+        responseTopic: String? = nil, correlationData: [UInt8]? = nil, messageExpiry: UInt32? = nil,
+        contentType: String? = nil, userProperties: [(String, String)] = []
+    ) {
+        self.responseTopic = responseTopic
+        self.correlationData = correlationData
+        self.messageExpiry = messageExpiry
+        self.contentType = contentType
+        self.userProperties = userProperties
+    }
+
+    public var isEmpty: Bool {
+        responseTopic == nil && correlationData == nil && messageExpiry == nil && contentType == nil
+            && userProperties.isEmpty
+    }
+
+    public static func == (lhs: MQTTProperties, rhs: MQTTProperties) -> Bool {
+        lhs.responseTopic == rhs.responseTopic && lhs.correlationData == rhs.correlationData
+            && lhs.messageExpiry == rhs.messageExpiry && lhs.contentType == rhs.contentType
+            && lhs.userProperties.elementsEqual(rhs.userProperties, by: { $0 == $1 })
+    }
+}
+
+/// A change of the connection, in the order the network thread saw it.
+public enum MQTTConnectionEvent: Sendable, Equatable {
+    /// CONNACK success; `sessionPresent` tells whether the broker kept the session.
+    case connected(sessionPresent: Bool)
+    /// The connection ended; `reason` is libmosquitto's or the broker's text.
+    case disconnected(reason: String)
+    /// A connection attempt failed; the client retries after `retryIn`.
+    case connectFailed(reason: String, retryIn: Duration)
+    /// The broker refused the credentials or the client; the client stops retrying.
+    case refused(MQTTError)
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A child process started with `posix_spawn`, with every signal unblocked and set to its default.
+///
+/// Foundation's `Process` lets the child inherit the signal mask of the spawning thread, and the Swift
+/// runtime's threads block SIGTERM and SIGINT: a broker or worker started that way ignores a graceful stop.
+public final class ChildProcess: @unchecked Sendable {
+    // Safe because `exitStatus` is only touched under `lock`.
+    public let pid: pid_t
+    private let lock = NSLock()
+    private var exitStatus: Int32?
+
+    /// Starts `executable` with `arguments`; standard output and error go to `output` (appended) or nowhere.
+    public init(executable: String, arguments: [String], environment: [String: String]? = nil, output: URL? = nil)
+        throws
+    {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let outputPath = output?.path ?? "/dev/null"
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let environmentPairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let envp = environmentPairs.map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard rc == 0 else {
+            throw TestBrokerError.commandFailed(command: executable, output: String(cString: strerror(rc)))
+        }
+        self.pid = pid
+    }
+
+    deinit {
+        if isRunning {
+            Glibc.kill(pid, SIGKILL)
+            _ = waitForExit(timeout: 5)
+        }
+    }
+
+    /// Whether the child has not exited yet (reaps it when it has).
+    public var isRunning: Bool {
+        lock.withLock {
+            if exitStatus != nil { return false }
+            var status: Int32 = 0
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid {
+                exitStatus = status
+                return false
+            }
+            return result == 0
+        }
+    }
+
+    /// The raw wait status once the child has exited.
+    public var status: Int32? {
+        _ = isRunning
+        return lock.withLock { exitStatus }
+    }
+
+    /// The exit code, when the child exited normally.
+    public var exitCode: Int32? {
+        guard let status else { return nil }
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : nil
+    }
+
+    public func signal(_ signal: Int32) {
+        if isRunning { Glibc.kill(pid, signal) }
+    }
+
+    /// Polls until the child exits or `timeout` seconds pass; returns whether it exited.
+    @discardableResult
+    public func waitForExit(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() > deadline { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
+    /// SIGTERM, then SIGKILL if the child has not exited after `grace` seconds.
+    public func terminate(grace: Double = 5) {
+        signal(SIGTERM)
+        if !waitForExit(timeout: grace) {
+            signal(SIGKILL)
+            waitForExit(timeout: 5)
+        }
+    }
+}

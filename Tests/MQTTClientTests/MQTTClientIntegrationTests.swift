@@ -1,0 +1,260 @@
+import Foundation
+import MQTTClient
+import MosquittoTesting
+import Testing
+
+/// The client against a real mosquitto started by each test on a free loopback port.
+@Suite("MQTT client against a real mosquitto", .serialized)
+struct MQTTClientIntegrationTests {
+    @Test("QoS 0 round trip through a wildcard subscription")
+    func qos0RoundTrip() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker)
+            try await client.subscribe("fleet/+/position", qos: .atMostOnce)
+            try await client.publish(topic: "fleet/v1/position", payload: "hello".bytes, qos: .atMostOnce)
+            let messages = try await receive(client)
+            #expect(messages[0].topic == "fleet/v1/position")
+            #expect(messages[0].payload == "hello".bytes)
+            #expect(messages[0].qos == .atMostOnce)
+            await client.disconnect()
+        }
+    }
+
+    @Test("QoS 1 round trip: publish awaits PUBACK, delivery keeps order")
+    func qos1RoundTrip() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker)
+            try await client.subscribe("rides/#", qos: .atLeastOnce)
+            for index in 0..<50 {
+                try await client.publish(topic: "rides/r\(index)/start", payload: "\(index)".bytes, qos: .atLeastOnce)
+            }
+            #expect(client.unacknowledgedCount == 0)
+            let messages = try await receive(client, count: 50)
+            #expect(messages.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<50).map(String.init))
+            #expect(messages.allSatisfy { $0.qos == .atLeastOnce })
+            await client.disconnect()
+        }
+    }
+
+    @Test("retained message: set, received on subscribe, cleared by a zero-length retained publish")
+    func retainedLifecycle() async throws {
+        try await withTestBroker { broker in
+            let publisher = try await connectedClient(broker)
+            try await publisher.publish(topic: "rides/r1/status", payload: "s1".bytes, retain: true)
+
+            let first = try await connectedClient(broker)
+            try await first.subscribe("rides/+/status")
+            let retained = try await receive(first)
+            #expect(retained[0].retain)
+            #expect(retained[0].payload == "s1".bytes)
+
+            try await publisher.publish(topic: "rides/r1/status", payload: [], retain: true)
+            let cleared = try await receive(first)
+            #expect(cleared[0].payload.isEmpty)
+
+            // A new subscriber gets no retained message: the first thing it sees is a live marker.
+            let second = try await connectedClient(broker)
+            try await second.subscribe("rides/+/status")
+            try await publisher.publish(topic: "rides/marker/status", payload: "marker".bytes)
+            let next = try await receive(second)
+            #expect(next[0].topic == "rides/marker/status")
+            #expect(!next[0].retain)
+            for client in [publisher, first, second] { await client.disconnect() }
+        }
+    }
+
+    @Test("MQTT 5 request/response: response topic, correlation data and user properties round trip")
+    func mqtt5Properties() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker)
+            try await client.subscribe("ride-options/request")
+            let properties = MQTTProperties(
+                responseTopic: "clients/c1/replies", correlationData: [0, 1, 2, 255], messageExpiry: 60,
+                contentType: "application/json", userProperties: [("trace", "abc"), ("trace", "def")])
+            try await client.publish(topic: "ride-options/request", payload: "{}".bytes, properties: properties)
+            let message = try await receive(client)[0]
+            #expect(message.properties.responseTopic == "clients/c1/replies")
+            #expect(message.properties.correlationData == [0, 1, 2, 255])
+            #expect(message.properties.contentType == "application/json")
+            #expect(message.properties.userProperties.map { "\($0.0)=\($0.1)" } == ["trace=abc", "trace=def"])
+            #expect((message.properties.messageExpiry ?? 0) > 0)
+            await client.disconnect()
+        }
+    }
+
+    @Test("unsubscribe stops delivery and forgets the filter")
+    func unsubscribeStopsDelivery() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker)
+            try await client.subscribe("a/topic")
+            try await client.subscribe("b/topic")
+            try await client.unsubscribe("a/topic")
+            #expect(client.subscriptions.keys.sorted() == ["b/topic"])
+            try await client.publish(topic: "a/topic", payload: "lost".bytes)
+            try await client.publish(topic: "b/topic", payload: "kept".bytes)
+            let message = try await receive(client)[0]
+            #expect(message.topic == "b/topic")
+            await client.disconnect()
+        }
+    }
+
+    @Test("broker restart: the client reconnects by itself and restores its subscriptions")
+    func restoresSubscriptionsAfterBrokerRestart() async throws {
+        try await withTestBroker { broker in
+            // Clean start: the broker forgets everything, so only the client's own restore can bring the
+            // subscription back.
+            let client = try await connectedClient(broker, cleanStart: true)
+            try await client.subscribe("fleet/#")
+            try await broker.restart()
+            try await waitForEvent(client) { if case .connected = $0 { return true } else { return false } }
+            let publisher = try await connectedClient(broker)
+            // The SUBSCRIBE sent in the connect callback may still be in flight: publish until one arrives.
+            var received: [MQTTMessage] = []
+            for _ in 0..<50 where received.isEmpty {
+                try await publisher.publish(topic: "fleet/v1/position", payload: "after".bytes)
+                received = (try? await receive(client, timeout: .milliseconds(100))) ?? []
+            }
+            #expect(received.first?.payload == "after".bytes)
+            #expect(client.reconnectCount >= 1)
+            await publisher.disconnect()
+            await client.disconnect()
+        }
+    }
+
+    @Test("persistent session: QoS 1 messages published while the client was away arrive after a broker restart")
+    func persistentSessionSurvivesBrokerRestart() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let away = try await connectedClient(broker, id: "worker-1", cleanStart: false)
+            try await away.subscribe("rides/+/start", qos: .atLeastOnce)
+            await away.disconnect()
+
+            try await broker.restart()
+            let publisher = try await connectedClient(broker)
+            for index in 0..<10 {
+                try await publisher.publish(topic: "rides/r\(index)/start", payload: "\(index)".bytes)
+            }
+            await publisher.disconnect()
+            try await broker.restart()
+
+            let back = try await connectedClient(broker, id: "worker-1", cleanStart: false)
+            let messages = try await receive(back, count: 10)
+            #expect(messages.map(\.topic) == (0..<10).map { "rides/r\($0)/start" })
+            await back.disconnect()
+        }
+    }
+
+    @Test("QoS 1 publish made while the broker is down is delivered after it returns")
+    func qos1QueuedWhileBrokerDown() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let subscriber = try await connectedClient(broker, id: "sub-q", cleanStart: false)
+            try await subscriber.subscribe("queued/#")
+            let publisher = try await connectedClient(broker, id: "pub-q", cleanStart: false)
+            broker.stop()
+            let pending = Task { try await publisher.publish(topic: "queued/one", payload: "while down".bytes) }
+            try await Task.sleep(for: .milliseconds(200))
+            try await broker.start()
+            try await pending.value
+            let message = try await receive(subscriber, timeout: .seconds(15))[0]
+            #expect(message.payload == "while down".bytes)
+            await publisher.disconnect()
+            await subscriber.disconnect()
+        }
+    }
+
+    @Test("the will is published when the connection dies without DISCONNECT, not on a clean disconnect")
+    func willOnConnectionLoss() async throws {
+        try await withTestBroker { broker in
+            let observer = try await connectedClient(broker)
+            try await observer.subscribe("ridestatus/workers/+")
+            let dying = try await connectedClient(broker, id: "w1") { configuration in
+                configuration.will = .init(topic: "ridestatus/workers/w1", payload: "offline".bytes, retain: true)
+            }
+            dying.simulateNetworkFailure()
+            let will = try await receive(observer)[0]
+            #expect(will.topic == "ridestatus/workers/w1")
+            #expect(will.payload == "offline".bytes)
+
+            try await waitForEvent(dying) { if case .connected = $0 { return true } else { return false } }
+            await dying.disconnect()
+            try await observer.publish(topic: "ridestatus/workers/marker", payload: "m".bytes)
+            let next = try await receive(observer)[0]
+            #expect(next.topic == "ridestatus/workers/marker", "a clean DISCONNECT must not publish the will")
+            await observer.disconnect()
+        }
+    }
+
+    @Test("TLS with a CA and server certificate generated by the test")
+    func tlsConnection() async throws {
+        try await withTestBroker(TestBroker.Options(tls: true)) { broker in
+            let certificates = try #require(broker.certificates)
+            var configuration = MQTTConfiguration(
+                host: "localhost", port: try #require(broker.tlsPort), clientID: "tls-1")
+            configuration.tls = .init(caFile: certificates.caCertificate.path)
+            let client = try MQTTClient(configuration: configuration, logger: quietLogger)
+            try await client.connect(timeout: .seconds(5))
+            try await client.subscribe("secure/topic")
+            try await client.publish(topic: "secure/topic", payload: "tls".bytes)
+            #expect(try await receive(client)[0].payload == "tls".bytes)
+            await client.disconnect()
+        }
+    }
+
+    @Test("wrong credentials: a typed refusal within seconds, never a hang")
+    func wrongCredentials() async throws {
+        try await withTestBroker(TestBroker.Options(users: ["worker": "s3cret"])) { broker in
+            var configuration = try MQTTConfiguration(
+                url: "mqtt://worker:wrong@127.0.0.1:\(broker.port)", clientID: "bad")
+            configuration.initialReconnectDelay = .milliseconds(50)
+            let client = try MQTTClient(configuration: configuration, logger: quietLogger)
+            let started = ContinuousClock.now
+            await #expect {
+                try await client.connect(timeout: .seconds(10))
+            } throws: { error in
+                guard case .connectionRefused(let code, let reason) = error as? MQTTError else { return false }
+                return code == 134 || code == 135 ? !reason.isEmpty : false
+            }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            await client.disconnect()
+
+            let good = try MQTTClient(
+                configuration: try MQTTConfiguration(
+                    url: "mqtt://worker:s3cret@127.0.0.1:\(broker.port)", clientID: "good"),
+                logger: quietLogger)
+            try await good.connect(timeout: .seconds(5))
+            #expect(good.isConnected)
+            await good.disconnect()
+        }
+    }
+
+    @Test("first connect to an absent broker keeps retrying and succeeds when the broker appears")
+    func brokerStartedAfterClient() async throws {
+        try await withTestBroker { broker in
+            broker.stop()
+            var configuration = MQTTConfiguration(host: broker.host, port: broker.port, clientID: "early")
+            configuration.maximumReconnectDelay = .milliseconds(200)
+            let client = try MQTTClient(configuration: configuration, logger: quietLogger)
+            await #expect {
+                try await client.connect(timeout: .milliseconds(300))
+            } throws: { error in
+                guard case .connectTimeout(let lastError) = error as? MQTTError else { return false }
+                return !lastError.isEmpty
+            }
+            #expect(!client.isConnected)
+            try await broker.start()
+            try await client.connect(timeout: .seconds(5))
+            #expect(client.isConnected)
+            await client.disconnect()
+        }
+    }
+
+    @Test("URL parsing: schemes, default ports, credentials and bad input")
+    func urlParsing() throws {
+        let plain = try MQTTConfiguration(url: "mqtt://broker.local", clientID: "x")
+        #expect(plain.port == 1883 && plain.tls == nil && plain.username == nil)
+        let secure = try MQTTConfiguration(url: "mqtts://u%40x:p%3Aw@broker.local", clientID: "x")
+        #expect(secure.port == 8883 && secure.tls != nil)
+        #expect(secure.username == "u@x" && secure.password == "p:w")
+        #expect(throws: MQTTError.self) { try MQTTConfiguration(url: "http://broker", clientID: "x") }
+        #expect(throws: MQTTError.self) { try MQTTConfiguration(url: "not a url", clientID: "x") }
+    }
+}

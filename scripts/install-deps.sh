@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs, only when one is missing.
+# Root installs directly; otherwise sudo is used when it works without a password prompt in CI,
+# and in any other case the one command to run is printed.
+set -euo pipefail
+
+packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if ! command -v swift >/dev/null 2>&1; then
+    echo "error: the Swift toolchain (6.1 or later) is not on PATH; install it from swift.org first." >&2
+    exit 1
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "==> installing missing Debian packages: ${missing[*]}"
+command=(apt-get install -y --no-install-recommends "${missing[@]}")
+if [ "$(id -u)" -eq 0 ]; then
+    sudo_cmd=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo_cmd=(sudo)
+else
+    echo "error: these packages are missing and I cannot become root. Run:" >&2
+    echo "    sudo apt-get update && sudo ${command[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" "${command[@]}" -qq
+echo "==> installed: ${missing[*]}"
