@@ -1,0 +1,122 @@
+/// Appends compact JSON to a byte buffer: the encoder behind every payload the worker emits.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+    private var needsComma: [Bool] = [false]
+
+    public init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
+
+    private mutating func separator() {
+        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
+        needsComma[needsComma.count - 1] = true
+    }
+
+    public mutating func beginObject() {
+        separator()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma.append(false)
+    }
+
+    public mutating func endObject() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    public mutating func beginArray() {
+        separator()
+        bytes.append(UInt8(ascii: "["))
+        needsComma.append(false)
+    }
+
+    public mutating func endArray() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// Writes `"key":`; the next value call writes the value without a comma.
+    public mutating func key(_ key: String) {
+        separator()
+        appendQuoted(key)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma[needsComma.count - 1] = false
+    }
+
+    public mutating func string(_ value: String) {
+        separator()
+        appendQuoted(value)
+    }
+
+    public mutating func number(_ value: Double) {
+        separator()
+        if value.isFinite {
+            if value == value.rounded() && abs(value) < 1e15 {
+                bytes.append(contentsOf: "\(Int64(value)).0".utf8)
+            } else {
+                bytes.append(contentsOf: "\(value)".utf8)
+            }
+        } else {
+            bytes.append(contentsOf: "null".utf8)
+        }
+    }
+
+    public mutating func integer(_ value: Int) {
+        separator()
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    public mutating func bool(_ value: Bool) {
+        separator()
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    public mutating func null() {
+        separator()
+        bytes.append(contentsOf: "null".utf8)
+    }
+
+    /// Writes a value that is already JSON.
+    public mutating func raw(_ json: [UInt8]) {
+        separator()
+        bytes.append(contentsOf: json)
+    }
+
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let flag): bool(flag)
+        case .number(let number): self.number(number)
+        case .string(let text): string(text)
+        case .array(let elements):
+            beginArray()
+            for element in elements { self.value(element) }
+            endArray()
+        case .object(let members):
+            beginObject()
+            for (name, member) in members.sorted(by: { $0.key < $1.key }) {
+                key(name)
+                self.value(member)
+            }
+            endObject()
+        }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func appendQuoted(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20:
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                bytes.append(Self.hex[Int(byte >> 4)])
+                bytes.append(Self.hex[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+
+// MARK: - Shared shapes of section 1 and 3
+
+/// A place (CLPlacemark analog).
+public struct Place: Sendable, Equatable, Codable {
+    public var coordinate: Coordinate
+    public var name: String?
+    public var address: String?
+    public init(coordinate: Coordinate, name: String? = nil, address: String? = nil) {
+        self.coordinate = coordinate
+        self.name = name
+        self.address = address
+    }
+}
+
+/// `INPriceRange`.
+public struct PriceRange: Sendable, Equatable, Codable {
+    public var minimumPrice: Decimal
+    public var maximumPrice: Decimal
+    public var currencyCode: String
+    public init(minimumPrice: Decimal, maximumPrice: Decimal, currencyCode: String) {
+        self.minimumPrice = minimumPrice
+        self.maximumPrice = maximumPrice
+        self.currencyCode = currencyCode
+    }
+}
+
+/// `INRideFareLineItem`.
+public struct FareLineItem: Sendable, Equatable, Codable {
+    public var title: String
+    public var price: Decimal
+    public var currencyCode: String
+    public init(title: String, price: Decimal, currencyCode: String) {
+        self.title = title
+        self.price = price
+        self.currencyCode = currencyCode
+    }
+}
+
+/// `INRidePartySizeOption`.
+public struct PartySizeOption: Sendable, Equatable, Codable {
+    public var location: Int
+    public var length: Int
+    public var sizeDescription: String
+    public var priceRange: PriceRange?
+    public init(location: Int, length: Int, sizeDescription: String, priceRange: PriceRange?) {
+        self.location = location
+        self.length = length
+        self.sizeDescription = sizeDescription
+        self.priceRange = priceRange
+    }
+}
+
+/// `INRideOption`.
+public struct RideOption: Sendable, Equatable, Codable {
+    public var name: String
+    public var estimatedPickupDate: Date
+    public var priceRange: PriceRange?
+    public var disclaimerMessage: String?
+    public var fareLineItems: [FareLineItem]
+    public var usesMeteredFare: Bool?
+    public var specialPricing: String?
+    public var availablePartySizeOptions: [PartySizeOption]?
+    public var availablePartySizeOptionsSelectionPrompt: String?
+    public var expirationDate: Date?
+
+    public init(
+        name: String, estimatedPickupDate: Date, priceRange: PriceRange? = nil, disclaimerMessage: String? = nil,
+        fareLineItems: [FareLineItem] = [], usesMeteredFare: Bool? = nil, specialPricing: String? = nil
+    ) {
+        self.name = name
+        self.estimatedPickupDate = estimatedPickupDate
+        self.priceRange = priceRange
+        self.disclaimerMessage = disclaimerMessage
+        self.fareLineItems = fareLineItems
+        self.usesMeteredFare = usesMeteredFare
+        self.specialPricing = specialPricing
+    }
+}
+
+/// A vehicle's position as the status carries it (`CLLocation` fields).
+public struct VehicleLocation: Sendable, Equatable, Codable {
+    public var coordinate: Coordinate
+    public var course: Double?
+    public var speed: Double?
+    public var horizontalAccuracy: Double?
+    public var timestamp: Date
+    public init(coordinate: Coordinate, course: Double?, speed: Double?, horizontalAccuracy: Double?, timestamp: Date) {
+        self.coordinate = coordinate
+        self.course = course
+        self.speed = speed
+        self.horizontalAccuracy = horizontalAccuracy
+        self.timestamp = timestamp
+    }
+}
+
+/// `INRideVehicle` without its location.
+public struct VehicleDetails: Sendable, Equatable, Codable {
+    public var registrationPlate: String?
+    public var manufacturer: String?
+    public var model: String?
+    public var mapAnnotationImage: String?
+    public init(
+        registrationPlate: String? = nil, manufacturer: String? = nil, model: String? = nil,
+        mapAnnotationImage: String? = nil
+    ) {
+        self.registrationPlate = registrationPlate
+        self.manufacturer = manufacturer
+        self.model = model
+        self.mapAnnotationImage = mapAnnotationImage
+    }
+}
+
+/// `INRideDriver`.
+public struct Driver: Sendable, Equatable, Codable {
+    public var displayName: String?
+    public var phoneNumber: String?
+    public var rating: String?
+    public init(displayName: String? = nil, phoneNumber: String? = nil, rating: String? = nil) {
+        self.displayName = displayName
+        self.phoneNumber = phoneNumber
+        self.rating = rating
+    }
+}
+
+/// The booking's metered fare (P5).
+public struct Fare: Sendable, Equatable, Codable {
+    public var baseCharge: Decimal
+    public var perKilometer: Decimal
+    public var perMinute: Decimal
+    public var currencyCode: String
+    public init(baseCharge: Decimal, perKilometer: Decimal, perMinute: Decimal, currencyCode: String) {
+        self.baseCharge = baseCharge
+        self.perKilometer = perKilometer
+        self.perMinute = perMinute
+        self.currencyCode = currencyCode
+    }
+
+    /// P5: base + per km of driven distance + per minute of ride time, rounded to the currency's minor unit.
+    public func price(drivenMetres: Double, rideSeconds: Double) -> Money {
+        let kilometres = Decimal(string: String(format: "%.3f", max(0, drivenMetres) / 1000)) ?? 0
+        let minutes = Decimal(string: String(format: "%.3f", max(0, rideSeconds) / 60)) ?? 0
+        return Money(amount: baseCharge + perKilometer * kilometres + perMinute * minutes, currencyCode: currencyCode)
+            .rounded
+    }
+}
+
+/// A scheduled pickup window.
+public struct ScheduledTime: Sendable, Equatable, Codable {
+    public var startDate: Date
+    public var endDate: Date
+}
+
+// MARK: - Inputs
+
+/// A booking (`start`, 3.2).
+public struct Booking: Sendable, Equatable, Codable {
+    public var rideIdentifier: String
+    public var vehicleId: String?
+    public var phase: RidePhase?
+    public var rideOption: RideOption
+    public var pickupLocation: Place
+    public var dropOffLocation: Place
+    public var waypoints: [Place]
+    public var scheduledPickupTime: ScheduledTime?
+    public var vehicle: VehicleDetails
+    public var vehicleLocation: VehicleLocation?
+    public var driver: Driver?
+    public var partySize: Int?
+    public var fare: Fare?
+}
+
+/// `assign`.
+public struct Assignment: Sendable, Equatable {
+    public var vehicleId: String
+    public var vehicle: VehicleDetails?
+    public var vehicleLocation: VehicleLocation?
+    public var driver: Driver?
+}
+
+/// `event` from the driver app.
+public struct DriverEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case arrivedAtPickup, passengerOnBoard, arrivedAtDropOff
+    }
+    public var kind: Kind
+    public var timestamp: Date?
+}
+
+/// `cancel`.
+public struct Cancellation: Sendable, Equatable {
+    public enum CanceledBy: String, Sendable, Codable {
+        case user, service
+    }
+    public var canceledBy: CanceledBy
+    public var cancellationFee: Money?
+    public var reason: String?
+}
+
+/// One accepted or candidate position of a vehicle (3.1, or converted from OwnTracks).
+public struct TelemetryFix: Sendable, Equatable, Codable {
+    public var vehicleId: String
+    public var timestamp: Date
+    public var coordinate: Coordinate
+    public var speed: Double?
+    public var course: Double?
+    public var horizontalAccuracy: Double?
+    public var sequence: Int?
+
+    public init(
+        vehicleId: String, timestamp: Date, coordinate: Coordinate, speed: Double? = nil, course: Double? = nil,
+        horizontalAccuracy: Double? = nil, sequence: Int? = nil
+    ) {
+        self.vehicleId = vehicleId
+        self.timestamp = timestamp
+        self.coordinate = coordinate
+        self.speed = speed
+        self.course = course
+        self.horizontalAccuracy = horizontalAccuracy
+        self.sequence = sequence
+    }
+}

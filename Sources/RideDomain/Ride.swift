@@ -1,0 +1,270 @@
+import Foundation
+
+/// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
+/// Methods return whether the phase or the completion status changed (which publishes at once, C2).
+public struct Ride: Sendable, Equatable, Codable {
+    public private(set) var booking: Booking
+    public private(set) var phase: RidePhase
+    public private(set) var vehicleId: String?
+    public private(set) var vehicle: VehicleDetails
+    public private(set) var driver: Driver?
+    public private(set) var location: VehicleLocation?
+    public private(set) var lastFixAcceptedAt: Date?
+    public private(set) var startedAt: Date
+    public private(set) var sequence: Int
+    public private(set) var lastIssuedAt: Date?
+    public private(set) var completion: CompletionStatus?
+    public private(set) var completedAt: Date?
+    public private(set) var pickupArrivedAt: Date?
+    public private(set) var estimatedPickupEndDate: Date?
+    public private(set) var ongoingSince: Date?
+    public private(set) var drivenMetres: Double
+    public private(set) var smoothedSpeed: Double?
+    public private(set) var estimatedPickupDate: Date
+    public private(set) var estimatedDropOffDate: Date?
+    public private(set) var lastValidStatus: RideStatus?
+
+    public var rideIdentifier: String { booking.rideIdentifier }
+
+    /// P1: with a vehicle `confirmed` (or the booking's `received`/`confirmed`); without, `received`.
+    public init(booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0) {
+        self.booking = booking
+        vehicleId = booking.vehicleId
+        phase = booking.vehicleId == nil ? .received : (booking.phase ?? .confirmed)
+        var details = booking.vehicle
+        if (details.mapAnnotationImage ?? "").isEmpty {
+            details.mapAnnotationImage = configuration.mapAnnotationImages[booking.rideOption.name]
+        }
+        vehicle = details
+        driver = booking.driver
+        location = booking.vehicleLocation
+        startedAt = now
+        self.sequence = sequence
+        drivenMetres = 0
+        estimatedPickupDate = booking.rideOption.estimatedPickupDate
+        updateEstimates(now: now, configuration: configuration)
+    }
+
+    // MARK: Inputs
+
+    /// `assign`: allowed before `pickup`. Returns the vehicle it replaced, if any, and whether the phase changed.
+    public mutating func assign(_ assignment: Assignment, now: Date, configuration: RideConfiguration) throws(Rejection)
+        -> (replaced: String?, changed: Bool)
+    {
+        guard phase < .pickup else {
+            throw Rejection(.eventNotAllowed, "assign is not allowed in phase \(phase.rawValue) (P8)")
+        }
+        let replaced = vehicleId == assignment.vehicleId ? nil : vehicleId
+        if replaced != nil { location = nil }
+        vehicleId = assignment.vehicleId
+        if let details = assignment.vehicle {
+            let fallback = vehicle.mapAnnotationImage
+            vehicle = details
+            if (vehicle.mapAnnotationImage ?? "").isEmpty {
+                vehicle.mapAnnotationImage = fallback ?? configuration.mapAnnotationImages[booking.rideOption.name]
+            }
+        }
+        if let driver = assignment.driver { self.driver = driver }
+        if let known = assignment.vehicleLocation { location = known }
+        let changed = phase == .received
+        if changed { phase = .confirmed }
+        updateEstimates(now: now, configuration: configuration)
+        return (replaced, changed)
+    }
+
+    /// An accepted fix of this ride's vehicle: P2-P5 from position and speed.
+    public mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> Bool {
+        let previous = location
+        location = VehicleLocation(
+            coordinate: fix.coordinate, course: fix.course ?? previous?.course, speed: fix.speed,
+            horizontalAccuracy: fix.horizontalAccuracy, timestamp: fix.timestamp)
+        lastFixAcceptedAt = now
+        if let speed = fix.speed {
+            let alpha = configuration.speedSmoothing
+            smoothedSpeed = smoothedSpeed.map { alpha * speed + (1 - alpha) * $0 } ?? speed
+        }
+        if phase == .ongoing, let previous { drivenMetres += previous.coordinate.distance(to: fix.coordinate) }
+        let before = phase
+        let stopped = (fix.speed ?? 0) < configuration.stoppedSpeed
+        let toPickup = fix.coordinate.distance(to: booking.pickupLocation.coordinate)
+        switch phase {
+        case .confirmed, .approachingPickup:
+            if toPickup <= configuration.arrivalRadius && stopped {
+                arriveAtPickup(now: now, configuration: configuration)  // P3
+            } else if phase == .confirmed {
+                let eta = Estimator(detourFactor: configuration.detourFactor, speedFloor: configuration.speedFloor)
+                    .travelTime(metres: toPickup, speed: smoothedSpeed)
+                if eta <= configuration.approachingWithin || toPickup <= configuration.approachingDistance {
+                    phase = .approachingPickup  // P2
+                }
+            }
+        case .pickup:
+            if toPickup > 2 * configuration.arrivalRadius { startRide(now: now) }  // P4
+        case .ongoing:
+            let toDropOff = fix.coordinate.distance(to: booking.dropOffLocation.coordinate)
+            if toDropOff <= configuration.arrivalRadius && stopped { complete(now: now, configuration: configuration) }  // P5
+        case .received, .completed:
+            break
+        }
+        updateEstimates(now: now, configuration: configuration)
+        return phase != before
+    }
+
+    /// A driver event; P8 rejects events that do not fit the phase. A repeat of the event that caused the
+    /// current phase (a redelivery) changes nothing and is not an error.
+    public mutating func handle(_ event: DriverEvent, now: Date, configuration: RideConfiguration) throws(Rejection)
+        -> Bool
+    {
+        switch (event.kind, phase) {
+        case (.arrivedAtPickup, .pickup), (.passengerOnBoard, .ongoing):
+            return false
+        case (.arrivedAtDropOff, .completed) where completion?.completed == true:
+            return false
+        case (.arrivedAtPickup, .confirmed), (.arrivedAtPickup, .approachingPickup):
+            arriveAtPickup(now: now, configuration: configuration)
+        case (.passengerOnBoard, .confirmed), (.passengerOnBoard, .approachingPickup), (.passengerOnBoard, .pickup):
+            startRide(now: now)
+        case (.arrivedAtDropOff, .ongoing):
+            complete(now: now, configuration: configuration)
+        default:
+            throw Rejection(.eventNotAllowed, "\(event.kind.rawValue) is not allowed in phase \(phase.rawValue) (P8)")
+        }
+        updateEstimates(now: now, configuration: configuration)
+        return true
+    }
+
+    /// P7: `completed` with `canceled` and `canceledBy`; a fee becomes an outstanding payment.
+    public mutating func cancel(_ cancellation: Cancellation, now: Date) throws(Rejection) -> Bool {
+        if phase == .completed {
+            if completion?.canceled == true && completion?.canceledBy == cancellation.canceledBy { return false }
+            throw Rejection(.eventNotAllowed, "cancel is not allowed in phase completed (P8)")
+        }
+        finish(.canceled(by: cancellation.canceledBy, fee: cancellation.cancellationFee), now: now)
+        return true
+    }
+
+    /// What the cadence tick found besides publishing.
+    public enum Expiry: Equatable, Sendable {
+        case none
+        /// P6 fired: the status changed to a missed pickup.
+        case missedPickup
+        /// L4: the ride must be stopped (completed linger or maximum duration).
+        case stop(reason: String)
+    }
+
+    /// P6 and L4 at a cadence tick.
+    public mutating func expire(now: Date, configuration: RideConfiguration) -> Expiry {
+        if let completedAt, now.timeIntervalSince(completedAt) >= configuration.completedLinger {
+            return .stop(reason: "completedLinger")
+        }
+        if now.timeIntervalSince(startedAt) >= configuration.maxRideDuration { return .stop(reason: "maxRideDuration") }
+        if phase == .pickup, let end = estimatedPickupEndDate, now >= end {
+            finish(.canceled(by: .service, fee: nil, missedPickup: true), now: now)
+            return .missedPickup
+        }
+        return .none
+    }
+
+    // MARK: Status
+
+    /// The next status (sequence + 1, `issuedAt` never earlier than the last). Not yet validated.
+    public mutating func nextStatus(now: Date, configuration: RideConfiguration) -> RideStatus {
+        updateEstimates(now: now, configuration: configuration)
+        sequence += 1
+        let issuedAt = max(now, lastIssuedAt ?? now)
+        lastIssuedAt = issuedAt
+        var option = booking.rideOption
+        option.estimatedPickupDate = estimatedPickupDate
+        let freshness = lastFixAcceptedAt ?? startedAt
+        return RideStatus(
+            rideIdentifier: booking.rideIdentifier, phase: phase, completionStatus: completion,
+            vehicleLocation: location, vehicle: vehicle, driver: driver, rideOption: option,
+            estimatedPickupDate: estimatedPickupDate, estimatedPickupEndDate: estimatedPickupEndDate,
+            estimatedDropOffDate: estimatedDropOffDate, pickupLocation: booking.pickupLocation,
+            dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
+            scheduledPickupTime: booking.scheduledPickupTime, sequence: sequence, issuedAt: issuedAt,
+            stale: phase != .completed && now.timeIntervalSince(freshness) > configuration.staleAfter)
+    }
+
+    /// V7: remembers a status that passed validation.
+    public mutating func recordValid(_ status: RideStatus) { lastValidStatus = status }
+
+    /// V7: the last valid status again, with this publish's sequence and time.
+    public mutating func replacementStatus(now: Date) -> RideStatus? {
+        guard var status = lastValidStatus else { return nil }
+        sequence += 1
+        let issuedAt = max(now, lastIssuedAt ?? now)
+        lastIssuedAt = issuedAt
+        status.sequence = sequence
+        status.issuedAt = issuedAt
+        return status
+    }
+
+    /// Whether no fix has been accepted for `staleAfter` (C3).
+    public func isStale(now: Date, configuration: RideConfiguration) -> Bool {
+        phase != .completed && now.timeIntervalSince(lastFixAcceptedAt ?? startedAt) > configuration.staleAfter
+    }
+
+    // MARK: Transitions
+
+    private mutating func arriveAtPickup(now: Date, configuration: RideConfiguration) {
+        phase = .pickup
+        pickupArrivedAt = now
+        estimatedPickupEndDate = now.addingTimeInterval(configuration.maxPickupWait)
+        estimatedPickupDate = now
+    }
+
+    private mutating func startRide(now: Date) {
+        if pickupArrivedAt == nil { estimatedPickupDate = min(estimatedPickupDate, now) }
+        phase = .ongoing
+        ongoingSince = now
+    }
+
+    private mutating func complete(now: Date, configuration: RideConfiguration) {
+        let payment: Money?
+        if let fare = booking.fare {
+            payment = fare.price(drivenMetres: drivenMetres, rideSeconds: now.timeIntervalSince(ongoingSince ?? now))
+        } else if let range = booking.rideOption.priceRange {
+            payment = Money(amount: range.minimumPrice, currencyCode: range.currencyCode).rounded
+        } else {
+            payment = nil
+        }
+        estimatedDropOffDate = now
+        finish(
+            .completed(
+                payment: payment, feedbackType: configuration.feedbackTypes, tipping: configuration.defaultTippingOptions),
+            now: now)
+    }
+
+    private mutating func finish(_ status: CompletionStatus, now: Date) {
+        phase = .completed
+        completion = status
+        completedAt = now
+        if estimatedDropOffDate.map({ $0 < estimatedPickupDate }) ?? false { estimatedDropOffDate = estimatedPickupDate }
+    }
+
+    /// E1: from the remaining great-circle distance, the detour factor and the smoothed speed (floored);
+    /// never in the past while the phase is not reached.
+    private mutating func updateEstimates(now: Date, configuration: RideConfiguration) {
+        guard phase != .completed else { return }
+        let estimator = Estimator(detourFactor: configuration.detourFactor, speedFloor: configuration.speedFloor)
+        let pickup = booking.pickupLocation.coordinate
+        let dropOff = booking.dropOffLocation.coordinate
+        let legSeconds = estimator.travelTime(metres: pickup.distance(to: dropOff), speed: smoothedSpeed)
+        if phase < .pickup {
+            if let location {
+                let seconds = estimator.travelTime(metres: location.coordinate.distance(to: pickup), speed: smoothedSpeed)
+                estimatedPickupDate = now.addingTimeInterval(seconds)
+            } else {
+                estimatedPickupDate = max(estimatedPickupDate, now)
+            }
+            estimatedDropOffDate = estimatedPickupDate.addingTimeInterval(legSeconds)
+        } else if phase == .pickup {
+            estimatedDropOffDate = max(now, estimatedPickupDate).addingTimeInterval(legSeconds)
+        } else {
+            let from = location?.coordinate ?? pickup
+            let seconds = estimator.travelTime(metres: from.distance(to: dropOff), speed: smoothedSpeed)
+            estimatedDropOffDate = max(now.addingTimeInterval(seconds), estimatedPickupDate)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Every tunable of the ride domain with the contract's default. The one source of truth for defaults:
+/// the worker's YAML, environment and flags override these.
+public struct RideConfiguration: Sendable, Equatable {
+    /// C1: status at least this often, seconds; above ``maximumUpdateInterval`` is refused.
+    public var updateInterval: Double = 5
+    public static let maximumUpdateInterval: Double = 20
+    /// C3: seconds without an accepted fix before statuses say `stale`.
+    public var staleAfter: Double = 30
+    /// I2: largest accepted payload, bytes.
+    public var maxPayloadBytes: Int = 16_384
+    /// T2: how far in the future a fix may be, seconds.
+    public var futureTolerance: Double = 30
+    /// T2: how old a fix may be, seconds.
+    public var maxFixAge: Double = 300
+    /// T4: highest plausible speed between two fixes, m/s.
+    public var maxSpeed: Double = 70
+    /// T5: worst accepted horizontal accuracy, metres.
+    public var maxAccuracy: Double = 100
+    /// P2: approaching when the estimated time to the pickup is at most this, seconds...
+    public var approachingWithin: Double = 120
+    /// ...or the distance at most this, metres.
+    public var approachingDistance: Double = 500
+    /// P3/P5: arrival radius, metres.
+    public var arrivalRadius: Double = 50
+    /// P3/P5: "stopped" means slower than this, m/s.
+    public var stoppedSpeed: Double = 1.5
+    /// P3/P6: how long the vehicle waits at the pickup, seconds.
+    public var maxPickupWait: Double = 300
+    /// E1: road distance over great-circle distance.
+    public var detourFactor: Double = 1.3
+    /// E1: lowest speed used for estimates, m/s.
+    public var speedFloor: Double = 5
+    /// E1: weight of the newest speed in the exponential smoothing, 0...1.
+    public var speedSmoothing: Double = 0.3
+    /// L4: a completed ride without `stop` is stopped after this, seconds.
+    public var completedLinger: Double = 120
+    /// L4: no ride lives longer than this, seconds.
+    public var maxRideDuration: Double = 6 * 3600
+    /// P5: feedback types of a completed ride (`rate`, `tip`).
+    public var feedbackTypes: [String] = ["rate", "tip"]
+    /// P5: tipping options offered with a completed ride.
+    public var defaultTippingOptions: [Decimal] = []
+    /// V5: map annotation image per ride option name, for bookings that omit one.
+    public var mapAnnotationImages: [String: String] = [:]
+    /// 3.5: dead letters per second per reason (at least 1).
+    public var deadLettersPerSecond: Double = 10
+
+    public init() {}
+
+    /// A setting outside its allowed range, named as in the configuration file.
+    public struct Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        public var key: String
+        public var message: String
+        public var description: String { "\(key): \(message)" }
+    }
+
+    /// Every problem with this configuration; empty when it can be used.
+    public func problems() -> [Problem] {
+        var problems: [Problem] = []
+        func require(_ condition: Bool, _ key: String, _ message: String) {
+            if !condition { problems.append(Problem(key: key, message: message)) }
+        }
+        require(
+            updateInterval > 0 && updateInterval <= Self.maximumUpdateInterval, "updateInterval",
+            "\(updateInterval) s is outside the allowed range (0, 20] seconds (C1)")
+        require(staleAfter > 0, "staleAfter", "must be positive seconds")
+        require(maxPayloadBytes >= 256 && maxPayloadBytes <= 268_435_455, "maxPayloadBytes", "must be 256...268435455 bytes")
+        require(futureTolerance >= 0, "futureTolerance", "must be 0 or more seconds")
+        require(maxFixAge > 0, "maxFixAge", "must be positive seconds")
+        require(maxSpeed > 0, "maxSpeed", "must be positive m/s")
+        require(maxAccuracy > 0, "maxAccuracy", "must be positive metres")
+        require(approachingWithin >= 0, "approachingWithin", "must be 0 or more seconds")
+        require(approachingDistance >= 0, "approachingDistance", "must be 0 or more metres")
+        require(arrivalRadius > 0, "arrivalRadius", "must be positive metres")
+        require(maxPickupWait > 0, "maxPickupWait", "must be positive seconds")
+        require(detourFactor >= 1 && detourFactor <= 5, "detourFactor", "must be 1...5")
+        require(speedFloor > 0, "speedFloor", "must be positive m/s")
+        require(speedSmoothing > 0 && speedSmoothing <= 1, "speedSmoothing", "must be in (0, 1]")
+        require(completedLinger >= 0, "completedLinger", "must be 0 or more seconds")
+        require(maxRideDuration > 0, "maxRideDuration", "must be positive seconds")
+        require(
+            feedbackTypes.allSatisfy { $0 == "rate" || $0 == "tip" }, "feedbackTypes", "only 'rate' and 'tip' are allowed")
+        require(deadLettersPerSecond >= 1, "deadLettersPerSecond", "must be at least 1 per second")
+        return problems
+    }
+}

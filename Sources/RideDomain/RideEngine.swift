@@ -1,0 +1,275 @@
+import Foundation
+
+/// What the owner of a ``RideEngine`` must do. The engine itself does no I/O.
+public enum RideAction: Sendable, Equatable {
+    /// Publish the status (retained, QoS 1) and keep `state` durably (L5) before it.
+    case publish(RideStatus, state: Ride)
+    /// L2: publish a zero-length retained status and forget the ride's durable state.
+    case clear(ride: String)
+    /// L3: first active ride of the vehicle.
+    case subscribe(vehicle: String)
+    /// L3: last active ride of the vehicle ended or was reassigned.
+    case unsubscribe(vehicle: String)
+    /// 3.5: publish on the dead-letter topic (already rate limited).
+    case deadLetter(DeadLetter)
+    /// V7: a status failed validation; the last valid one was published instead (or none, if there was none).
+    case invalidStatus(ride: String, violation: StatusViolation)
+}
+
+/// Counts the owner turns into metrics.
+public struct RideCounters: Sendable, Equatable {
+    public var fixesAccepted = 0
+    public var fixesDuplicate = 0
+    public var fixesWithoutRide = 0
+    public var fixesIgnored = 0
+    public var rejections: [RejectionReason: Int] = [:]
+    public var deadLettersSuppressed = 0
+    public var statusesPublished = 0
+    public var phaseTransitions = 0
+    public var duplicateStarts = 0
+    public var invalidStatuses = 0
+    public var ridesStarted = 0
+    public var ridesStopped = 0
+}
+
+/// Every active ride, the vehicle subscriptions they need and the cadence scheduler: the whole domain
+/// behind one value. Inputs are raw topic and payload bytes; outputs are ``RideAction``s.
+public struct RideEngine: Sendable {
+    public let configuration: RideConfiguration
+    public let topics: Topics
+    private let decoder: InputDecoder
+    public private(set) var rides: [String: Ride] = [:]
+    /// L3: the active rides of each vehicle; a vehicle is subscribed while its set is not empty.
+    public private(set) var vehicleRides: [String: Set<String>] = [:]
+    private var tracks: [String: VehicleTrack] = [:]
+    private var scheduler = CadenceScheduler()
+    private var limiter: DeadLetterLimiter
+    public private(set) var counters = RideCounters()
+
+    public init(configuration: RideConfiguration = RideConfiguration(), topics: Topics = Topics()) {
+        self.configuration = configuration
+        self.topics = topics
+        decoder = InputDecoder(maxPayloadBytes: configuration.maxPayloadBytes)
+        limiter = DeadLetterLimiter(perSecond: configuration.deadLettersPerSecond)
+    }
+
+    public var activeRideCount: Int { rides.count }
+    public var subscribedVehicleCount: Int { vehicleRides.count }
+    public var scheduledRideCount: Int { scheduler.count }
+
+    /// When ``tick(now:)`` next has work, if any ride is active.
+    public mutating func nextDueDate() -> Date? {
+        scheduler.nextDue().map { Date(timeIntervalSince1970: $0) }
+    }
+
+    // MARK: Inputs
+
+    /// One message from the broker.
+    public mutating func receive(topic: String, payload: [UInt8], now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        switch topics.parse(topic) {
+        case .position(let vehicle):
+            receiveFix(topic: topic, vehicle: vehicle, payload: payload, now: now, into: &actions)
+        case .control(let kind, let ride):
+            do throws(Rejection) {
+                try receiveControl(kind, ride: ride, payload: payload, now: now, into: &actions)
+            } catch {
+                reject(error, topic: topic, payload: payload, now: now, into: &actions)
+            }
+        case .statusRequest, .rideOptionsRequest, .state, .unknown:
+            break
+        }
+        return actions
+    }
+
+    private mutating func receiveFix(
+        topic: String, vehicle: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) {
+        let decoded: TelemetryFix?
+        do throws(Rejection) {
+            decoded = try decoder.telemetry(vehicleId: vehicle, payload: payload)
+        } catch {
+            reject(error, topic: topic, payload: payload, now: now, into: &actions)
+            return
+        }
+        guard let fix = decoded else {
+            counters.fixesIgnored += 1
+            return
+        }
+        guard let rideIDs = vehicleRides[vehicle] else {
+            counters.fixesWithoutRide += 1
+            return
+        }
+        switch TelemetryAcceptance.evaluate(fix, track: tracks[vehicle] ?? VehicleTrack(), now: now, configuration: configuration) {
+        case .duplicate:
+            counters.fixesDuplicate += 1
+        case .rejected(let rejection):
+            reject(rejection, topic: topic, payload: payload, now: now, into: &actions)
+        case .accepted(let accepted):
+            counters.fixesAccepted += 1
+            tracks[vehicle] = VehicleTrack(last: accepted)
+            for id in rideIDs {
+                guard var ride = rides[id] else { continue }
+                let wasStale = ride.isStale(now: now, configuration: configuration)
+                let changed = ride.apply(accepted, now: now, configuration: configuration)
+                rides[id] = ride
+                // C2 on a phase change; C3: a fresh fix clears `stale` at once.
+                if changed || wasStale { publish(id, now: now, phaseChanged: changed, into: &actions) }
+            }
+        }
+    }
+
+    private mutating func receiveControl(
+        _ kind: ControlKind, ride id: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) throws(Rejection) {
+        switch kind {
+        case .start:
+            let booking = try decoder.booking(rideIdentifier: id, payload: payload)
+            guard rides[id] == nil else {
+                counters.duplicateStarts += 1  // L1
+                return
+            }
+            rides[id] = Ride(booking: booking, now: now, configuration: configuration)
+            counters.ridesStarted += 1
+            if let vehicle = booking.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
+            publish(id, now: now, phaseChanged: true, into: &actions)
+        case .assign:
+            let assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
+            guard var ride = rides[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
+            rides[id] = ride
+            if let replaced { release(vehicle: replaced, ride: id, into: &actions) }
+            retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
+            publish(id, now: now, phaseChanged: changed, into: &actions)
+        case .event:
+            let event = try decoder.event(rideIdentifier: id, payload: payload)
+            guard var ride = rides[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            let changed = try ride.handle(event, now: now, configuration: configuration)
+            rides[id] = ride
+            if changed { publish(id, now: now, phaseChanged: true, into: &actions) }
+        case .cancel:
+            let cancellation = try decoder.cancellation(rideIdentifier: id, payload: payload)
+            guard var ride = rides[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            let changed = try ride.cancel(cancellation, now: now)
+            rides[id] = ride
+            if changed { publish(id, now: now, phaseChanged: true, into: &actions) }
+        case .stop:
+            _ = try decoder.stop(rideIdentifier: id, payload: payload)
+            stop(id, into: &actions)
+        }
+    }
+
+    // MARK: Time
+
+    /// C1, C3, P6, L4: publishes every ride whose interval is due.
+    public mutating func tick(now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        for id in scheduler.popDue(now: now.timeIntervalSince1970) {
+            guard var ride = rides[id] else { continue }
+            switch ride.expire(now: now, configuration: configuration) {
+            case .stop:
+                stop(id, into: &actions)
+            case .missedPickup:
+                rides[id] = ride
+                publish(id, now: now, phaseChanged: true, into: &actions)
+            case .none:
+                publish(id, now: now, phaseChanged: false, into: &actions)
+            }
+        }
+        return actions
+    }
+
+    /// C4: after every (re)connection, each active ride publishes at once.
+    public mutating func publishAll(now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        for id in rides.keys.sorted() { publish(id, now: now, phaseChanged: false, into: &actions) }
+        return actions
+    }
+
+    // MARK: Queries and recovery
+
+    /// L7: the ride's current status (the last one published), if the ride is active.
+    public func currentStatus(of ride: String) -> RideStatus? { rides[ride]?.lastValidStatus }
+
+    /// L7: the reply to `status/get`.
+    public func statusReply(for ride: String) -> [UInt8] {
+        if let status = currentStatus(of: ride) { return status.encoded() }
+        return Array(#"{"code":"failure","reason":"unknownRide"}"#.utf8)
+    }
+
+    /// L5: takes back a ride from durable state (no publish; call ``publishAll(now:)`` once recovered).
+    public mutating func restore(_ ride: Ride, now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        let id = ride.rideIdentifier
+        guard Identifier.isValid(id), rides[id] == nil else { return actions }
+        rides[id] = ride
+        if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
+        scheduler.schedule(id, at: now.timeIntervalSince1970)
+        return actions
+    }
+
+    // MARK: Internals
+
+    private mutating func stop(_ id: String, into actions: inout [RideAction]) {
+        // L2: unknown or ended rides are a no-op; idempotent.
+        guard let ride = rides.removeValue(forKey: id) else { return }
+        scheduler.cancel(id)
+        if let vehicle = ride.vehicleId { release(vehicle: vehicle, ride: id, into: &actions) }
+        counters.ridesStopped += 1
+        actions.append(.clear(ride: id))
+    }
+
+    private mutating func retain(vehicle: String, ride: String, into actions: inout [RideAction]) {
+        var set = vehicleRides[vehicle] ?? []
+        let first = set.isEmpty
+        set.insert(ride)
+        vehicleRides[vehicle] = set
+        if first { actions.append(.subscribe(vehicle: vehicle)) }
+    }
+
+    private mutating func release(vehicle: String, ride: String, into actions: inout [RideAction]) {
+        guard var set = vehicleRides[vehicle] else { return }
+        set.remove(ride)
+        if set.isEmpty {
+            vehicleRides[vehicle] = nil
+            tracks[vehicle] = nil
+            actions.append(.unsubscribe(vehicle: vehicle))
+        } else {
+            vehicleRides[vehicle] = set
+        }
+    }
+
+    /// Builds, validates (V1-V6) and emits the ride's next status, or the last valid one (V7); reschedules
+    /// the ride's interval (C1, C2).
+    private mutating func publish(_ id: String, now: Date, phaseChanged: Bool, into actions: inout [RideAction]) {
+        guard var ride = rides[id] else { return }
+        let status = ride.nextStatus(now: now, configuration: configuration)
+        if let violation = StatusValidator.violation(of: status, bookedRide: id) {
+            counters.invalidStatuses += 1
+            actions.append(.invalidStatus(ride: id, violation: violation))
+            if let replacement = ride.replacementStatus(now: now) {
+                rides[id] = ride
+                counters.statusesPublished += 1
+                actions.append(.publish(replacement, state: ride))
+            } else {
+                rides[id] = ride
+            }
+        } else {
+            ride.recordValid(status)
+            rides[id] = ride
+            counters.statusesPublished += 1
+            if phaseChanged { counters.phaseTransitions += 1 }
+            actions.append(.publish(status, state: ride))
+        }
+        scheduler.schedule(id, at: now.timeIntervalSince1970 + configuration.updateInterval)
+    }
+
+    private mutating func reject(_ rejection: Rejection, topic: String, payload: [UInt8], now: Date, into actions: inout [RideAction]) {
+        counters.rejections[rejection.reason, default: 0] += 1
+        if limiter.allow(rejection.reason, now: now) {
+            actions.append(.deadLetter(DeadLetter(topic: topic, rejection: rejection, payload: payload, receivedAt: now)))
+        } else {
+            counters.deadLettersSuppressed += 1
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+
+/// `INRidePhase` without `unknown`, in the order a ride moves through it (never backwards).
+public enum RidePhase: String, Sendable, Codable, CaseIterable, Comparable {
+    case received, confirmed, approachingPickup, pickup, ongoing, completed
+
+    var order: Int {
+        switch self {
+        case .received: return 0
+        case .confirmed: return 1
+        case .approachingPickup: return 2
+        case .pickup: return 3
+        case .ongoing: return 4
+        case .completed: return 5
+        }
+    }
+
+    public static func < (lhs: RidePhase, rhs: RidePhase) -> Bool { lhs.order < rhs.order }
+}
+
+/// `INRideCompletionStatus`.
+public struct CompletionStatus: Sendable, Equatable, Codable {
+    public var completed: Bool
+    public var canceled: Bool
+    public var missedPickup: Bool
+    public var outstanding: Bool
+    public var canceledBy: Cancellation.CanceledBy?
+    public var paymentAmount: Money?
+    public var feedbackType: [String]
+    public var defaultTippingOptions: [Decimal]
+
+    public static func completed(payment: Money?, feedbackType: [String], tipping: [Decimal]) -> CompletionStatus {
+        CompletionStatus(
+            completed: true, canceled: false, missedPickup: false, outstanding: false, canceledBy: nil,
+            paymentAmount: payment, feedbackType: feedbackType, defaultTippingOptions: tipping)
+    }
+
+    public static func canceled(by: Cancellation.CanceledBy, fee: Money?, missedPickup: Bool = false) -> CompletionStatus {
+        CompletionStatus(
+            completed: false, canceled: true, missedPickup: missedPickup, outstanding: fee != nil, canceledBy: by,
+            paymentAmount: fee, feedbackType: [], defaultTippingOptions: [])
+    }
+}
+
+/// The outgoing status (3.3), mirroring `INRideStatus`.
+public struct RideStatus: Sendable, Equatable, Codable {
+    public var rideIdentifier: String
+    public var phase: RidePhase
+    public var completionStatus: CompletionStatus?
+    public var vehicleLocation: VehicleLocation?
+    public var vehicle: VehicleDetails
+    public var driver: Driver?
+    public var rideOption: RideOption
+    public var estimatedPickupDate: Date?
+    public var estimatedPickupEndDate: Date?
+    public var estimatedDropOffDate: Date?
+    public var pickupLocation: Place
+    public var dropOffLocation: Place
+    public var waypoints: [Place]
+    public var scheduledPickupTime: ScheduledTime?
+    public var sequence: Int
+    public var issuedAt: Date
+    public var stale: Bool
+}
+
+// MARK: - Validation (V1-V6)
+
+/// A status that must not be published, with the rule it breaks.
+public struct StatusViolation: Error, Equatable, Sendable, CustomStringConvertible {
+    public var rule: String
+    public var detail: String
+    public var description: String { "\(rule): \(detail)" }
+}
+
+public enum StatusValidator {
+    /// Checks V1-V6; returns the first violation, or `nil` when the status may be published.
+    public static func violation(of status: RideStatus, bookedRide: String) -> StatusViolation? {
+        if status.rideIdentifier != bookedRide || !Identifier.isValid(status.rideIdentifier) {
+            return StatusViolation(rule: "V1", detail: "rideIdentifier '\(status.rideIdentifier)' is not the booking's")
+        }
+        // V2 holds by construction: `RidePhase` has exactly the six phases and no `unknown`.
+        if (status.phase == .completed) != (status.completionStatus != nil) {
+            return StatusViolation(rule: "V3", detail: "completionStatus must be present if and only if completed")
+        }
+        if let completion = status.completionStatus {
+            if completion.completed == completion.canceled {
+                return StatusViolation(rule: "V3", detail: "exactly one of completed and canceled must be true")
+            }
+            if completion.missedPickup && !completion.canceled {
+                return StatusViolation(rule: "V3", detail: "missedPickup without canceled")
+            }
+            if (completion.canceledBy != nil) != completion.canceled {
+                return StatusViolation(rule: "V3", detail: "canceledBy must be set if and only if canceled")
+            }
+            if completion.outstanding && completion.paymentAmount == nil {
+                return StatusViolation(rule: "V3", detail: "outstanding without a paymentAmount")
+            }
+            if !completion.feedbackType.allSatisfy({ $0 == "rate" || $0 == "tip" }) {
+                return StatusViolation(rule: "V3", detail: "feedbackType holds something other than rate and tip")
+            }
+        }
+        if status.rideOption.name.trimmingCharacters(in: .whitespaces).isEmpty {
+            return StatusViolation(rule: "V4", detail: "rideOption.name is empty")
+        }
+        if !status.rideOption.estimatedPickupDate.timeIntervalSince1970.isFinite {
+            return StatusViolation(rule: "V4", detail: "rideOption.estimatedPickupDate is not a valid time")
+        }
+        if status.phase >= .confirmed && (status.vehicle.mapAnnotationImage ?? "").isEmpty {
+            return StatusViolation(rule: "V5", detail: "vehicle.mapAnnotationImage is empty from confirmed on")
+        }
+        if let location = status.vehicleLocation {
+            if !location.coordinate.isValid || (location.coordinate.latitude == 0 && location.coordinate.longitude == 0) {
+                return StatusViolation(rule: "V5", detail: "vehicle.location is not a valid position")
+            }
+        }
+        var amounts: [(Decimal, String)] = []
+        if let payment = status.completionStatus?.paymentAmount { amounts.append((payment.amount, payment.currencyCode)) }
+        if let range = status.rideOption.priceRange {
+            amounts += [(range.minimumPrice, range.currencyCode), (range.maximumPrice, range.currencyCode)]
+        }
+        amounts += status.rideOption.fareLineItems.map { ($0.price, $0.currencyCode) }
+        for (amount, code) in amounts where amount < 0 || !Money.isValidCurrencyCode(code) {
+            return StatusViolation(rule: "V6", detail: "money \(amount) \(code) is negative or not ISO 4217")
+        }
+        if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
+            return StatusViolation(rule: "V6", detail: "estimatedDropOffDate is before estimatedPickupDate")
+        }
+        return nil
+    }
+}

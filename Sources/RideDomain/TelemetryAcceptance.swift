@@ -1,0 +1,51 @@
+import Foundation
+
+/// The last accepted fixes of one vehicle: what T3, T4 and T7 compare a new fix with.
+public struct VehicleTrack: Sendable, Equatable, Codable {
+    public var last: TelemetryFix?
+    public init(last: TelemetryFix? = nil) { self.last = last }
+}
+
+/// What happened to one decoded fix.
+public enum FixOutcome: Equatable, Sendable {
+    /// Accepted, with speed and course derived from the previous fix where absent (T7).
+    case accepted(TelemetryFix)
+    /// Not newer than the last accepted fix: dropped silently and counted (T3).
+    case duplicate
+    case rejected(Rejection)
+}
+
+public enum TelemetryAcceptance {
+    /// Applies T2-T5 and T7 to a fix that decoded (T1, T6 are applied while decoding).
+    public static func evaluate(
+        _ fix: TelemetryFix, track: VehicleTrack, now: Date, configuration: RideConfiguration
+    ) -> FixOutcome {
+        // T3 before T2: a late redelivery is a duplicate, never a dead letter.
+        if let last = track.last, fix.timestamp <= last.timestamp { return .duplicate }
+        let age = now.timeIntervalSince(fix.timestamp)
+        if age < -configuration.futureTolerance {
+            return .rejected(
+                Rejection(.timestampInFuture, "fix is \(Int(-age)) s ahead of now, over futureTolerance (T2)"))
+        }
+        if age > configuration.maxFixAge {
+            return .rejected(Rejection(.timestampTooOld, "fix is \(Int(age)) s old, over maxFixAge (T2)"))
+        }
+        if let accuracy = fix.horizontalAccuracy, accuracy > configuration.maxAccuracy || accuracy < 0 || !accuracy.isFinite {
+            return .rejected(Rejection(.poorAccuracy, "horizontalAccuracy \(accuracy) m is over maxAccuracy (T5)"))
+        }
+        var accepted = fix
+        if let last = track.last {
+            let seconds = fix.timestamp.timeIntervalSince(last.timestamp)
+            let metres = last.coordinate.distance(to: fix.coordinate)
+            let implied = metres / seconds
+            if implied > configuration.maxSpeed {
+                return .rejected(
+                    Rejection(.impossibleSpeed, "implied speed \(Int(implied)) m/s is over maxSpeed (T4)"))
+            }
+            // T7: derive what is absent from the last two accepted fixes.
+            if accepted.speed == nil { accepted.speed = implied }
+            if accepted.course == nil && metres > 0.5 { accepted.course = last.coordinate.bearing(to: fix.coordinate) }
+        }
+        return .accepted(accepted)
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+
+/// RFC 3339 times: any offset on input, UTC with milliseconds on output (`2026-11-22T09:50:01.250Z`).
+public enum Timestamps {
+    /// Formats `date` as RFC 3339 UTC with milliseconds.
+    public static func format(_ date: Date) -> String {
+        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var days = totalMilliseconds / 86_400_000
+        var millisecondsOfDay = totalMilliseconds % 86_400_000
+        if millisecondsOfDay < 0 {
+            millisecondsOfDay += 86_400_000
+            days -= 1
+        }
+        let (year, month, day) = civil(fromDays: days)
+        let hour = millisecondsOfDay / 3_600_000
+        let minute = millisecondsOfDay / 60_000 % 60
+        let second = millisecondsOfDay / 1000 % 60
+        let millisecond = millisecondsOfDay % 1000
+        var text = ""
+        text.reserveCapacity(24)
+        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
+        text += pad(hour, 2) + ":" + pad(minute, 2) + ":" + pad(second, 2) + "." + pad(millisecond, 3) + "Z"
+        return text
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// Parses an RFC 3339 date-time with `Z` or a numeric offset and optional fraction.
+    public static func parse(_ text: String) -> Date? {
+        var utf8 = Array(text.utf8)
+        guard utf8.count >= 20 else { return nil }
+        func number(_ start: Int, _ count: Int) -> Int? {
+            guard start + count <= utf8.count else { return nil }
+            var value = 0
+            for index in start..<(start + count) {
+                let byte = utf8[index]
+                guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                value = value * 10 + Int(byte - 0x30)
+            }
+            return value
+        }
+        if utf8[10] == UInt8(ascii: "t") || utf8[10] == UInt8(ascii: " ") { utf8[10] = UInt8(ascii: "T") }
+        guard let year = number(0, 4), utf8[4] == UInt8(ascii: "-"), let month = number(5, 2),
+            utf8[7] == UInt8(ascii: "-"), let day = number(8, 2), utf8[10] == UInt8(ascii: "T"),
+            let hour = number(11, 2), utf8[13] == UInt8(ascii: ":"), let minute = number(14, 2),
+            utf8[16] == UInt8(ascii: ":"), let second = number(17, 2)
+        else { return nil }
+        guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60,
+            second < 61
+        else { return nil }
+        var index = 19
+        var fraction = 0.0
+        if index < utf8.count && utf8[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while index < utf8.count, utf8[index] >= 0x30 && utf8[index] <= 0x39 {
+                fraction += Double(utf8[index] - 0x30) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        guard index < utf8.count else { return nil }
+        var offsetSeconds = 0
+        switch utf8[index] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            index += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            guard let offsetHours = number(index + 1, 2), utf8.count > index + 3, utf8[index + 3] == UInt8(ascii: ":"),
+                let offsetMinutes = number(index + 4, 2), offsetHours < 24, offsetMinutes < 60
+            else { return nil }
+            offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (utf8[index] == UInt8(ascii: "-") ? -1 : 1)
+            index += 6
+        default:
+            return nil
+        }
+        guard index == utf8.count else { return nil }
+        let days = daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day))
+        let seconds = Double(days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds))
+        return Date(timeIntervalSince1970: seconds + fraction)
+    }
+
+    /// A time from JSON: an RFC 3339 string or a number of seconds since the Unix epoch.
+    public static func parse(_ value: JSONValue) -> Date? {
+        switch value {
+        case .string(let text): return parse(text)
+        case .number(let seconds) where seconds.isFinite && seconds >= 0 && seconds < 32_503_680_000:
+            return Date(timeIntervalSince1970: seconds)
+        default: return nil
+        }
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    // Howard Hinnant's days_from_civil / civil_from_days.
+    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
