@@ -127,7 +127,6 @@ let package = Package(
                 "RideDomain",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
-            resources: [.copy("Golden")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

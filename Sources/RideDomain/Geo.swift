@@ -46,7 +46,8 @@ public struct Coordinate: Sendable, Equatable, Codable {
         let lon1 = longitude * .pi / 180
         let lat2 = asin(sin(lat1) * cos(angular) + cos(lat1) * sin(angular) * cos(theta))
         let lon2 = lon1 + atan2(sin(theta) * sin(angular) * cos(lat1), cos(angular) - sin(lat1) * sin(lat2))
-        return Coordinate(latitude: lat2 * 180 / .pi, longitude: (lon2 * 180 / .pi + 540).truncatingRemainder(dividingBy: 360) - 180)
+        return Coordinate(
+            latitude: lat2 * 180 / .pi, longitude: (lon2 * 180 / .pi + 540).truncatingRemainder(dividingBy: 360) - 180)
     }
 }
 

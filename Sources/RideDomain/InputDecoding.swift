@@ -69,7 +69,9 @@ public struct InputDecoder: Sendable {
     /// T6: a negative speed is treated as absent.
     static func usableSpeed(_ speed: Double) -> Double? { speed.isFinite && speed >= 0 ? speed : nil }
     /// T6: a course outside [0, 360) is treated as absent.
-    static func usableCourse(_ course: Double) -> Double? { course.isFinite && course >= 0 && course < 360 ? course : nil }
+    static func usableCourse(_ course: Double) -> Double? {
+        course.isFinite && course >= 0 && course < 360 ? course : nil
+    }
 
     // MARK: Control messages (3.2 and section 2)
 
@@ -85,7 +87,9 @@ public struct InputDecoder: Sendable {
         if let vehicleId { _ = try Identifier.validated(vehicleId, field: "vehicleId") }
         var phase: RidePhase? = nil
         if let text = try fields.optionalString("phase") {
-            guard let parsed = RidePhase(rawValue: text) else { throw Rejection(.invalidField, "phase '\(text)' is unknown") }
+            guard let parsed = RidePhase(rawValue: text) else {
+                throw Rejection(.invalidField, "phase '\(text)' is unknown")
+            }
             phase = parsed
         }
         let optionFields = try fields.object("rideOption")
@@ -166,7 +170,8 @@ public struct InputDecoder: Sendable {
         try fields.checkRide(rideIdentifier)
         let type = try fields.string("type")
         guard let kind = DriverEvent.Kind(rawValue: type) else {
-            throw Rejection(.invalidField, "type '\(type)' is not arrivedAtPickup, passengerOnBoard or arrivedAtDropOff")
+            throw Rejection(
+                .invalidField, "type '\(type)' is not arrivedAtPickup, passengerOnBoard or arrivedAtDropOff")
         }
         let timestamp = fields.has("timestamp") ? try fields.date("timestamp") : nil
         return DriverEvent(kind: kind, timestamp: timestamp)
@@ -205,7 +210,8 @@ public struct InputDecoder: Sendable {
         guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw Rejection(.invalidField, "rideOption.name is blank")
         }
-        var option = RideOption(name: name, estimatedPickupDate: try fields.date("estimatedPickupDate", prefix: "rideOption."))
+        var option = RideOption(
+            name: name, estimatedPickupDate: try fields.date("estimatedPickupDate", prefix: "rideOption."))
         if let range = try fields.optionalObject("priceRange") {
             let currency = try range.currency("currencyCode")
             option.priceRange = PriceRange(
@@ -245,7 +251,8 @@ public struct InputDecoder: Sendable {
 
     static func driver(_ fields: Fields) throws(Rejection) -> Driver {
         Driver(
-            displayName: try fields.optionalString("displayName"), phoneNumber: try fields.optionalString("phoneNumber"),
+            displayName: try fields.optionalString("displayName"),
+            phoneNumber: try fields.optionalString("phoneNumber"),
             rating: try fields.optionalString("rating"))
     }
 }
@@ -268,7 +275,9 @@ struct Fields {
     }
 
     func string(_ key: String, prefix: String = "") throws(Rejection) -> String {
-        guard let value = json[key], !value.isNull else { throw Rejection(.missingField, "\(prefix)\(key) is required") }
+        guard let value = json[key], !value.isNull else {
+            throw Rejection(.missingField, "\(prefix)\(key) is required")
+        }
         guard let text = value.stringValue else { throw Rejection(.invalidField, "\(prefix)\(key) must be a string") }
         return text
     }
@@ -292,7 +301,9 @@ struct Fields {
     }
 
     func date(_ key: String, prefix: String = "") throws(Rejection) -> Date {
-        guard let value = json[key], !value.isNull else { throw Rejection(.missingField, "\(prefix)\(key) is required") }
+        guard let value = json[key], !value.isNull else {
+            throw Rejection(.missingField, "\(prefix)\(key) is required")
+        }
         guard let date = Timestamps.parse(value) else {
             throw Rejection(.invalidField, "\(prefix)\(key) is not an RFC 3339 time or epoch seconds")
         }
@@ -317,13 +328,17 @@ struct Fields {
         guard let text = value.stringValue else {
             throw Rejection(.invalidField, "\(key) must be a decimal string, not a JSON number")
         }
-        guard let amount = Money.parseAmount(text) else { throw Rejection(.invalidField, "\(key) '\(text)' is not a decimal") }
+        guard let amount = Money.parseAmount(text) else {
+            throw Rejection(.invalidField, "\(key) '\(text)' is not a decimal")
+        }
         return amount
     }
 
     func currency(_ key: String) throws(Rejection) -> String {
         let code = try string(key)
-        guard Money.isValidCurrencyCode(code) else { throw Rejection(.invalidField, "\(key) '\(code)' is not ISO 4217") }
+        guard Money.isValidCurrencyCode(code) else {
+            throw Rejection(.invalidField, "\(key) '\(code)' is not ISO 4217")
+        }
         return code
     }
 

@@ -232,7 +232,8 @@ public struct Ride: Sendable, Equatable, Codable {
         estimatedDropOffDate = now
         finish(
             .completed(
-                payment: payment, feedbackType: configuration.feedbackTypes, tipping: configuration.defaultTippingOptions),
+                payment: payment, feedbackType: configuration.feedbackTypes,
+                tipping: configuration.defaultTippingOptions),
             now: now)
     }
 
@@ -240,7 +241,9 @@ public struct Ride: Sendable, Equatable, Codable {
         phase = .completed
         completion = status
         completedAt = now
-        if estimatedDropOffDate.map({ $0 < estimatedPickupDate }) ?? false { estimatedDropOffDate = estimatedPickupDate }
+        if estimatedDropOffDate.map({ $0 < estimatedPickupDate }) ?? false {
+            estimatedDropOffDate = estimatedPickupDate
+        }
     }
 
     /// E1: from the remaining great-circle distance, the detour factor and the smoothed speed (floored);
@@ -253,7 +256,8 @@ public struct Ride: Sendable, Equatable, Codable {
         let legSeconds = estimator.travelTime(metres: pickup.distance(to: dropOff), speed: smoothedSpeed)
         if phase < .pickup {
             if let location {
-                let seconds = estimator.travelTime(metres: location.coordinate.distance(to: pickup), speed: smoothedSpeed)
+                let seconds = estimator.travelTime(
+                    metres: location.coordinate.distance(to: pickup), speed: smoothedSpeed)
                 estimatedPickupDate = now.addingTimeInterval(seconds)
             } else {
                 estimatedPickupDate = max(estimatedPickupDate, now)

@@ -66,7 +66,9 @@ public struct RideConfiguration: Sendable, Equatable {
             updateInterval > 0 && updateInterval <= Self.maximumUpdateInterval, "updateInterval",
             "\(updateInterval) s is outside the allowed range (0, 20] seconds (C1)")
         require(staleAfter > 0, "staleAfter", "must be positive seconds")
-        require(maxPayloadBytes >= 256 && maxPayloadBytes <= 268_435_455, "maxPayloadBytes", "must be 256...268435455 bytes")
+        require(
+            maxPayloadBytes >= 256 && maxPayloadBytes <= 268_435_455, "maxPayloadBytes", "must be 256...268435455 bytes"
+        )
         require(futureTolerance >= 0, "futureTolerance", "must be 0 or more seconds")
         require(maxFixAge > 0, "maxFixAge", "must be positive seconds")
         require(maxSpeed > 0, "maxSpeed", "must be positive m/s")
@@ -81,7 +83,8 @@ public struct RideConfiguration: Sendable, Equatable {
         require(completedLinger >= 0, "completedLinger", "must be 0 or more seconds")
         require(maxRideDuration > 0, "maxRideDuration", "must be positive seconds")
         require(
-            feedbackTypes.allSatisfy { $0 == "rate" || $0 == "tip" }, "feedbackTypes", "only 'rate' and 'tip' are allowed")
+            feedbackTypes.allSatisfy { $0 == "rate" || $0 == "tip" }, "feedbackTypes",
+            "only 'rate' and 'tip' are allowed")
         require(deadLettersPerSecond >= 1, "deadLettersPerSecond", "must be at least 1 per second")
         return problems
     }

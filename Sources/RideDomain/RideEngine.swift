@@ -100,7 +100,9 @@ public struct RideEngine: Sendable {
             counters.fixesWithoutRide += 1
             return
         }
-        switch TelemetryAcceptance.evaluate(fix, track: tracks[vehicle] ?? VehicleTrack(), now: now, configuration: configuration) {
+        switch TelemetryAcceptance.evaluate(
+            fix, track: tracks[vehicle] ?? VehicleTrack(), now: now, configuration: configuration)
+        {
         case .duplicate:
             counters.fixesDuplicate += 1
         case .rejected(let rejection):
@@ -264,10 +266,13 @@ public struct RideEngine: Sendable {
         scheduler.schedule(id, at: now.timeIntervalSince1970 + configuration.updateInterval)
     }
 
-    private mutating func reject(_ rejection: Rejection, topic: String, payload: [UInt8], now: Date, into actions: inout [RideAction]) {
+    private mutating func reject(
+        _ rejection: Rejection, topic: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) {
         counters.rejections[rejection.reason, default: 0] += 1
         if limiter.allow(rejection.reason, now: now) {
-            actions.append(.deadLetter(DeadLetter(topic: topic, rejection: rejection, payload: payload, receivedAt: now)))
+            actions.append(
+                .deadLetter(DeadLetter(topic: topic, rejection: rejection, payload: payload, receivedAt: now)))
         } else {
             counters.deadLettersSuppressed += 1
         }

@@ -35,7 +35,9 @@ public struct CompletionStatus: Sendable, Equatable, Codable {
             paymentAmount: payment, feedbackType: feedbackType, defaultTippingOptions: tipping)
     }
 
-    public static func canceled(by: Cancellation.CanceledBy, fee: Money?, missedPickup: Bool = false) -> CompletionStatus {
+    public static func canceled(by: Cancellation.CanceledBy, fee: Money?, missedPickup: Bool = false)
+        -> CompletionStatus
+    {
         CompletionStatus(
             completed: false, canceled: true, missedPickup: missedPickup, outstanding: fee != nil, canceledBy: by,
             paymentAmount: fee, feedbackType: [], defaultTippingOptions: [])
@@ -109,12 +111,15 @@ public enum StatusValidator {
             return StatusViolation(rule: "V5", detail: "vehicle.mapAnnotationImage is empty from confirmed on")
         }
         if let location = status.vehicleLocation {
-            if !location.coordinate.isValid || (location.coordinate.latitude == 0 && location.coordinate.longitude == 0) {
+            if !location.coordinate.isValid || (location.coordinate.latitude == 0 && location.coordinate.longitude == 0)
+            {
                 return StatusViolation(rule: "V5", detail: "vehicle.location is not a valid position")
             }
         }
         var amounts: [(Decimal, String)] = []
-        if let payment = status.completionStatus?.paymentAmount { amounts.append((payment.amount, payment.currencyCode)) }
+        if let payment = status.completionStatus?.paymentAmount {
+            amounts.append((payment.amount, payment.currencyCode))
+        }
         if let range = status.rideOption.priceRange {
             amounts += [(range.minimumPrice, range.currencyCode), (range.maximumPrice, range.currencyCode)]
         }

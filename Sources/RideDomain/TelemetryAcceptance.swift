@@ -30,7 +30,9 @@ public enum TelemetryAcceptance {
         if age > configuration.maxFixAge {
             return .rejected(Rejection(.timestampTooOld, "fix is \(Int(age)) s old, over maxFixAge (T2)"))
         }
-        if let accuracy = fix.horizontalAccuracy, accuracy > configuration.maxAccuracy || accuracy < 0 || !accuracy.isFinite {
+        if let accuracy = fix.horizontalAccuracy,
+            accuracy > configuration.maxAccuracy || accuracy < 0 || !accuracy.isFinite
+        {
             return .rejected(Rejection(.poorAccuracy, "horizontalAccuracy \(accuracy) m is over maxAccuracy (T5)"))
         }
         var accepted = fix

@@ -4,7 +4,7 @@ import Foundation
 public enum Timestamps {
     /// Formats `date` as RFC 3339 UTC with milliseconds.
     public static func format(_ date: Date) -> String {
-        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = totalMilliseconds / 86_400_000
         var millisecondsOfDay = totalMilliseconds % 86_400_000
         if millisecondsOfDay < 0 {

@@ -1,0 +1,136 @@
+import Foundation
+import RideDomain
+import Testing
+
+@Suite("Lifecycle L1-L7 (domain side)")
+struct LifecycleTests {
+    @Test("L1: start for an active ride changes nothing, is counted and sends no dead letter")
+    func idempotentStart() {
+        var harness = Harness()
+        harness.start()
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(1))
+        let before = harness.engine.rides
+        let again = harness.start(at: t0.addingTimeInterval(2))
+        #expect(again.isEmpty)
+        #expect(harness.engine.rides == before)
+        #expect(harness.engine.counters.duplicateStarts == 1)
+    }
+
+    @Test(
+        "L2: stop ends the ride: zero-length retained status, state and cadence freed; idempotent; empty payload is {}")
+    func stop() {
+        var harness = Harness()
+        harness.start()
+        let actions = harness.send("rides/r-1/stop", [], at: t0.addingTimeInterval(1))
+        #expect(actions.contains(.clear(ride: "r-1")))
+        #expect(actions.contains(.unsubscribe(vehicle: "v-1")))
+        #expect(actions.statuses.isEmpty)
+        #expect(harness.engine.activeRideCount == 0 && harness.engine.scheduledRideCount == 0)
+        #expect(harness.engine.tick(now: t0.addingTimeInterval(60)).isEmpty, "no status after stop")
+        #expect(harness.send("rides/r-1/stop", bytes("{}"), at: t0.addingTimeInterval(2)).isEmpty)
+        #expect(harness.send("rides/r-404/stop", bytes(#"{"reason":"x"}"#), at: t0).isEmpty)
+        #expect(harness.send("rides/r-1/status/get", [], at: t0).isEmpty)
+        #expect(
+            String(decoding: harness.engine.statusReply(for: "r-1"), as: UTF8.self)
+                == #"{"code":"failure","reason":"unknownRide"}"#)
+    }
+
+    @Test("L3: vehicle subscriptions are reference counted across rides and reassignment")
+    func referenceCounting() {
+        var harness = Harness()
+        #expect(harness.start(ride: "r-1", vehicle: "v-1").contains(.subscribe(vehicle: "v-1")))
+        #expect(!harness.start(ride: "r-2", vehicle: "v-1").contains(.subscribe(vehicle: "v-1")))
+        #expect(!harness.send("rides/r-1/stop", [], at: t0).contains(.unsubscribe(vehicle: "v-1")))
+        let reassigned = harness.send("rides/r-2/assign", bytes(#"{"vehicleId":"v-2"}"#), at: t0)
+        #expect(reassigned.contains(.unsubscribe(vehicle: "v-1")))
+        #expect(reassigned.contains(.subscribe(vehicle: "v-2")))
+        #expect(harness.send("rides/r-2/stop", [], at: t0).contains(.unsubscribe(vehicle: "v-2")))
+        #expect(harness.engine.subscribedVehicleCount == 0)
+        // Fixes of a vehicle without an active ride change nothing.
+        #expect(harness.fix(vehicle: "v-1", at: t0, pickup).isEmpty)
+    }
+
+    @Test("L4: completed rides are stopped after completedLinger; no ride outlives maxRideDuration")
+    func expiry() {
+        var harness = Harness()
+        harness.start(ride: "r-1")
+        harness.send("rides/r-1/cancel", bytes(#"{"canceledBy":"user"}"#), at: t0.addingTimeInterval(1))
+        harness.start(ride: "r-2", vehicle: "v-2")
+        var cleared: [String: Date] = [:]
+        var time = t0
+        while time < t0.addingTimeInterval(7 * 3600) {
+            time = time.addingTimeInterval(5)
+            for case .clear(let ride) in harness.engine.tick(now: time) { cleared[ride] = time }
+        }
+        #expect(cleared["r-1"].map { $0.timeIntervalSince(t0) >= 121 && $0.timeIntervalSince(t0) <= 131 } == true)
+        #expect(
+            cleared["r-2"].map { $0.timeIntervalSince(t0) >= 6 * 3600 && $0.timeIntervalSince(t0) <= 6 * 3600 + 5 }
+                == true)
+        #expect(harness.engine.activeRideCount == 0 && harness.engine.subscribedVehicleCount == 0)
+    }
+
+    @Test("L5: a ride restored from its durable state resumes with phase, sequence and last location intact")
+    func restore() throws {
+        var harness = Harness()
+        harness.start()
+        harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 900, bearing: 90), speed: 9)
+        var state: Ride?
+        for case .publish(_, let saved) in harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)) {
+            state = saved
+        }
+        let saved = try JSONEncoder().encode(try #require(state))
+        let ride = try JSONDecoder().decode(Ride.self, from: saved)
+
+        var restarted = Harness()
+        let actions = restarted.engine.restore(ride, now: t0.addingTimeInterval(30))
+        #expect(actions == [.subscribe(vehicle: "v-1")])
+        let resumed = try #require(restarted.engine.tick(now: t0.addingTimeInterval(30)).statuses.first)
+        #expect(resumed.phase == .pickup)
+        #expect(resumed.sequence == (state?.sequence ?? 0) + 1)
+        #expect(resumed.vehicleLocation?.coordinate == pickup.moved(metres: 900, bearing: 90))
+    }
+
+    @Test("L6: redelivered duplicates of control messages change nothing")
+    func duplicates() {
+        var harness = Harness()
+        harness.start()
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(1))
+        let before = harness.engine.rides
+        #expect(harness.start(at: t0.addingTimeInterval(2)).isEmpty)
+        #expect(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)).isEmpty)
+        #expect(harness.engine.rides == before)
+        harness.send("rides/r-1/cancel", bytes(#"{"canceledBy":"user"}"#), at: t0.addingTimeInterval(3))
+        let canceled = harness.engine.rides
+        #expect(
+            harness.send("rides/r-1/cancel", bytes(#"{"canceledBy":"user"}"#), at: t0.addingTimeInterval(4)).isEmpty)
+        #expect(harness.engine.rides == canceled)
+    }
+
+    @Test("L7: status/get answers the current status or failure/unknownRide")
+    func statusRequest() throws {
+        var harness = Harness()
+        let published = try #require(harness.start().statuses.first)
+        let reply = try JSONParser.parse(harness.engine.statusReply(for: "r-1"))
+        #expect(reply["sequence"] == .number(Double(published.sequence)))
+        #expect(reply["rideIdentifier"]?.stringValue == "r-1")
+        let unknown = try JSONParser.parse(harness.engine.statusReply(for: "nope"))
+        #expect(unknown["code"]?.stringValue == "failure" && unknown["reason"]?.stringValue == "unknownRide")
+    }
+
+    @Test("topics: the contract's names and parsing")
+    func topics() {
+        let topics = Topics()
+        #expect(topics.position(vehicle: "v-1") == "fleet/vehicles/v-1/position")
+        #expect(topics.status(ride: "r-1") == "rides/r-1/status")
+        #expect(topics.parse("rides/r-1/status/get") == .statusRequest(ride: "r-1"))
+        #expect(topics.parse("rides/r-1/assign") == .control(.assign, ride: "r-1"))
+        #expect(topics.parse("fleet/vehicles/v-1/position") == .position(vehicle: "v-1"))
+        #expect(topics.parse("ride-options/request") == .rideOptionsRequest)
+        #expect(
+            topics.controlFilters == [
+                "rides/+/start", "rides/+/assign", "rides/+/event", "rides/+/cancel", "rides/+/stop",
+            ])
+        #expect(
+            topics.presence(worker: "w1") == "ridestatus/workers/w1" && topics.deadLetter == "ridestatus/deadletter")
+    }
+}

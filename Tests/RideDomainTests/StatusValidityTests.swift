@@ -1,0 +1,160 @@
+import Foundation
+import RideDomain
+import Testing
+
+@Suite("Status validity V1-V7 and the JSON of 3.3")
+struct StatusValidityTests {
+    func validStatus() throws -> RideStatus {
+        var harness = Harness()
+        return try #require(harness.start().statuses.first)
+    }
+
+    @Test("V1: rideIdentifier must be the booking's")
+    func rideIdentifier() throws {
+        var status = try validStatus()
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+        status.rideIdentifier = "r-2"
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V1")
+    }
+
+    @Test("V2: phase is one of the six; unknown does not decode")
+    func phases() throws {
+        #expect(
+            RidePhase.allCases.map(\.rawValue) == [
+                "received", "confirmed", "approachingPickup", "pickup", "ongoing", "completed",
+            ])
+        #expect(RidePhase(rawValue: "unknown") == nil)
+        let json = try JSONParser.parse(try validStatus().encoded())
+        #expect(RidePhase(rawValue: json["phase"]?.stringValue ?? "") != nil)
+    }
+
+    @Test("V3: completionStatus iff completed, and internally consistent")
+    func completionConsistency() throws {
+        var status = try validStatus()
+        status.completionStatus = .completed(payment: nil, feedbackType: [], tipping: [])
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        status.phase = .completed
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+        status.completionStatus?.canceled = true
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        status.completionStatus = .canceled(by: .user, fee: nil)
+        status.completionStatus?.canceledBy = nil
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        status.completionStatus = .completed(payment: nil, feedbackType: ["rate"], tipping: [])
+        status.completionStatus?.missedPickup = true
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        status.completionStatus = .completed(payment: nil, feedbackType: ["rate"], tipping: [])
+        status.completionStatus?.outstanding = true
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        status.completionStatus = .completed(payment: nil, feedbackType: ["stars"], tipping: [])
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        status.phase = .ongoing
+        status.completionStatus = nil
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+    }
+
+    @Test("V4: rideOption.name non-empty and estimatedPickupDate valid")
+    func rideOption() throws {
+        var status = try validStatus()
+        status.rideOption.name = "  "
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V4")
+        var harness = Harness()
+        let blank = String(decoding: bookingJSON(), as: UTF8.self).replacingOccurrences(
+            of: #""name":"Compact""#, with: #""name":"""#)
+        #expect(harness.send("rides/r-1/start", bytes(blank), at: t0).reasons == [.invalidField])
+    }
+
+    @Test("V5: from confirmed on a map annotation image and a valid vehicle location once known; null before")
+    func vehicle() throws {
+        var status = try validStatus()
+        #expect(status.vehicleLocation == nil, "no position known yet: null, and still published")
+        status.vehicle.mapAnnotationImage = nil
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V5")
+        status.phase = .received
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+        var located = try validStatus()
+        located.vehicleLocation = VehicleLocation(
+            coordinate: Coordinate(latitude: 95, longitude: 0), course: nil, speed: nil, horizontalAccuracy: nil,
+            timestamp: t0)
+        #expect(StatusValidator.violation(of: located, bookedRide: "r-1")?.rule == "V5")
+        // The configured default image fills a booking without one.
+        var configuration = RideConfiguration()
+        configuration.mapAnnotationImages = ["Compact": "https://assets.example/default.png"]
+        var harness = Harness(configuration: configuration)
+        let noImage = String(decoding: bookingJSON(), as: UTF8.self)
+            .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
+        let statuses = harness.send("rides/r-1/start", bytes(noImage), at: t0).statuses
+        #expect(statuses.first?.vehicle.mapAnnotationImage == "https://assets.example/default.png")
+    }
+
+    @Test("V6: money non-negative with ISO 4217 codes; drop-off not before pickup")
+    func moneyAndDates() throws {
+        var status = try validStatus()
+        status.completionStatus = .canceled(by: .user, fee: Money(amount: -1, currencyCode: "EUR"))
+        status.phase = .completed
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V6")
+        status.completionStatus = .canceled(by: .user, fee: Money(amount: 1, currencyCode: "eur"))
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V6")
+        var dates = try validStatus()
+        dates.estimatedDropOffDate = dates.estimatedPickupDate?.addingTimeInterval(-1)
+        #expect(StatusValidator.violation(of: dates, bookedRide: "r-1")?.rule == "V6")
+    }
+
+    @Test(
+        "V7: an invalid status is never published; the last valid one is republished, logged with its rule and counted")
+    func fallback() throws {
+        var harness = Harness()
+        let noImage = String(decoding: bookingJSON(vehicle: nil), as: UTF8.self)
+            .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
+        let first = harness.send("rides/r-1/start", bytes(noImage), at: t0).statuses
+        #expect(first.map(\.phase) == [.received])
+        let actions = harness.send("rides/r-1/assign", bytes(#"{"vehicleId":"v-1"}"#), at: t0.addingTimeInterval(1))
+        let invalid = actions.compactMap { if case .invalidStatus(_, let violation) = $0 { violation } else { nil } }
+        #expect(invalid.map(\.rule) == ["V5"])
+        let republished = actions.statuses
+        #expect(republished.count == 1)
+        #expect(republished.first?.phase == .received, "the last valid status in its place")
+        #expect((republished.first?.sequence ?? 0) > (first.first?.sequence ?? 0))
+        #expect(harness.engine.counters.invalidStatuses == 1)
+    }
+
+    @Test("3.3: exact field names, RFC 3339 UTC milliseconds, money as strings, nulls as in the example")
+    func encoding() throws {
+        var harness = Harness()
+        harness.start()
+        harness.fix(at: t0.addingTimeInterval(2), pickup.moved(metres: 3000, bearing: 90), speed: 7.9)
+        let status = try #require(harness.engine.tick(now: t0.addingTimeInterval(5.14)).statuses.first)
+        let json = try JSONParser.parse(status.encoded())
+        guard case .object(let members) = json else { Issue.record("not an object"); return }
+        #expect(
+            Set(members.keys) == [
+                "rideIdentifier", "phase", "completionStatus", "vehicle", "driver", "rideOption", "estimatedPickupDate",
+                "estimatedPickupEndDate", "estimatedDropOffDate", "pickupLocation", "dropOffLocation", "waypoints",
+                "scheduledPickupTime", "sequence", "issuedAt", "stale",
+            ])
+        #expect(
+            json["completionStatus"] == .null && json["estimatedPickupEndDate"] == .null
+                && json["scheduledPickupTime"] == .null)
+        #expect(json["issuedAt"]?.stringValue == "2026-11-22T09:50:05.140Z")
+        #expect(json["vehicle"]?["location"]?["speed"] == .number(7.9))
+        #expect(json["vehicle"]?["location"]?["timestamp"]?.stringValue == "2026-11-22T09:50:02.000Z")
+        #expect(json["rideOption"]?["priceRange"]?["minimumPrice"]?.stringValue == "12.00")
+        #expect(json["rideOption"]?["fareLineItems"]?.arrayCount == 1)
+        #expect(json["driver"]?["rating"]?.stringValue == "4.9")
+        #expect(json["pickupLocation"]?["name"]?.stringValue == "Alexanderplatz")
+        let completed = String(
+            decoding: harness.send(
+                "rides/r-1/cancel",
+                bytes(#"{"canceledBy":"user","cancellationFee":{"amount":"5","currencyCode":"EUR"}}"#),
+                at: t0.addingTimeInterval(6)
+            ).statuses[0].encoded(), as: UTF8.self)
+        #expect(
+            completed.contains(
+                #""completionStatus":{"completed":false,"canceled":true,"missedPickup":false,"outstanding":true,"canceledBy":"user","paymentAmount":{"amount":"5.00","currencyCode":"EUR"},"feedbackType":[],"defaultTippingOptions":[]}"#
+            ))
+    }
+}
+
+extension JSONValue {
+    var arrayCount: Int? { if case .array(let elements) = self { elements.count } else { nil } }
+}
