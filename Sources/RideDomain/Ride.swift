@@ -102,7 +102,8 @@ public struct Ride: Sendable, Equatable, Codable {
             if toPickup > 2 * configuration.arrivalRadius { startRide(now: now) }  // P4
         case .ongoing:
             let toDropOff = fix.coordinate.distance(to: booking.dropOffLocation.coordinate)
-            if toDropOff <= configuration.arrivalRadius && stopped { complete(now: now, configuration: configuration) }  // P5
+            // P5
+            if toDropOff <= configuration.arrivalRadius && stopped { complete(now: now, configuration: configuration) }
         case .received, .completed:
             break
         }
