@@ -30,6 +30,8 @@ public struct RideCounters: Sendable, Equatable {
     public var invalidStatuses = 0
     public var ridesStarted = 0
     public var ridesStopped = 0
+
+    public init() {}
 }
 
 /// Every active ride, the vehicle subscriptions they need and the cadence scheduler: the whole domain

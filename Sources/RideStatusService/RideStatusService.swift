@@ -1,0 +1,416 @@
+import Foundation
+import Logging
+import MQTTClient
+import Metrics
+import RideDomain
+import ServiceLifecycle
+import Synchronization
+
+/// The ride-status worker as a `Service`: wires the MQTT client to the ride domain.
+///
+/// One `Mutex` guards the ``RideEngine``; every input (message or cadence tick) is handled and its
+/// ``RideAction``s are carried out while holding it, so statuses of a ride leave in sequence order (C5).
+/// Publishing there never waits on the network (libmosquitto queues); subscription changes, which do wait,
+/// go through an ordered queue to their own task.
+public final class RideStatusService: Service, Sendable {
+    public let settings: WorkerSettings
+    public let version: String
+    let logger: Logger
+    let metrics: WorkerMetrics
+    let core: Mutex<Core>
+    let readiness = Mutex(Readiness())
+    private let metricsText: @Sendable () -> String
+
+    struct Core: ~Copyable {
+        var engine: RideEngine
+        var recovered = false
+        var recoveryNonce = ""
+        var stash: [MQTTMessage] = []
+        var lastPublished: [String: Date] = [:]
+        var reportedCounters = RideCounters()
+    }
+
+    struct Readiness {
+        var connected = false
+        var recovered = false
+        var workerID = ""
+    }
+
+    enum SubscriptionChange: Sendable {
+        case subscribe(String)
+        case unsubscribe(String)
+    }
+
+    /// - Parameters:
+    ///   - metricsText: the Prometheus text for `/metrics` (the executable owns the metrics backend).
+    public init(
+        settings: WorkerSettings, version: String = "0.1.0", logger: Logger,
+        metricsText: @escaping @Sendable () -> String = { "" }
+    ) {
+        self.settings = settings
+        self.version = version
+        self.logger = logger
+        self.metricsText = metricsText
+        metrics = WorkerMetrics()
+        core = Mutex(Core(engine: RideEngine(configuration: settings.ride, topics: settings.topics)))
+    }
+
+    /// Whether the worker is connected and has recovered its rides (`/readyz`).
+    public var isReady: Bool { readiness.withLock { $0.connected && $0.recovered } }
+
+    public func run() async throws {
+        let workerID = try resolveWorkerID()
+        var workerLogger = self.logger
+        workerLogger[metadataKey: "worker.id"] = .string(workerID)
+        let logger = workerLogger
+        readiness.withLock { $0.workerID = workerID }
+        let client = try MQTTClient(
+            configuration: try settings.mqttConfiguration(workerID: workerID, version: version), logger: logger)
+        let (changes, changeSink) = AsyncStream<SubscriptionChange>.makeStream()
+        let endpoint = try startEndpoint(logger: logger)
+        defer { endpoint?.stop() }
+        logger.info(
+            "ride-status worker starting",
+            metadata: ["broker": "\(settings.brokerURL)", "update.interval": "\(settings.ride.updateInterval)"])
+        client.start()
+
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.consumeEvents(client, workerID: workerID, changes: changeSink, logger: logger) }
+            group.addTask {
+                await self.consumeMessages(client, workerID: workerID, changes: changeSink, logger: logger)
+            }
+            group.addTask { await self.applySubscriptionChanges(changes, client: client, logger: logger) }
+            group.addTask { await self.runCadence(client, changes: changeSink, logger: logger) }
+            // Wait for SIGTERM/SIGINT (or the group's cancellation), then leave cleanly (L8).
+            try? await gracefulShutdown()
+            logger.info("shutting down: presence offline, flushing QoS 1 messages")
+            try? client.publishWithoutWaiting(
+                topic: settings.topics.presence(worker: workerID),
+                payload: Presence(state: "offline", since: Date(), version: version).encoded(), qos: .atLeastOnce,
+                retain: true)
+            let flushed = await client.flush(timeout: .seconds(3))
+            await client.disconnect(flushTimeout: .milliseconds(500))
+            changeSink.finish()
+            group.cancelAll()
+            logger.info("stopped", metadata: ["flushed": "\(flushed)"])
+        }
+    }
+
+    // MARK: Connection events: recovery (L5) and republish after reconnect (C4)
+
+    private func consumeEvents(
+        _ client: MQTTClient, workerID: String, changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
+    ) async {
+        for await event in client.events {
+            switch event {
+            case .connected(let sessionPresent):
+                readiness.withLock { $0.connected = true }
+                metrics.connects.increment()
+                let recovered = core.withLock { $0.recovered }
+                if recovered {
+                    announce(client, workerID: workerID)
+                    let count = core.withLock { core in
+                        let actions = core.engine.publishAll(now: Date())
+                        execute(actions, core: &core, client: client, changes: changes, logger: logger)
+                        return core.engine.activeRideCount
+                    }
+                    logger.info("reconnected: republished every active ride (C4)", metadata: ["rides": "\(count)"])
+                } else {
+                    await startRecovery(client, workerID: workerID, sessionPresent: sessionPresent, logger: logger)
+                }
+            case .disconnected(let reason):
+                readiness.withLock { $0.connected = false }
+                logger.warning("broker connection lost; reconnecting", metadata: ["reason": "\(reason)"])
+            case .connectFailed(let reason, let retryIn):
+                logger.notice("broker not reachable yet", metadata: ["reason": "\(reason)", "retry.in": "\(retryIn)"])
+            case .refused(let error):
+                logger.critical("broker refused the worker; not retrying", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// L5: read every retained ride state, then a marker published after the state subscription: the broker
+    /// sends retained messages before anything published later, so the marker closes the recovery.
+    private func startRecovery(_ client: MQTTClient, workerID: String, sessionPresent: Bool, logger: Logger) async {
+        let nonce = UUID().uuidString
+        core.withLock { $0.recoveryNonce = nonce }
+        let marker = "\(settings.topics.serviceName)/workers/\(workerID)/recovery"
+        logger.info("recovering rides from retained state", metadata: ["session.present": "\(sessionPresent)"])
+        do {
+            try await client.subscribe(marker, qos: .atLeastOnce)
+            try await client.subscribe(settings.topics.stateFilter, qos: .atLeastOnce)
+            try client.publishWithoutWaiting(topic: marker, payload: Array(nonce.utf8), qos: .atLeastOnce)
+        } catch {
+            logger.error("recovery subscription failed; retrying on next connection", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func finishRecovery(
+        _ client: MQTTClient, workerID: String, core: inout Core, changes: AsyncStream<SubscriptionChange>.Continuation,
+        logger: Logger
+    ) {
+        core.recovered = true
+        readiness.withLock { $0.recovered = true }
+        let topics = settings.topics
+        changes.yield(.unsubscribe(topics.stateFilter))
+        changes.yield(.unsubscribe("\(topics.serviceName)/workers/\(workerID)/recovery"))
+        for filter in topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest] {
+            changes.yield(.subscribe(filter))
+        }
+        announce(client, workerID: workerID)
+        let now = Date()
+        let actions = core.engine.publishAll(now: now)
+        execute(actions, core: &core, client: client, changes: changes, logger: logger)
+        let stash = core.stash
+        core.stash = []
+        logger.info(
+            "recovered; rides resumed (L5)",
+            metadata: ["rides": "\(core.engine.activeRideCount)", "queued.messages": "\(stash.count)"])
+        for message in stash {
+            handle(message, now: now, core: &core, client: client, changes: changes, logger: logger)
+        }
+    }
+
+    private func announce(_ client: MQTTClient, workerID: String) {
+        try? client.publishWithoutWaiting(
+            topic: settings.topics.presence(worker: workerID),
+            payload: Presence(state: "online", since: Date(), version: version).encoded(), qos: .atLeastOnce,
+            retain: true)
+    }
+
+    // MARK: Messages
+
+    private func consumeMessages(
+        _ client: MQTTClient, workerID: String, changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
+    ) async {
+        for await message in client.messages {
+            let received = ContinuousClock.now
+            let now = Date()
+            let published = core.withLock { core -> Bool in
+                if !core.recovered {
+                    switch settings.topics.parse(message.topic) {
+                    case .state:
+                        restore(message, now: now, core: &core, changes: changes, logger: logger)
+                    case .unknown where message.topic.hasSuffix("/recovery"):
+                        if String(decoding: message.payload, as: UTF8.self) == core.recoveryNonce {
+                            finishRecovery(client, workerID: workerID, core: &core, changes: changes, logger: logger)
+                        }
+                    default:
+                        core.stash.append(message)
+                    }
+                    return false
+                }
+                return handle(message, now: now, core: &core, client: client, changes: changes, logger: logger)
+            }
+            if published {
+                let elapsed = (ContinuousClock.now - received).components
+                metrics.inputToStatus.recordNanoseconds(
+                    elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+            }
+        }
+    }
+
+    private func restore(
+        _ message: MQTTMessage, now: Date, core: inout Core, changes: AsyncStream<SubscriptionChange>.Continuation,
+        logger: Logger
+    ) {
+        guard !message.payload.isEmpty else { return }
+        do {
+            let ride = try JSONDecoder().decode(Ride.self, from: Data(message.payload))
+            let actions = core.engine.restore(ride, now: now)
+            for case .subscribe(let vehicle) in actions {
+                changes.yield(.subscribe(settings.topics.position(vehicle: vehicle)))
+            }
+        } catch {
+            logger.error("unreadable ride state skipped", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+        }
+    }
+
+    /// Handles one message; returns whether it caused a status publish.
+    @discardableResult
+    private func handle(
+        _ message: MQTTMessage, now: Date, core: inout Core, client: MQTTClient,
+        changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
+    ) -> Bool {
+        switch settings.topics.parse(message.topic) {
+        case .statusRequest(let ride):
+            reply(to: message, payload: core.engine.statusReply(for: ride), client: client, logger: logger)
+            return false
+        case .rideOptionsRequest:
+            reply(to: message, payload: rideOptionsUnavailable(now: now), client: client, logger: logger)
+            return false
+        case .state:
+            return false
+        default:
+            let actions = core.engine.receive(topic: message.topic, payload: message.payload, now: now)
+            return execute(actions, core: &core, client: client, changes: changes, logger: logger)
+        }
+    }
+
+    /// 3.4 is not built yet: ride-option quotes answer that the service is unavailable rather than not at all.
+    private func rideOptionsUnavailable(now: Date) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128)
+        writer.beginObject()
+        writer.key("code")
+        writer.string("failureServiceTemporarilyUnavailable")
+        writer.key("rideOptions")
+        writer.beginArray()
+        writer.endArray()
+        writer.date("expirationDate", now.addingTimeInterval(60))
+        writer.endObject()
+        return writer.bytes
+    }
+
+    private func reply(to request: MQTTMessage, payload: [UInt8], client: MQTTClient, logger: Logger) {
+        guard let responseTopic = request.properties.responseTopic, !responseTopic.contains("+"),
+            !responseTopic.contains("#")
+        else {
+            logger.debug("request without a usable response topic ignored", metadata: ["topic": "\(request.topic)"])
+            return
+        }
+        try? client.publishWithoutWaiting(
+            topic: responseTopic, payload: payload, qos: .atLeastOnce,
+            properties: MQTTProperties(
+                correlationData: request.properties.correlationData, contentType: "application/json"))
+    }
+
+    // MARK: Cadence
+
+    private func runCadence(_ client: MQTTClient, changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger)
+        async
+    {
+        var lastReport = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(50))
+            core.withLock { core in
+                guard core.recovered else { return }
+                let actions = core.engine.tick(now: Date())
+                execute(actions, core: &core, client: client, changes: changes, logger: logger)
+            }
+            if ContinuousClock.now - lastReport >= .seconds(1) {
+                lastReport = ContinuousClock.now
+                core.withLock { core in
+                    metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
+                    core.reportedCounters = core.engine.counters
+                }
+                metrics.reconnects.record(client.reconnectCount)
+                metrics.droppedMessages.record(client.droppedMessages)
+            }
+        }
+    }
+
+    // MARK: Carrying out actions
+
+    /// Returns whether a status was published.
+    @discardableResult
+    private func execute(
+        _ actions: [RideAction], core: inout Core, client: MQTTClient,
+        changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
+    ) -> Bool {
+        let topics = settings.topics
+        var published = false
+        for action in actions {
+            switch action {
+            case .publish(let status, let state):
+                do {
+                    // State first: a restart then never reuses a sequence already published (C5, L5).
+                    let encodedState = try JSONEncoder().encode(state)
+                    try client.publishWithoutWaiting(
+                        topic: topics.state(ride: status.rideIdentifier), payload: Array(encodedState),
+                        qos: .atLeastOnce,
+                        retain: true)
+                    try client.publishWithoutWaiting(
+                        topic: topics.status(ride: status.rideIdentifier), payload: status.encoded(), qos: .atLeastOnce,
+                        retain: true)
+                    published = true
+                    if let previous = core.lastPublished[status.rideIdentifier] {
+                        metrics.cadenceGap.recordNanoseconds(Int64(status.issuedAt.timeIntervalSince(previous) * 1e9))
+                    }
+                    core.lastPublished[status.rideIdentifier] = status.issuedAt
+                } catch {
+                    logger.error(
+                        "status publish failed", metadata: ["ride.id": "\(status.rideIdentifier)", "error": "\(error)"])
+                }
+            case .clear(let ride):
+                core.lastPublished[ride] = nil
+                try? client.publishWithoutWaiting(
+                    topic: topics.status(ride: ride), payload: [], qos: .atLeastOnce, retain: true)
+                try? client.publishWithoutWaiting(
+                    topic: topics.state(ride: ride), payload: [], qos: .atLeastOnce, retain: true)
+                logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])
+            case .subscribe(let vehicle):
+                changes.yield(.subscribe(topics.position(vehicle: vehicle)))
+            case .unsubscribe(let vehicle):
+                changes.yield(.unsubscribe(topics.position(vehicle: vehicle)))
+            case .deadLetter(let letter):
+                logger.warning(
+                    "input rejected (\(letter.reason.rule))",
+                    metadata: [
+                        "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)", "topic": "\(letter.topic)",
+                    ])
+                try? client.publishWithoutWaiting(
+                    topic: topics.deadLetter, payload: letter.encoded(), qos: .atLeastOnce)
+                metrics.deadLetters.increment()
+            case .invalidStatus(let ride, let violation):
+                logger.error(
+                    "status failed validation (\(violation.rule)); last valid status republished (V7)",
+                    metadata: ["ride.id": "\(ride)", "detail": "\(violation.detail)"])
+            }
+        }
+        return published
+    }
+
+    private func applySubscriptionChanges(
+        _ changes: AsyncStream<SubscriptionChange>, client: MQTTClient, logger: Logger
+    ) async {
+        for await change in changes {
+            do {
+                switch change {
+                case .subscribe(let filter): try await client.subscribe(filter, qos: .atLeastOnce)
+                case .unsubscribe(let filter): try await client.unsubscribe(filter)
+                }
+            } catch {
+                logger.error("subscription change failed", metadata: ["change": "\(change)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Identity and HTTP
+
+    /// `worker.id`, else the id kept in the state directory, else a new one saved there: a restarted worker
+    /// reuses its MQTT session (L6).
+    private func resolveWorkerID() throws -> String {
+        if let id = settings.workerID {
+            guard Identifier.isValid(id) else {
+                throw WorkerSettings.Problem(
+                    key: "worker.id", message: "'\(id)' breaks I1 (1-64 of A-Z a-z 0-9 . _ : -)")
+            }
+            return id
+        }
+        let directory = URL(fileURLWithPath: settings.stateDirectory)
+        let file = directory.appendingPathComponent("worker-id")
+        if let saved = try? String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            Identifier.isValid(saved)
+        {
+            return saved
+        }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let id = "w-" + UUID().uuidString.prefix(8).lowercased()
+        try (id + "\n").write(to: file, atomically: true, encoding: .utf8)
+        return id
+    }
+
+    private func startEndpoint(logger: Logger) throws -> HTTPEndpoint? {
+        guard settings.metricsPort > 0 else { return nil }
+        let endpoint = try HTTPEndpoint(host: settings.metricsHost, port: settings.metricsPort) { [self] path in
+            switch path {
+            case "/metrics": return (200, "text/plain; version=0.0.4", metricsText())
+            case "/healthz": return (200, "text/plain", "ok\n")
+            case "/readyz": return isReady ? (200, "text/plain", "ready\n") : (503, "text/plain", "not ready\n")
+            default: return (404, "text/plain", "not found\n")
+            }
+        }
+        logger.info("HTTP endpoint listening", metadata: ["address": "\(settings.metricsHost):\(endpoint.port)"])
+        return endpoint
+    }
+}

@@ -1,0 +1,39 @@
+import CoreMetrics
+import Metrics
+import RideDomain
+
+/// The worker's metrics through swift-metrics; the executable picks the backend (Prometheus text).
+struct WorkerMetrics: Sendable {
+    let connects = Counter(label: "ridestatus_connects_total")
+    let reconnects = Gauge(label: "ridestatus_reconnects")
+    let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
+    let deadLetters = Counter(label: "ridestatus_dead_letters_sent_total")
+    let inputToStatus = Timer(label: "ridestatus_input_to_status_seconds", preferredDisplayUnit: .seconds)
+    let cadenceGap = Timer(label: "ridestatus_cadence_gap_seconds", preferredDisplayUnit: .seconds)
+    let fixesAccepted = Counter(label: "ridestatus_fixes_accepted_total")
+    let fixesDuplicate = Counter(label: "ridestatus_fixes_duplicate_total")
+    let statuses = Counter(label: "ridestatus_statuses_published_total")
+    let transitions = Counter(label: "ridestatus_phase_transitions_total")
+    let duplicateStarts = Counter(label: "ridestatus_duplicate_starts_total")
+    let invalidStatuses = Counter(label: "ridestatus_invalid_statuses_total")
+    let activeRides = Gauge(label: "ridestatus_active_rides")
+    let vehicleSubscriptions = Gauge(label: "ridestatus_vehicle_subscriptions")
+
+    func report(_ counters: RideCounters, previous: RideCounters, engine: RideEngine) {
+        fixesAccepted.increment(by: counters.fixesAccepted - previous.fixesAccepted)
+        fixesDuplicate.increment(by: counters.fixesDuplicate - previous.fixesDuplicate)
+        statuses.increment(by: counters.statusesPublished - previous.statusesPublished)
+        transitions.increment(by: counters.phaseTransitions - previous.phaseTransitions)
+        duplicateStarts.increment(by: counters.duplicateStarts - previous.duplicateStarts)
+        invalidStatuses.increment(by: counters.invalidStatuses - previous.invalidStatuses)
+        for (reason, count) in counters.rejections {
+            let delta = count - (previous.rejections[reason] ?? 0)
+            if delta > 0 {
+                Counter(label: "ridestatus_inputs_rejected_total", dimensions: [("reason", reason.rawValue)])
+                    .increment(by: delta)
+            }
+        }
+        activeRides.record(engine.activeRideCount)
+        vehicleSubscriptions.record(engine.subscribedVehicleCount)
+    }
+}

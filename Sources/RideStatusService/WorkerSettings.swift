@@ -1,0 +1,216 @@
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+import Yams
+
+/// Everything the worker is configured with. Sources, later ones winning: built-in defaults (the
+/// contract's, from ``RideConfiguration``), `config/worker.yaml`, `RIDESTATUS_*` environment variables,
+/// command-line flags. Every key is documented in `config/worker.yaml`.
+public struct WorkerSettings: Sendable {
+    public var brokerURL = "mqtt://127.0.0.1:1883"
+    public var username: String?
+    public var password: String?
+    public var caFile: String?
+    public var certificateFile: String?
+    public var keyFile: String?
+    public var workerID: String?
+    public var stateDirectory = "var/worker"
+    public var logLevel: Logger.Level = .info
+    public var metricsHost = "127.0.0.1"
+    /// 0 turns the HTTP endpoint off.
+    public var metricsPort = 9466
+    public var sessionExpiry: UInt32 = 86_400
+    public var topics = Topics()
+    public var ride = RideConfiguration()
+
+    public init() {}
+
+    /// A value that cannot be used, naming the key and the allowed range.
+    public struct Problem: Error, CustomStringConvertible, Equatable {
+        public var key: String
+        public var message: String
+        public var description: String { "configuration key '\(key)': \(message)" }
+    }
+
+    /// The keys, in the file's spelling, with how to apply a string value.
+    static let keys: [String: @Sendable (inout WorkerSettings, String) throws -> Void] = [
+        "broker.url": { $0.brokerURL = $1 },
+        "broker.username": { $0.username = $1 },
+        "broker.password": { $0.password = $1 },
+        "broker.caFile": { $0.caFile = $1 },
+        "broker.certificateFile": { $0.certificateFile = $1 },
+        "broker.keyFile": { $0.keyFile = $1 },
+        "broker.sessionExpiry": {
+            $0.sessionExpiry = UInt32(try number($1, "broker.sessionExpiry", 0...4_294_967_295))
+        },
+        "worker.id": { $0.workerID = $1 },
+        "worker.stateDir": { $0.stateDirectory = $1 },
+        "worker.logLevel": { settings, value in
+            guard let level = Logger.Level(rawValue: value.lowercased()) else {
+                throw Problem(
+                    key: "worker.logLevel",
+                    message: "'\(value)' is not trace, debug, info, notice, warning, error or critical")
+            }
+            settings.logLevel = level
+        },
+        "metrics.host": { $0.metricsHost = $1 },
+        "metrics.port": { $0.metricsPort = Int(try number($1, "metrics.port", 0...65_535)) },
+        "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
+        "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
+        "topics.serviceName": { $0.topics.serviceName = $1 },
+        "rides.updateInterval": { $0.ride.updateInterval = try number($1, "rides.updateInterval", 0.1...20) },
+        "rides.staleAfter": { $0.ride.staleAfter = try number($1, "rides.staleAfter", 1...3600) },
+        "rides.maxPayloadBytes": {
+            $0.ride.maxPayloadBytes = Int(try number($1, "rides.maxPayloadBytes", 256...1_048_576))
+        },
+        "rides.futureTolerance": { $0.ride.futureTolerance = try number($1, "rides.futureTolerance", 0...3600) },
+        "rides.maxFixAge": { $0.ride.maxFixAge = try number($1, "rides.maxFixAge", 1...86_400) },
+        "rides.maxSpeed": { $0.ride.maxSpeed = try number($1, "rides.maxSpeed", 1...400) },
+        "rides.maxAccuracy": { $0.ride.maxAccuracy = try number($1, "rides.maxAccuracy", 1...10_000) },
+        "rides.approachingWithin": { $0.ride.approachingWithin = try number($1, "rides.approachingWithin", 0...3600) },
+        "rides.approachingDistance": {
+            $0.ride.approachingDistance = try number($1, "rides.approachingDistance", 0...100_000)
+        },
+        "rides.arrivalRadius": { $0.ride.arrivalRadius = try number($1, "rides.arrivalRadius", 1...1000) },
+        "rides.maxPickupWait": { $0.ride.maxPickupWait = try number($1, "rides.maxPickupWait", 1...7200) },
+        "rides.detourFactor": { $0.ride.detourFactor = try number($1, "rides.detourFactor", 1...5) },
+        "rides.speedFloor": { $0.ride.speedFloor = try number($1, "rides.speedFloor", 0.1...100) },
+        "rides.completedLinger": { $0.ride.completedLinger = try number($1, "rides.completedLinger", 0...86_400) },
+        "rides.maxRideDuration": { $0.ride.maxRideDuration = try number($1, "rides.maxRideDuration", 60...604_800) },
+        "rides.deadLettersPerSecond": {
+            $0.ride.deadLettersPerSecond = try number($1, "rides.deadLettersPerSecond", 1...10_000)
+        },
+        "rides.feedbackTypes": { settings, value in
+            let types = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            guard types.allSatisfy({ $0 == "rate" || $0 == "tip" }) else {
+                throw Problem(key: "rides.feedbackTypes", message: "'\(value)' may only list rate and tip")
+            }
+            settings.ride.feedbackTypes = types
+        },
+    ]
+
+    static func number(_ text: String, _ key: String, _ range: ClosedRange<Double>) throws(Problem) -> Double {
+        guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite else {
+            throw Problem(key: key, message: "'\(text)' is not a number")
+        }
+        guard range.contains(value) else {
+            let unit =
+                key.hasPrefix("rides.") && !key.contains("Bytes") && !key.contains("Speed") && !key.contains("Radius")
+                    && !key.contains("Distance") && !key.contains("Accuracy") && !key.contains("Factor")
+                    && !key.contains("PerSecond") ? " seconds" : ""
+            throw Problem(
+                key: key,
+                message:
+                    "\(text) is outside the allowed range \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))\(unit)"
+            )
+        }
+        return value
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+
+    /// Applies `key = value`; unknown keys are an error naming them.
+    public mutating func apply(_ key: String, _ value: String) throws {
+        guard let setter = Self.keys[key] else { throw Problem(key: key, message: "unknown key") }
+        try setter(&self, value)
+    }
+
+    /// Loads the layers: the YAML file (if it exists), then environment, then explicit overrides (flags).
+    public static func load(
+        file: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+        overrides: [(String, String)] = []
+    ) throws -> WorkerSettings {
+        var settings = WorkerSettings()
+        if let file, FileManager.default.fileExists(atPath: file) {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            guard let root = try Yams.load(yaml: text) as? [String: Any] else {
+                throw Problem(key: file, message: "is not a YAML mapping")
+            }
+            for (key, value) in flatten(root) { try settings.apply(key, value) }
+        } else if let file, file != defaultConfigPath {
+            throw Problem(key: "--config", message: "file \(file) does not exist")
+        }
+        for key in keys.keys.sorted() {
+            if let value = environment[environmentName(key)] { try settings.apply(key, value) }
+        }
+        for (key, value) in overrides { try settings.apply(key, value) }
+        if let problem = settings.ride.problems().first {
+            throw Problem(key: "rides.\(problem.key)", message: problem.message)
+        }
+        return settings
+    }
+
+    public static let defaultConfigPath = "config/worker.yaml"
+
+    /// `rides.updateInterval` -> `RIDESTATUS_RIDES_UPDATE_INTERVAL`.
+    public static func environmentName(_ key: String) -> String {
+        var name = "RIDESTATUS_"
+        for character in key {
+            if character == "." {
+                name += "_"
+            } else if character.isUppercase {
+                name += "_" + String(character)
+            } else {
+                name += String(character).uppercased()
+            }
+        }
+        return name
+    }
+
+    static func flatten(_ node: [String: Any], prefix: String = "") -> [(String, String)] {
+        var result: [(String, String)] = []
+        for (key, value) in node.sorted(by: { $0.key < $1.key }) {
+            let path = prefix.isEmpty ? key : "\(prefix).\(key)"
+            switch value {
+            case let nested as [String: Any]: result += flatten(nested, prefix: path)
+            case let list as [Any]: result.append((path, list.map { "\($0)" }.joined(separator: ",")))
+            case is NSNull: continue
+            default: result.append((path, "\(value)"))
+            }
+        }
+        return result
+    }
+
+    /// The MQTT client configuration: persistent session (L6), will `offline` (L8).
+    public func mqttConfiguration(workerID: String, version: String) throws -> MQTTConfiguration {
+        var configuration = try MQTTConfiguration(url: brokerURL, clientID: "ride-status-worker-\(workerID)")
+        if let username { configuration.username = username }
+        if let password { configuration.password = password }
+        if let caFile {
+            configuration.tls = .init(caFile: caFile, certificateFile: certificateFile, keyFile: keyFile)
+        }
+        configuration.cleanStart = false
+        configuration.sessionExpiry = sessionExpiry
+        configuration.keepAlive = 15
+        configuration.maximumReconnectDelay = .seconds(5)
+        configuration.will = .init(
+            topic: topics.presence(worker: workerID),
+            payload: Presence(state: "offline", since: Date(), version: version).encoded(), qos: .atLeastOnce,
+            retain: true)
+        return configuration
+    }
+}
+
+/// `ridestatus/workers/{workerId}` (L8).
+struct Presence {
+    var state: String
+    var since: Date
+    var version: String
+
+    func encoded() -> [UInt8] {
+        var writer = JSONWriter(capacity: 128)
+        writer.beginObject()
+        writer.key("state")
+        writer.string(state)
+        writer.date("since", since)
+        writer.key("version")
+        writer.string(version)
+        writer.endObject()
+        return writer.bytes
+    }
+}

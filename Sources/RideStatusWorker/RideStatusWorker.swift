@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Metrics
+import Prometheus
+import RideStatusService
+import ServiceLifecycle
+import UnixSignals
+
+/// `ride-status-worker`: turns fleet telemetry into validated ride statuses. Thin: parse flags, load
+/// settings, bootstrap logging and metrics, run the service until SIGTERM/SIGINT.
+@main
+struct RideStatusWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ride-status-worker",
+        abstract: "Turns fleet telemetry into validated ride-status messages over MQTT.",
+        discussion: "Settings: config/worker.yaml, then RIDESTATUS_* environment variables, then these flags.")
+
+    @Option(help: "The YAML configuration file.") var config = WorkerSettings.defaultConfigPath
+    @Option(help: "Broker URL, mqtt://user:password@host:port or mqtts://…") var broker: String?
+    @Option(name: .customLong("update-interval"), help: "Seconds between statuses of a ride (C1), at most 20.")
+    var updateInterval: String?
+    @Option(name: .customLong("state-dir"), help: "Directory for the worker's identity.") var stateDir: String?
+    @Option(name: .customLong("worker-id"), help: "The worker id (default: kept in the state directory).")
+    var workerID: String?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+    @Option(name: .customLong("metrics-port"), help: "Port of /metrics, /healthz, /readyz; 0 turns it off.")
+    var metricsPort: String?
+    @Option(name: .customLong("set"), help: "Any configuration key, as key=value (repeatable).")
+    var assignments: [String] = []
+
+    func run() async throws {
+        var overrides: [(String, String)] = []
+        if let broker { overrides.append(("broker.url", broker)) }
+        if let updateInterval { overrides.append(("rides.updateInterval", updateInterval)) }
+        if let stateDir { overrides.append(("worker.stateDir", stateDir)) }
+        if let workerID { overrides.append(("worker.id", workerID)) }
+        if let logLevel { overrides.append(("worker.logLevel", logLevel)) }
+        if let metricsPort { overrides.append(("metrics.port", metricsPort)) }
+        for assignment in assignments {
+            let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--set takes key=value, not '\(assignment)'") }
+            overrides.append((parts[0], parts[1]))
+        }
+        let settings: WorkerSettings
+        do {
+            settings = try WorkerSettings.load(file: config, overrides: overrides)
+        } catch {
+            FileHandle.standardError.write(Data("ride-status-worker: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let level = settings.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let logger = Logger(label: "ride-status-worker")
+        let service = RideStatusService(settings: settings, logger: logger, metricsText: { registry.emitToString() })
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
