@@ -1,0 +1,369 @@
+import Foundation
+import MQTTClient
+import MosquittoTesting
+import RideDomain
+import Testing
+
+/// The built worker against a real mosquitto started on a free loopback port, observed by MQTT clients.
+@Suite("ride-status-worker end to end", .serialized)
+struct WorkerEndToEndTests {
+    @Test("a full ride from booking to stop through every phase (P1-P5, C2, L2, L3)")
+    func fullRide() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 5)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status"])
+            try await observer.publish("rides/r-full/start", booking(ride: "r-full", vehicle: nil))
+            try await observer.waitFor("received") { _ in observer.statuses("r-full").last?.phase == "received" }
+            try await observer.publish(
+                "rides/r-full/assign", #"{"vehicleId":"v-full","driver":{"displayName":"Ada L."}}"#)
+            try await observer.waitFor("confirmed") { _ in observer.statuses("r-full").last?.phase == "confirmed" }
+            // The vehicle subscription follows the assignment (L3); fixes sent until one is taken.
+            let far = pickupPoint.moved(metres: 400, bearing: 90)
+            var time = Date().addingTimeInterval(-200)
+            for _ in 0..<100 where observer.statuses("r-full").last?.phase != "approachingPickup" {
+                time = time.addingTimeInterval(1)
+                try await observer.publish("fleet/vehicles/v-full/position", fix("v-full", far, at: time, speed: 8))
+                try await Task.sleep(for: .milliseconds(30))
+            }
+            try await observer.waitFor("approachingPickup (P2)") { _ in
+                observer.statuses("r-full").last?.phase == "approachingPickup"
+            }
+            let approachedAt = Date()
+            for step in 1...40 {
+                time = time.addingTimeInterval(1)
+                let point = pickupPoint.moved(metres: max(10, 400 - Double(step) * 12), bearing: 90)
+                try await observer.publish(
+                    "fleet/vehicles/v-full/position", fix("v-full", point, at: time, speed: step >= 33 ? 0 : 12))
+            }
+            try await observer.waitFor("pickup (P3)") { _ in observer.statuses("r-full").last?.phase == "pickup" }
+            #expect(
+                Date().timeIntervalSince(approachedAt) < 4.5,
+                "C2: phase changes publish at once, not at the 5 s cadence")
+            try await observer.publish("rides/r-full/event", #"{"type":"passengerOnBoard"}"#)
+            try await observer.waitFor("ongoing (P4)") { _ in observer.statuses("r-full").last?.phase == "ongoing" }
+            try await observer.publish("rides/r-full/event", #"{"type":"arrivedAtDropOff"}"#)
+            try await observer.waitFor("completed (P5)") { _ in observer.statuses("r-full").last?.phase == "completed" }
+            let completed = try #require(observer.statuses("r-full").last)
+            #expect(completed["completionStatus"]?["completed"] == .bool(true))
+            #expect(completed["completionStatus"]?["paymentAmount"]?["currencyCode"]?.stringValue == "EUR")
+            let phases = observer.statuses("r-full").compactMap(\.phase)
+            var distinct: [String] = []
+            for phase in phases where distinct.last != phase { distinct.append(phase) }
+            #expect(distinct == ["received", "confirmed", "approachingPickup", "pickup", "ongoing", "completed"])
+            let sequences = observer.statuses("r-full").compactMap(\.sequence)
+            #expect(zip(sequences.dropFirst(), sequences).allSatisfy { $0 > $1 }, "C5")
+
+            try await observer.publish("rides/r-full/stop", "")
+            try await observer.waitFor("zero-length retained status (L2)") { messages in
+                messages.contains { $0.topic == "rides/r-full/status" && $0.payload.isEmpty }
+            }
+            await observer.stop()
+            #expect(worker.terminate().code == 0)
+        }
+    }
+
+    @Test("stop removes the vehicle subscription ($SYS count) and clears the retained status (L2, L3)")
+    func stopTearsDown() async throws {
+        try await withTestBroker(TestBroker.Options(sysInterval: 1)) { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 5)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["$SYS/broker/subscriptions/count", "rides/+/status"])
+            func subscriptionCount() -> Int? {
+                observer.messages.last { $0.topic == "$SYS/broker/subscriptions/count" }
+                    .flatMap { Int(String(decoding: $0.payload, as: UTF8.self)) }
+            }
+            try await observer.waitFor("$SYS count", timeout: 5) { _ in subscriptionCount() != nil }
+            // Let the worker's start-up subscription changes settle: the count must hold for 2 s.
+            var before = try #require(subscriptionCount())
+            for _ in 0..<5 {
+                try await Task.sleep(for: .seconds(2))
+                let now = try #require(subscriptionCount())
+                if now == before { break }
+                before = now
+            }
+            try await observer.publish("rides/r-stop/start", booking(ride: "r-stop", vehicle: "v-stop"))
+            try await observer.waitFor("one more subscription", timeout: 6) { _ in
+                (subscriptionCount() ?? 0) == before + 1
+            }
+            try await observer.publish("rides/r-stop/stop", #"{"reason":"done"}"#)
+            try await observer.waitFor("subscription removed", timeout: 6) { _ in (subscriptionCount() ?? 0) == before }
+            // A new subscriber gets no retained status for the ride: the first thing it sees is a live marker.
+            let late = try await Observer(broker, filters: ["rides/r-stop/status"])
+            try await late.publish("rides/r-stop/status", "marker")
+            let first = try await late.waitFor("marker") { !$0.isEmpty }
+            #expect(String(decoding: first[0].payload, as: UTF8.self) == "marker")
+            await late.stop()
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test(
+        "bad input battery: dead letters with reasons, worker alive, healthy ride unaffected (I1-I3, T1, T2, T4, T5, P8)"
+    )
+    func badInput() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/deadletter"])
+            try await observer.publish("rides/r-ok/start", booking(ride: "r-ok", vehicle: "v-ok"))
+            try await observer.waitFor("healthy ride") { _ in !observer.statuses("r-ok").isEmpty }
+            let near = pickupPoint.moved(metres: 2000, bearing: 90)
+            for _ in 0..<20 where observer.statuses("r-ok").last?["vehicle"]?["location"] == .null {
+                try await observer.publish("fleet/vehicles/v-ok/position", fix("v-ok", near))
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let now = Date()
+            let battery: [(String, String, RejectionReason)] = [
+                ("rides/r-ok/start", String(repeating: "x", count: 17_000), .payloadTooLarge),
+                ("rides/r-ok/event", "{not json", .malformedJSON),
+                ("rides/r-ok/event", "[1,2]", .malformedJSON),
+                ("rides/r-x/start", #"{"rideIdentifier":"r-x"}"#, .missingField),
+                ("rides/r-ok/event", #"{"type":"flying"}"#, .invalidField),
+                ("rides/bad:id!/start", booking(ride: "bad:id!", vehicle: "v-1"), .invalidIdentifier),
+                ("rides/r-y/start", booking(ride: "r-z", vehicle: "v-1"), .identifierMismatch),
+                (
+                    "fleet/vehicles/v-ok/position", fix("v-ok", Coordinate(latitude: 91, longitude: 13)),
+                    .invalidCoordinates
+                ),
+                (
+                    "fleet/vehicles/v-ok/position",
+                    #"{"timestamp":"\#(Timestamps.format(now))","latitude":0,"longitude":0}"#, .nullIsland
+                ),
+                (
+                    "fleet/vehicles/v-ok/position", fix("v-ok", near, at: now.addingTimeInterval(120)),
+                    .timestampInFuture
+                ),
+                (
+                    "fleet/vehicles/v-ok/position",
+                    fix("v-ok", near.moved(metres: 50_000, bearing: 0), at: now.addingTimeInterval(1)), .impossibleSpeed
+                ),
+                (
+                    "fleet/vehicles/v-ok/position",
+                    #"{"timestamp":"\#(Timestamps.format(now.addingTimeInterval(2)))","latitude":52.53,"longitude":13.44,"horizontalAccuracy":500}"#,
+                    .poorAccuracy
+                ),
+                ("rides/r-nope/cancel", #"{"canceledBy":"user"}"#, .unknownRide),
+                ("rides/r-ok/event", #"{"type":"arrivedAtDropOff"}"#, .eventNotAllowed),
+                (
+                    "rides/r-same/start",
+                    booking(ride: "r-same", vehicle: "v-1").replacingOccurrences(of: "52.5096", with: "52.5219")
+                        .replacingOccurrences(of: "13.3759", with: "13.4132"), .invalidBooking
+                ),
+            ]
+            let sequenceBefore = observer.statuses("r-ok").last?.sequence ?? 0
+            for (topic, payload, _) in battery { try await observer.publish(topic, payload) }
+            let expected = Set(battery.map(\.2.rawValue))
+            let letters = try await observer.waitFor("every dead letter") { messages in
+                let reasons = Set(
+                    messages.filter { $0.topic == "ridestatus/deadletter" }.compactMap {
+                        (try? JSONParser.parse($0.payload))?["reason"]?.stringValue
+                    })
+                return expected.isSubset(of: reasons)
+            }.filter { $0.topic == "ridestatus/deadletter" }
+            #expect(letters.count >= battery.count)
+            #expect(worker.readyStatus() == 200, "the worker is alive")
+            try await Task.sleep(for: .milliseconds(1500))
+            let statuses = observer.statuses("r-ok")
+            #expect(statuses.last?.phase == "confirmed", "the healthy ride is unaffected")
+            #expect((statuses.last?.sequence ?? 0) > sequenceBefore, "and keeps its cadence")
+            #expect(statuses.last?["vehicle"]?["location"]?["latitude"]?.doubleValue == near.latitude)
+            #expect(worker.logText.contains("input rejected (T1)"), "log lines name the rule")
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test("SIGKILL and restart: rides resume within 2 s with phase, sequence and location intact (L5, C5)")
+    func killAndResume() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-durable", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/workers/+"])
+            try await observer.publish("rides/r-d/start", booking(ride: "r-d", vehicle: "v-d"))
+            try await observer.waitFor("confirmed") { _ in observer.statuses("r-d").last?.phase == "confirmed" }
+            let spot = pickupPoint.moved(metres: 1500, bearing: 45)
+            for _ in 0..<20 where observer.statuses("r-d").last?["vehicle"]?["location"] == .null {
+                try await observer.publish("fleet/vehicles/v-d/position", fix("v-d", spot))
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try await observer.publish("rides/r-d/event", #"{"type":"arrivedAtPickup"}"#)
+            try await observer.waitFor("pickup") { _ in observer.statuses("r-d").last?.phase == "pickup" }
+            try await Task.sleep(for: .milliseconds(300))
+            let lastSequence = try #require(observer.statuses("r-d").last?.sequence)
+            worker.kill()
+            try await observer.waitFor("will: offline (L8)") { messages in
+                messages.contains {
+                    $0.topic == "ridestatus/workers/w-durable"
+                        && String(decoding: $0.payload, as: UTF8.self).contains("offline")
+                }
+            }
+            observer.clear()
+            let restart = Date()
+            try await worker.start()
+            try await observer.waitFor("a resumed status", timeout: 5) { _ in !observer.statuses("r-d").isEmpty }
+            #expect(Date().timeIntervalSince(restart) < 2 + 3, "resumed within 2 s of reconnecting (start-up included)")
+            let resumed = try #require(observer.statuses("r-d").first)
+            #expect(resumed.phase == "pickup")
+            #expect((resumed.sequence ?? 0) > lastSequence)
+            #expect(resumed["vehicle"]?["location"]?["latitude"]?.doubleValue == spot.latitude)
+            await observer.stop()
+            #expect(worker.terminate().code == 0)
+        }
+    }
+
+    @Test("control messages sent while the worker is down are processed on return; duplicates change nothing (L6)")
+    func controlWhileDown() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-l6", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status"])
+            try await observer.publish("rides/r-l6/start", booking(ride: "r-l6", vehicle: "v-l6"))
+            try await observer.waitFor("confirmed") { _ in observer.statuses("r-l6").last?.phase == "confirmed" }
+            #expect(worker.terminate().code == 0)
+            try await observer.publish("rides/r-l6/event", #"{"type":"passengerOnBoard"}"#)
+            try await observer.publish("rides/r-l6/event", #"{"type":"passengerOnBoard"}"#)
+            try await observer.publish("rides/r-l6b/start", booking(ride: "r-l6b", vehicle: "v-l6b"))
+            observer.clear()
+            try await worker.start()
+            try await observer.waitFor("ongoing after return") { _ in observer.statuses("r-l6").last?.phase == "ongoing"
+            }
+            try await observer.waitFor("ride booked while down") { _ in !observer.statuses("r-l6b").isEmpty }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!worker.logText.contains("eventNotAllowed"), "the duplicate event is not an error")
+            #expect(observer.statuses("r-l6").allSatisfy { $0.phase == "ongoing" || $0.phase == "confirmed" })
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test("SIGTERM: presence offline, QoS 1 flushed, exit 0 within 5 s (L8)")
+    func gracefulShutdown() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-term", interval: 1)
+            let observer = try await Observer(broker, filters: ["ridestatus/workers/+"])
+            try await worker.start()
+            try await observer.waitFor("online") { messages in
+                messages.contains { String(decoding: $0.payload, as: UTF8.self).contains(#""state":"online""#) }
+            }
+            let (code, seconds) = worker.terminate()
+            #expect(code == 0)
+            #expect(seconds < 5)
+            try await observer.waitFor("offline") { messages in
+                messages.last.map { String(decoding: $0.payload, as: UTF8.self).contains(#""state":"offline""#) }
+                    ?? false
+            }
+            let late = try await Observer(broker, filters: ["ridestatus/workers/w-term"])
+            let retained = try await late.waitFor("retained presence") { !$0.isEmpty }
+            #expect(retained[0].retain && String(decoding: retained[0].payload, as: UTF8.self).contains("offline"))
+            await late.stop()
+            await observer.stop()
+        }
+    }
+
+    @Test("broker restart: every active ride publishes at once after reconnecting (C4)")
+    func brokerRestart() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 20)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status"])
+            for ride in ["r-c4a", "r-c4b"] {
+                try await observer.publish("rides/\(ride)/start", booking(ride: ride, vehicle: "v-\(ride)"))
+            }
+            try await observer.waitFor("both rides") { _ in
+                !observer.statuses("r-c4a").isEmpty && !observer.statuses("r-c4b").isEmpty
+            }
+            try await broker.restart()
+            let back = Date()
+            let watcher = try await Observer(broker, filters: ["rides/+/status"])
+            // Retained statuses arrive at once; wait for live ones with a newer sequence than the retained.
+            let retainedA = observer.statuses("r-c4a").last?.sequence ?? 0
+            let retainedB = observer.statuses("r-c4b").last?.sequence ?? 0
+            try await watcher.waitFor("republished statuses", timeout: 8) { messages in
+                let live = messages.filter { !$0.retain }.compactMap { message -> (String, Int)? in
+                    guard let json = try? JSONParser.parse(message.payload) else { return nil }
+                    return (json["rideIdentifier"]?.stringValue ?? "", json.sequence ?? 0)
+                }
+                return live.contains { $0.0 == "r-c4a" && $0.1 > retainedA }
+                    && live.contains { $0.0 == "r-c4b" && $0.1 > retainedB }
+            }
+            #expect(Date().timeIntervalSince(back) < 8, "well before the 20 s cadence")
+            await watcher.stop()
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test("cadence: 200 rides at a 1 s interval, maximum gap at most interval + 0.5 s (C1, C6)")
+    func cadence() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status"])
+            for index in 0..<200 {
+                try await observer.publish(
+                    "rides/r-\(index)/start", booking(ride: "r-\(index)", vehicle: "v-\(index % 50)"))
+            }
+            try await observer.waitFor("all rides") { messages in Set(messages.map(\.topic)).count == 200 }
+            observer.clear()
+            let window = Date()
+            try await Task.sleep(for: .seconds(5))
+            var arrivals: [String: [Date]] = [:]
+            for message in observer.messages where !message.payload.isEmpty {
+                guard let json = try? JSONParser.parse(message.payload),
+                    let issued = json["issuedAt"]?.stringValue.flatMap(Timestamps.parse)
+                else { continue }
+                arrivals[message.topic, default: []].append(issued)
+            }
+            var maxGap = 0.0
+            for (_, times) in arrivals {
+                let all = [window] + times.sorted()
+                for (a, b) in zip(all, all.dropFirst()) { maxGap = max(maxGap, b.timeIntervalSince(a)) }
+            }
+            #expect(arrivals.count == 200)
+            #expect(maxGap <= 1.5, "maximum cadence gap \(maxGap) s")
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test("status/get answers the current status or unknownRide, with the correlation data (L7)")
+    func statusGet() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 5)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status", "clients/me/replies"])
+            try await observer.publish("rides/r-get/start", booking(ride: "r-get", vehicle: "v-get"))
+            try await observer.waitFor("status") { _ in !observer.statuses("r-get").isEmpty }
+            let request = MQTTProperties(responseTopic: "clients/me/replies", correlationData: [1, 2, 3])
+            try await observer.publish("rides/r-get/status/get", "{}", properties: request)
+            try await observer.publish(
+                "rides/r-none/status/get", "",
+                properties: MQTTProperties(responseTopic: "clients/me/replies", correlationData: [9]))
+            let replies = try await observer.waitFor("two replies") {
+                $0.filter { $0.topic == "clients/me/replies" }.count == 2
+            }
+            .filter { $0.topic == "clients/me/replies" }
+            let current = try #require(replies.first { $0.properties.correlationData == [1, 2, 3] })
+            #expect((try JSONParser.parse(current.payload))["rideIdentifier"]?.stringValue == "r-get")
+            let unknown = try #require(replies.first { $0.properties.correlationData == [9] })
+            #expect(String(decoding: unknown.payload, as: UTF8.self) == #"{"code":"failure","reason":"unknownRide"}"#)
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test("a wrong configuration value stops start-up naming the key and the range (C1)")
+    func badConfiguration() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("badconfig-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let process = try ChildProcess(
+            executable: WorkerProcess.executable, arguments: ["--update-interval", "25", "--metrics-port", "0"],
+            output: log)
+        #expect(process.waitForExit(timeout: 10))
+        #expect(process.exitCode == 2)
+        let message = try String(contentsOf: log, encoding: .utf8)
+        #expect(message.contains("rides.updateInterval") && message.contains("0.1...20"), "\(message)")
+    }
+}

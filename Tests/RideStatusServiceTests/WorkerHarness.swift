@@ -1,0 +1,197 @@
+import Foundation
+import Logging
+import MQTTClient
+import MosquittoTesting
+import RideDomain
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+let quietLogger = Logger(label: "e2e", factory: { _ in SwiftLogNoOpLogHandler() })
+
+struct TimedOut: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// The built `ride-status-worker` executable, run as a child process against a test broker.
+final class WorkerProcess: @unchecked Sendable {
+    // Safe because `process` is only replaced by the test's own task.
+    let broker: TestBroker
+    let workerID: String
+    let metricsPort: Int
+    let log: URL
+    let arguments: [String]
+    private(set) var process: ChildProcess?
+
+    static var executable: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("ride-status-worker").path
+    }
+
+    init(
+        broker: TestBroker, workerID: String = "w-\(UUID().uuidString.prefix(6).lowercased())", interval: Double = 1,
+        extra: [String] = []
+    )
+        throws
+    {
+        self.broker = broker
+        self.workerID = workerID
+        metricsPort = try TestBroker.freePort()
+        log = broker.directory.appendingPathComponent("worker-\(workerID).log")
+        arguments =
+            [
+                "--broker", broker.url, "--worker-id", workerID, "--update-interval", "\(interval)",
+                "--state-dir", broker.directory.appendingPathComponent("state").path, "--metrics-port",
+                "\(metricsPort)",
+                "--log-level", "info",
+            ] + extra
+    }
+
+    deinit { process?.signal(SIGKILL) }
+
+    /// Starts the worker and waits until `/readyz` answers 200 (connected and recovered).
+    func start(timeout: Double = 15) async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["RIDESTATUS_WORKER_STATE_DIR"] = nil
+        process = try ChildProcess(
+            executable: Self.executable, arguments: arguments, environment: environment, output: log)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if readyStatus() == 200 { return }
+            if process?.isRunning == false { throw TimedOut(what: "worker start: it exited; log: \(logText)") }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw TimedOut(what: "worker readiness; log: \(logText)")
+    }
+
+    var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// The HTTP status of `/readyz`, or nil when nothing answers.
+    func readyStatus() -> Int? { httpGet(port: metricsPort, path: "/readyz")?.status }
+
+    func kill() {
+        process?.signal(SIGKILL)
+        process?.waitForExit(timeout: 5)
+    }
+
+    /// SIGTERM; returns the exit code and how long the exit took.
+    func terminate() -> (code: Int32?, seconds: Double) {
+        let started = Date()
+        process?.signal(SIGTERM)
+        process?.waitForExit(timeout: 10)
+        return (process?.exitCode, Date().timeIntervalSince(started))
+    }
+}
+
+/// A plain HTTP GET on loopback.
+func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+    guard connected else { return nil }
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count <= 0 { break }
+        response += buffer[0..<count]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    guard let statusText = text.split(separator: " ").dropFirst().first, let status = Int(statusText) else {
+        return nil
+    }
+    let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    return (status, body)
+}
+
+/// A test-side MQTT client that records what it receives.
+final class Observer: @unchecked Sendable {
+    // Safe because `received` is only touched under `lock`.
+    let client: MQTTClient
+    private let lock = NSLock()
+    private var received: [MQTTMessage] = []
+    private var task: Task<Void, Never>?
+
+    init(_ broker: TestBroker, filters: [String]) async throws {
+        client = try MQTTClient(
+            configuration: MQTTConfiguration(
+                host: broker.host, port: broker.port, clientID: "obs-\(UUID().uuidString.prefix(8))", cleanStart: true),
+            logger: quietLogger)
+        try await client.connect(timeout: .seconds(5))
+        for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
+        let client = self.client
+        task = Task { [weak self] in
+            for await message in client.messages { self?.append(message) }
+        }
+    }
+
+    private func append(_ message: MQTTMessage) { lock.withLock { received.append(message) } }
+
+    var messages: [MQTTMessage] { lock.withLock { received } }
+
+    func clear() { lock.withLock { received.removeAll() } }
+
+    func publish(_ topic: String, _ text: String, retain: Bool = false, properties: MQTTProperties = MQTTProperties())
+        async throws
+    {
+        try await client.publish(
+            topic: topic, payload: Array(text.utf8), qos: .atLeastOnce, retain: retain, properties: properties)
+    }
+
+    /// Statuses of `ride` received so far, decoded (zero-length ones are skipped).
+    func statuses(_ ride: String) -> [JSONValue] {
+        messages.filter { $0.topic == "rides/\(ride)/status" && !$0.payload.isEmpty }.compactMap {
+            try? JSONParser.parse($0.payload)
+        }
+    }
+
+    /// Waits until `predicate` holds for the messages received, polling every 20 ms.
+    @discardableResult
+    func waitFor(_ what: String, timeout: Double = 10, _ predicate: ([MQTTMessage]) -> Bool) async throws
+        -> [MQTTMessage]
+    {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let snapshot = messages
+            if predicate(snapshot) { return snapshot }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TimedOut(what: what)
+    }
+
+    func stop() async {
+        task?.cancel()
+        await client.disconnect()
+    }
+}
+
+extension JSONValue {
+    var phase: String? { self["phase"]?.stringValue }
+    var sequence: Int? { self["sequence"]?.doubleValue.map { Int($0) } }
+}
+
+func booking(ride: String, vehicle: String?, pickupDate: Date = Date().addingTimeInterval(300)) -> String {
+    let vehiclePart = vehicle.map { #""vehicleId":"\#($0)","# } ?? ""
+    return
+        #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)"rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(pickupDate))","priceRange":{"minimumPrice":"12.00","maximumPrice":"15.00","currencyCode":"EUR"}},"pickupLocation":{"latitude":52.5219,"longitude":13.4132},"dropOffLocation":{"latitude":52.5096,"longitude":13.3759},"vehicle":{"registrationPlate":"B-RS 1042","mapAnnotationImage":"https://assets.example/cars/compact.png"},"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}}"#
+}
+
+func fix(_ vehicle: String, _ coordinate: Coordinate, at date: Date = Date(), speed: Double = 0) -> String {
+    #"{"vehicleId":"\#(vehicle)","timestamp":"\#(Timestamps.format(date))","latitude":\#(coordinate.latitude),"longitude":\#(coordinate.longitude),"speed":\#(speed),"horizontalAccuracy":5}"#
+}
+
+let pickupPoint = Coordinate(latitude: 52.5219, longitude: 13.4132)
+let dropOffPoint = Coordinate(latitude: 52.5096, longitude: 13.3759)
