@@ -37,10 +37,10 @@ test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter MQTTClientTests
 
 lint:
-	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks/Sources
+	$(SWIFT) format lint --strict --recursive Sources Tests
 
 format:
-	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks/Sources
+	$(SWIFT) format format --in-place --recursive Sources Tests
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
 bench: bench-client bench-domain

@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+
+/// `fleet-sim`: vehicles that drive street-like paths at 1 Hz and a dispatch that books rides for them.
+/// Deterministic for a given seed (apart from wall-clock timestamps).
+@main
+struct FleetSimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet-sim", abstract: "Simulates a fleet and its dispatch against an MQTT broker.")
+
+    @Option(help: "Broker URL.") var broker = "mqtt://127.0.0.1:1883"
+    @Option(help: "Number of vehicles (1...100000).") var vehicles = 50
+    @Option(help: "Random seed; the same seed gives the same fleet and rides.") var seed: UInt64 = 42
+    @Option(help: "Fixes per second per vehicle.") var rate: Double = 1
+    @Option(
+        name: .customLong("bad-input-rate"), help: "Share of messages replaced by bad input of every class (0...1).")
+    var badInputRate: Double = 0
+    @Option(name: .customLong("owntracks"), help: "Share of vehicles that send OwnTracks payloads (0...1).")
+    var ownTracksShare: Double = 0.1
+    @Option(name: .customLong("cancel-rate"), help: "Share of rides the rider cancels (0...1).") var cancelRate:
+        Double = 0.05
+    @Option(help: "Stop after this many seconds (0: run until Ctrl-C).") var duration: Double = 0
+    @Option(help: "Replay a recorded trace (GPX, or CSV of time,latitude,longitude) as one extra vehicle.")
+    var replay: String?
+    @Option(help: "Centre of the simulated city, latitude,longitude.") var center = "52.5200,13.4050"
+    @Option(help: "Radius of the simulated city in metres.") var radius: Double = 2500
+
+    func validate() throws {
+        guard (1...100_000).contains(vehicles) else { throw ValidationError("--vehicles must be 1...100000") }
+        guard rate > 0 && rate <= 10 else { throw ValidationError("--rate must be in (0, 10]") }
+        guard (0...1).contains(badInputRate), (0...1).contains(ownTracksShare), (0...1).contains(cancelRate) else {
+            throw ValidationError("rates and shares must be in 0...1")
+        }
+    }
+
+    func run() async throws {
+        let parts = center.split(separator: ",").compactMap { Double($0) }
+        guard parts.count == 2 else { throw ValidationError("--center takes latitude,longitude") }
+        var logger = Logger(label: "fleet-sim")
+        logger.logLevel = .info
+        let client = try MQTTClient(
+            configuration: try MQTTConfiguration(
+                url: broker, clientID: "fleet-sim-\(seed)-\(UInt16.random(in: 0...UInt16.max))"),
+            logger: logger)
+        logger.info("connecting", metadata: ["broker": "\(broker)"])
+        try await client.connect(timeout: .seconds(30))
+        var world = World(
+            seed: seed, vehicles: vehicles, center: Coordinate(latitude: parts[0], longitude: parts[1]), radius: radius,
+            ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate)
+        if let replay { try world.addReplay(try Trace.load(path: replay)) }
+        logger.info("simulating", metadata: ["vehicles": "\(vehicles)", "seed": "\(seed)", "rate": "\(rate)/s"])
+        let started = ContinuousClock.now
+        let period = Duration.seconds(1 / rate)
+        var next = ContinuousClock.now
+        var lastReport = ContinuousClock.now
+        while duration == 0 || ContinuousClock.now - started < .seconds(duration) {
+            let now = Date()
+            for message in world.step(now: now, dt: 1 / rate) {
+                do {
+                    try client.publishWithoutWaiting(
+                        topic: message.topic, payload: message.payload,
+                        qos: message.control ? .atLeastOnce : .atMostOnce)
+                } catch {
+                    logger.warning("publish failed", metadata: ["error": "\(error)"])
+                }
+            }
+            if ContinuousClock.now - lastReport >= .seconds(10) {
+                lastReport = ContinuousClock.now
+                logger.info("progress", metadata: world.summary.mapValues { .string($0) })
+            }
+            next = next.advanced(by: period)
+            try await Task.sleep(until: next, clock: .continuous)
+        }
+        await client.disconnect()
+    }
+}

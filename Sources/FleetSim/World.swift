@@ -1,0 +1,334 @@
+import Foundation
+import RideDomain
+
+/// SplitMix64: small, fast and the same on every platform, so a seed always gives the same fleet.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+struct OutgoingMessage {
+    var topic: String
+    var payload: [UInt8]
+    var control: Bool
+}
+
+/// The simulated fleet: each vehicle idles, gets a ride, drives a street-like path (legs along the grid
+/// with turns, speed changes and stops) to the pickup, waits, drives to the drop-off, and the ride is stopped.
+struct World {
+    enum Stage {
+        case idle(until: Date?)
+        case toPickup
+        case waiting(until: Date)
+        case toDropOff
+        case done(stopAt: Date)
+    }
+
+    struct Vehicle {
+        var id: String
+        var position: Coordinate
+        var route: [Coordinate] = []
+        var speed: Double = 0
+        var stage: Stage = .idle(until: nil)
+        var ride: String?
+        var ownTracks: Bool
+        var replay: [Coordinate]? = nil
+    }
+
+    var random: SeededGenerator
+    var vehicles: [Vehicle] = []
+    let topics = Topics()
+    let center: Coordinate
+    let radius: Double
+    let cancelRate: Double
+    let badInputRate: Double
+    var rideCounter = 0
+    var ridesStarted = 0
+    var ridesStopped = 0
+    var badInputs = 0
+
+    init(
+        seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
+        cancelRate: Double, badInputRate: Double
+    ) {
+        random = SeededGenerator(state: seed)
+        self.center = center
+        self.radius = radius
+        self.cancelRate = cancelRate
+        self.badInputRate = badInputRate
+        for index in 0..<count {
+            let ownTracks = Double.random(in: 0..<1, using: &random) < ownTracksShare
+            vehicles.append(
+                Vehicle(
+                    id: String(format: "v-%04d", index), position: Coordinate(latitude: 0, longitude: 0),
+                    ownTracks: ownTracks))
+            vehicles[index].position = randomPlace()
+            vehicles[index].stage = .idle(until: Date().addingTimeInterval(Double.random(in: 0...15, using: &random)))
+        }
+    }
+
+    var summary: [String: String] {
+        let active = vehicles.filter { $0.ride != nil }.count
+        return [
+            "rides.started": "\(ridesStarted)", "rides.stopped": "\(ridesStopped)", "rides.active": "\(active)",
+            "bad.inputs": "\(badInputs)",
+        ]
+    }
+
+    mutating func randomPlace() -> Coordinate {
+        center.moved(
+            metres: radius * Double.random(in: 0...1, using: &random).squareRoot(),
+            bearing: Double.random(in: 0..<360, using: &random))
+    }
+
+    /// A street-like path: alternate north-south and east-west legs of 100-400 m, like a grid city.
+    mutating func streetPath(from start: Coordinate, to end: Coordinate) -> [Coordinate] {
+        var points: [Coordinate] = []
+        var current = start
+        var northFirst = Bool.random(using: &random)
+        while current.distance(to: end) > 150 {
+            let corner =
+                northFirst
+                ? Coordinate(latitude: end.latitude, longitude: current.longitude)
+                : Coordinate(latitude: current.latitude, longitude: end.longitude)
+            let leg = min(current.distance(to: corner), Double.random(in: 100...400, using: &random))
+            if leg < 1 {
+                northFirst.toggle()
+                continue
+            }
+            current = current.moved(metres: leg, bearing: current.bearing(to: corner))
+            points.append(current)
+            northFirst.toggle()
+        }
+        points.append(end)
+        return points
+    }
+
+    mutating func addReplay(_ trace: [Coordinate]) throws {
+        guard trace.count >= 2 else { throw TraceError.tooShort }
+        var vehicle = Vehicle(id: "v-replay", position: trace[0], ownTracks: false)
+        vehicle.replay = Array(trace.dropFirst())
+        vehicles.append(vehicle)
+    }
+
+    /// One tick: move every vehicle by `dt` seconds and return what to publish.
+    mutating func step(now: Date, dt: Double) -> [OutgoingMessage] {
+        var out: [OutgoingMessage] = []
+        for index in vehicles.indices { advance(index, now: now, dt: dt, into: &out) }
+        if badInputRate > 0 {
+            let count =
+                Int((Double(out.count) * badInputRate).rounded(.down))
+                + (Double.random(in: 0..<1, using: &random)
+                    < (Double(out.count) * badInputRate).truncatingRemainder(dividingBy: 1) ? 1 : 0)
+            for _ in 0..<count { out.append(badInput(now: now)) }
+            badInputs += count
+        }
+        return out
+    }
+
+    private mutating func advance(_ index: Int, now: Date, dt: Double, into out: inout [OutgoingMessage]) {
+        var vehicle = vehicles[index]
+        defer { vehicles[index] = vehicle }
+        if var replay = vehicle.replay {
+            if !replay.isEmpty { vehicle.position = replay.removeFirst() }
+            vehicle.replay = replay
+            out.append(fix(vehicle, now: now))
+            return
+        }
+        switch vehicle.stage {
+        case .idle(let until):
+            if let until, now >= until {
+                book(&vehicle, now: now, into: &out)
+            }
+        case .toPickup, .toDropOff:
+            drive(&vehicle, dt: dt)
+            if vehicle.route.isEmpty {
+                vehicle.speed = 0
+                if case .toPickup = vehicle.stage {
+                    vehicle.stage = .waiting(until: now.addingTimeInterval(Double.random(in: 5...20, using: &random)))
+                    if Bool.random(using: &random), let ride = vehicle.ride {
+                        out.append(event(ride, "arrivedAtPickup"))
+                    }
+                } else {
+                    if Double.random(in: 0..<1, using: &random) < 0.3, let ride = vehicle.ride {
+                        out.append(event(ride, "arrivedAtDropOff"))
+                    }
+                    vehicle.stage = .done(stopAt: now.addingTimeInterval(8))
+                }
+            } else if case .toPickup = vehicle.stage, Double.random(in: 0..<1, using: &random) < cancelRate / 120,
+                let ride = vehicle.ride
+            {
+                out.append(
+                    OutgoingMessage(
+                        topic: topics.control(.cancel, ride: ride),
+                        payload: Array(#"{"canceledBy":"user","reason":"changed plans"}"#.utf8), control: true))
+                vehicle.stage = .done(stopAt: now.addingTimeInterval(8))
+            }
+        case .waiting(let until):
+            vehicle.speed = 0
+            if now >= until {
+                if Bool.random(using: &random), let ride = vehicle.ride { out.append(event(ride, "passengerOnBoard")) }
+                vehicle.route = streetPath(from: vehicle.position, to: dropOffs[vehicle.id] ?? randomPlace())
+                vehicle.stage = .toDropOff
+            }
+        case .done(let stopAt):
+            if now >= stopAt, let ride = vehicle.ride {
+                out.append(
+                    OutgoingMessage(topic: topics.control(.stop, ride: ride), payload: Array("{}".utf8), control: true))
+                vehicle.ride = nil
+                ridesStopped += 1
+                vehicle.stage = .idle(until: now.addingTimeInterval(Double.random(in: 3...30, using: &random)))
+            }
+        }
+        out.append(fix(vehicle, now: now))
+    }
+
+    private var dropOffs: [String: Coordinate] = [:]
+
+    private mutating func book(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
+        rideCounter += 1
+        let ride = "r-\(rideCounter)"
+        let pickup = vehicle.position.moved(
+            metres: Double.random(in: 400...1500, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+        var dropOff = randomPlace()
+        if dropOff.distance(to: pickup) < 500 {
+            dropOff = pickup.moved(metres: 1500, bearing: Double.random(in: 0..<360, using: &random))
+        }
+        dropOffs[vehicle.id] = dropOff
+        let assignLater = Double.random(in: 0..<1, using: &random) < 0.3
+        let eta = now.addingTimeInterval(vehicle.position.distance(to: pickup) * 1.3 / 9)
+        let vehiclePart = assignLater ? "" : #""vehicleId":"\#(vehicle.id)","#
+        let booking =
+            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)"rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(eta))","priceRange":{"minimumPrice":"9.00","maximumPrice":"14.00","currencyCode":"EUR"},"usesMeteredFare":true},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(rideCounter)"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius","mapAnnotationImage":"https://assets.example/cars/compact.png"},"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":1,"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}}"#
+        out.append(
+            OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
+        if assignLater {
+            out.append(
+                OutgoingMessage(
+                    topic: topics.control(.assign, ride: ride), payload: Array(#"{"vehicleId":"\#(vehicle.id)"}"#.utf8),
+                    control: true))
+        }
+        vehicle.ride = ride
+        vehicle.route = streetPath(from: vehicle.position, to: pickup)
+        vehicle.stage = .toPickup
+        ridesStarted += 1
+    }
+
+    /// Speed changes, an occasional stop (a red light), and turns at each corner of the path.
+    private mutating func drive(_ vehicle: inout Vehicle, dt: Double) {
+        if Double.random(in: 0..<1, using: &random) < 0.04 {
+            vehicle.speed = 0
+            return
+        }
+        vehicle.speed = min(14, max(4, vehicle.speed + Double.random(in: -1.5...2, using: &random)))
+        var remaining = vehicle.speed * dt
+        while remaining > 0, let target = vehicle.route.first {
+            let distance = vehicle.position.distance(to: target)
+            if distance <= remaining {
+                vehicle.position = target
+                vehicle.route.removeFirst()
+                remaining -= distance
+            } else {
+                vehicle.position = vehicle.position.moved(
+                    metres: remaining, bearing: vehicle.position.bearing(to: target))
+                remaining = 0
+            }
+        }
+        if vehicle.route.isEmpty { vehicle.speed = 0 }
+    }
+
+    private mutating func fix(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {
+        // GPS noise of a few metres.
+        let noisy = vehicle.position.moved(
+            metres: Double.random(in: 0...3, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+        let payload: String
+        if vehicle.ownTracks {
+            payload =
+                #"{"_type":"location","lat":\#(noisy.latitude),"lon":\#(noisy.longitude),"tst":\#(Int(now.timeIntervalSince1970)),"vel":\#(Int(vehicle.speed * 3.6)),"acc":5}"#
+        } else {
+            payload =
+                #"{"vehicleId":"\#(vehicle.id)","timestamp":"\#(Timestamps.format(now))","latitude":\#(noisy.latitude),"longitude":\#(noisy.longitude),"speed":\#(vehicle.speed),"horizontalAccuracy":5}"#
+        }
+        return OutgoingMessage(
+            topic: topics.position(vehicle: vehicle.id), payload: Array(payload.utf8), control: false)
+    }
+
+    private func event(_ ride: String, _ type: String) -> OutgoingMessage {
+        OutgoingMessage(
+            topic: topics.control(.event, ride: ride), payload: Array(#"{"type":"\#(type)"}"#.utf8), control: true)
+    }
+
+    /// One message of a bad-input class of the contract (3.5), chosen at random.
+    private mutating func badInput(now: Date) -> OutgoingMessage {
+        let vehicle = vehicles[Int.random(in: 0..<vehicles.count, using: &random)].id
+        let position = topics.position(vehicle: vehicle)
+        let stamp = Timestamps.format(now)
+        let cases: [(String, String)] = [
+            (position, String(repeating: "x", count: 20_000)),
+            (position, "{not json"),
+            (position, #"{"timestamp":"\#(stamp)","latitude":123.4,"longitude":13.4}"#),
+            (position, #"{"timestamp":"\#(stamp)","latitude":0,"longitude":0}"#),
+            (
+                position,
+                #"{"timestamp":"\#(Timestamps.format(now.addingTimeInterval(600)))","latitude":52.5,"longitude":13.4}"#
+            ),
+            (
+                position,
+                #"{"timestamp":"\#(Timestamps.format(now.addingTimeInterval(-900)))","latitude":52.5,"longitude":13.4}"#
+            ),
+            (position, #"{"timestamp":"\#(stamp)","latitude":52.5,"longitude":13.4,"horizontalAccuracy":900}"#),
+            (position, #"{"vehicleId":"someone-else","timestamp":"\#(stamp)","latitude":52.5,"longitude":13.4}"#),
+            ("rides/bad id!/start", "{}"),
+            ("rides/r-unknown-\(Int.random(in: 0...999, using: &random))/cancel", #"{"canceledBy":"user"}"#),
+            ("rides/r-x/event", #"{"type":"warp"}"#),
+            ("rides/r-x/start", #"{"rideIdentifier":"r-x"}"#),
+        ]
+        let (topic, payload) = cases[Int.random(in: 0..<cases.count, using: &random)]
+        return OutgoingMessage(topic: topic, payload: Array(payload.utf8), control: !topic.hasSuffix("position"))
+    }
+}
+
+enum TraceError: Error, CustomStringConvertible {
+    case tooShort
+    case unreadable(String)
+    var description: String {
+        switch self {
+        case .tooShort: return "the trace needs at least two points"
+        case .unreadable(let path): return "cannot read a trace from \(path) (GPX trkpt or CSV time,latitude,longitude)"
+        }
+    }
+}
+
+/// Recorded traces: GPX `<trkpt lat=".." lon="..">` or CSV lines `time,latitude,longitude`.
+enum Trace {
+    static func load(path: String) throws -> [Coordinate] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var points: [Coordinate] = []
+        if text.contains("<gpx") || text.contains("<trkpt") {
+            for chunk in text.components(separatedBy: "<trkpt").dropFirst() {
+                func attribute(_ name: String) -> Double? {
+                    guard let range = chunk.range(of: "\(name)=\"") else { return nil }
+                    return Double(chunk[range.upperBound...].prefix { $0 != "\"" })
+                }
+                if let lat = attribute("lat"), let lon = attribute("lon") {
+                    points.append(Coordinate(latitude: lat, longitude: lon))
+                }
+            }
+        } else {
+            for line in text.split(whereSeparator: \.isNewline) {
+                let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                if fields.count >= 3, let lat = Double(fields[1]), let lon = Double(fields[2]) {
+                    points.append(Coordinate(latitude: lat, longitude: lon))
+                }
+            }
+        }
+        guard !points.isEmpty else { throw TraceError.unreadable(path) }
+        return points
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MQTTClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `ride-watch`: a live view of every active ride from `rides/+/status`: phase, ETA as a progress bar,
+/// staleness and the last cadence gap. Redraws in place on a terminal; prints plain lines otherwise.
+@main
+struct RideWatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ride-watch", abstract: "Live view of ride statuses.")
+
+    @Option(help: "Broker URL.") var broker = "mqtt://127.0.0.1:1883"
+    @Option(help: "Rides shown at most on a terminal.") var rows = 30
+    @Flag(help: "Plain lines even on a terminal.") var plain = false
+
+    struct RideRow {
+        var phase = ""
+        var stale = false
+        var sequence = 0
+        var eta: Date?
+        var firstEta: Double?
+        var receivedAt = Date()
+        var gap: Double?
+        var etaKey: String?
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "ride-watch")
+        logger.logLevel = .warning
+        let client = try MQTTClient(
+            configuration: try MQTTConfiguration(
+                url: broker, clientID: "ride-watch-\(UInt32.random(in: 0...UInt32.max))"),
+            logger: logger)
+        client.start()
+        try await client.subscribe("rides/+/status", qos: .atLeastOnce)
+        let terminal = isatty(STDOUT_FILENO) == 1 && !plain
+        let rows = Rows()
+        let renderer = Task {
+            while !Task.isCancelled && terminal {
+                render(rows.snapshot())
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        defer { renderer.cancel() }
+        if !client.isConnected { print("waiting for the broker at \(broker)…") }
+        for await message in client.messages {
+            let ride = message.topic.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
+            if message.payload.isEmpty {
+                rows.remove(ride)
+                if !terminal { print("\(ride) ended") }
+                continue
+            }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any] else {
+                continue
+            }
+            let row = rows.update(ride, json: json, retained: message.retain)
+            if !terminal {
+                let eta = row.eta.map { " eta \(Int($0.timeIntervalSinceNow))s" } ?? ""
+                let gap = row.gap.map { String(format: " gap %.1fs", $0) } ?? ""
+                print("\(ride) \(row.phase) seq \(row.sequence)\(eta)\(gap)\(row.stale ? " STALE" : "")")
+                fflush(nil)
+            }
+        }
+    }
+
+    func render(_ snapshot: [(String, RideRow)]) {
+        var screen = "\u{1B}[H\u{1B}[2J"
+        let counts = Dictionary(grouping: snapshot, by: { $0.1.phase }).mapValues(\.count)
+        screen += "ride-watch — \(snapshot.count) active rides   "
+        screen +=
+            ["received", "confirmed", "approachingPickup", "pickup", "ongoing", "completed"]
+            .map { "\($0): \(counts[$0] ?? 0)" }.joined(separator: "  ") + "\n\n"
+        screen += "RIDE         PHASE              ETA                         AGE   GAP   SEQ\n"
+        for (ride, row) in snapshot.prefix(rows) {
+            let remaining = row.eta.map { max(0, $0.timeIntervalSinceNow) }
+            let total = max(row.firstEta ?? 1, 1)
+            let filled = remaining.map { Int((1 - min(1, $0 / total)) * 20) } ?? 0
+            let bar = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled) + "]"
+            let eta = remaining.map { String(format: "%4ds", Int($0)) } ?? "    -"
+            let age = Date().timeIntervalSince(row.receivedAt)
+            let gap = row.gap.map { String(format: "%4.1fs", $0) } ?? "   - "
+            let phase = row.phase.padding(toLength: 18, withPad: " ", startingAt: 0)
+            let name = ride.padding(toLength: 12, withPad: " ", startingAt: 0)
+            screen +=
+                "\(name) \(phase) \(bar) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)\(row.stale ? "  STALE" : "")\n"
+        }
+        if snapshot.count > rows { screen += "… and \(snapshot.count - rows) more\n" }
+        screen += "\nCtrl-C to quit"
+        print(screen)
+        fflush(nil)
+    }
+}
+
+/// The rides seen so far; the message task writes, the renderer reads.
+final class Rows: @unchecked Sendable {
+    // Safe because `rows` is only touched under `lock`.
+    private let lock = NSLock()
+    private var rows: [String: RideWatchCommand.RideRow] = [:]
+
+    func remove(_ ride: String) { lock.withLock { _ = rows.removeValue(forKey: ride) } }
+
+    func update(_ ride: String, json: [String: Any], retained: Bool) -> RideWatchCommand.RideRow {
+        lock.withLock {
+            var row = rows[ride] ?? RideWatchCommand.RideRow()
+            let now = Date()
+            if rows[ride] != nil && !retained { row.gap = now.timeIntervalSince(row.receivedAt) }
+            row.receivedAt = now
+            row.phase = json["phase"] as? String ?? "?"
+            row.stale = json["stale"] as? Bool ?? false
+            row.sequence = json["sequence"] as? Int ?? 0
+            let key =
+                ["received", "confirmed", "approachingPickup"].contains(row.phase)
+                ? "estimatedPickupDate" : "estimatedDropOffDate"
+            let eta = (json[key] as? String).flatMap { ISO8601DateFormatter.withFraction.date(from: $0) }
+            if row.phase == "completed" {
+                row.eta = nil
+            } else if let eta {
+                if row.eta == nil || key != (row.etaKey ?? key) { row.firstEta = eta.timeIntervalSince(now) }
+                row.eta = eta
+            }
+            row.etaKey = key
+            rows[ride] = row
+            return row
+        }
+    }
+
+    func snapshot() -> [(String, RideWatchCommand.RideRow)] {
+        lock.withLock { rows.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending } }
+    }
+}
+
+extension ISO8601DateFormatter {
+    nonisolated(unsafe) static let withFraction: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+}
