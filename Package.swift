@@ -14,7 +14,7 @@ let package = Package(
         .executable(name: "ride-status-worker", targets: ["RideStatusWorker"]),
         .executable(name: "fleet-sim", targets: ["FleetSim"]),
         .executable(name: "ride-watch", targets: ["RideWatch"]),
-        .executable(name: "mqtt-load", targets: ["MQTTLoad"]),
+        .executable(name: "ride-bench", targets: ["RideBench"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "RideDomain", targets: ["RideDomain"]),
         .library(name: "RideStatusService", targets: ["RideStatusService"]),
@@ -102,9 +102,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "MQTTLoad",
+            name: "RideBench",
             dependencies: [
                 "MQTTClient",
+                "RideDomain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

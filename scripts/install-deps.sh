@@ -15,6 +15,12 @@ if ! command -v swift >/dev/null 2>&1; then
     exit 1
 fi
 
+# The schema tests validate with Python's jsonschema (the reference draft 2020-12 validator).
+if ! python3 -c 'import jsonschema, referencing' >/dev/null 2>&1; then
+    echo "==> installing the Python jsonschema package (schema tests)"
+    python3 -m pip install --quiet jsonschema || missing+=(python3-jsonschema)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

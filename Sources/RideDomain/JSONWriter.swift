@@ -1,3 +1,5 @@
+import Foundation
+
 /// Appends compact JSON to a byte buffer: the encoder behind every payload the worker emits.
 public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
@@ -56,6 +58,14 @@ public struct JSONWriter {
         } else {
             bytes.append(contentsOf: "null".utf8)
         }
+    }
+
+    /// An RFC 3339 UTC time with milliseconds, as a JSON string.
+    public mutating func time(_ value: Date) {
+        separator()
+        bytes.append(UInt8(ascii: "\""))
+        Timestamps.append(value, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     public mutating func integer(_ value: Int) {

@@ -98,6 +98,20 @@ public struct RideEngine: Sendable {
             counters.fixesIgnored += 1
             return
         }
+        apply(fix, topic: topic, payload: payload, now: now, into: &actions)
+    }
+
+    /// An already decoded fix (T2-T7, then P2-P5 for every active ride of its vehicle).
+    public mutating func receive(fix: TelemetryFix, now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        apply(fix, topic: topics.position(vehicle: fix.vehicleId), payload: [], now: now, into: &actions)
+        return actions
+    }
+
+    private mutating func apply(
+        _ fix: TelemetryFix, topic: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) {
+        let vehicle = fix.vehicleId
         guard let rideIDs = vehicleRides[vehicle] else {
             counters.fixesWithoutRide += 1
             return
@@ -113,10 +127,9 @@ public struct RideEngine: Sendable {
             counters.fixesAccepted += 1
             tracks[vehicle] = VehicleTrack(last: accepted)
             for id in rideIDs {
-                guard var ride = rides[id] else { continue }
-                let wasStale = ride.isStale(now: now, configuration: configuration)
-                let changed = ride.apply(accepted, now: now, configuration: configuration)
-                rides[id] = ride
+                // Mutated in place in the dictionary: no copy of the ride per fix.
+                guard let wasStale = rides[id]?.isStale(now: now, configuration: configuration) else { continue }
+                let changed = rides[id]?.apply(accepted, now: now, configuration: configuration) ?? false
                 // C2 on a phase change; C3: a fresh fix clears `stale` at once.
                 if changed || wasStale { publish(id, now: now, phaseChanged: changed, into: &actions) }
             }

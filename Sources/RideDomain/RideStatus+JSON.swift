@@ -229,6 +229,6 @@ extension JSONWriter {
     /// `"key": "2026-11-22T09:50:01.250Z"` or `"key": null`.
     public mutating func date(_ name: String, _ value: Date?) {
         key(name)
-        if let value { string(Timestamps.format(value)) } else { null() }
+        if let value { time(value) } else { null() }
     }
 }

@@ -4,6 +4,14 @@ import Foundation
 public enum Timestamps {
     /// Formats `date` as RFC 3339 UTC with milliseconds.
     public static func format(_ date: Date) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        append(date, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `date` as RFC 3339 UTC with milliseconds (24 ASCII bytes), without building a `String`.
+    public static func append(_ date: Date, to bytes: inout [UInt8]) {
         let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = totalMilliseconds / 86_400_000
         var millisecondsOfDay = totalMilliseconds % 86_400_000
@@ -12,20 +20,30 @@ public enum Timestamps {
             days -= 1
         }
         let (year, month, day) = civil(fromDays: days)
-        let hour = millisecondsOfDay / 3_600_000
-        let minute = millisecondsOfDay / 60_000 % 60
-        let second = millisecondsOfDay / 1000 % 60
-        let millisecond = millisecondsOfDay % 1000
-        var text = ""
-        text.reserveCapacity(24)
-        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
-        text += pad(hour, 2) + ":" + pad(minute, 2) + ":" + pad(second, 2) + "." + pad(millisecond, 3) + "Z"
-        return text
-    }
-
-    private static func pad(_ value: Int64, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        func digits(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = max(0, value)
+            while divisor > 0 {
+                bytes.append(UInt8(48 + (rest / divisor) % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(millisecondsOfDay / 3_600_000, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(millisecondsOfDay / 60_000 % 60, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(millisecondsOfDay / 1000 % 60, 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(millisecondsOfDay % 1000, 3)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Parses an RFC 3339 date-time with `Z` or a numeric offset and optional fraction.

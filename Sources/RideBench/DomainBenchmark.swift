@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import RideDomain
+
+/// The ride domain's hot paths on one core, each next to its comparison measured in the same run.
+struct DomainBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "domain")
+
+    @Option var rides = 100_000
+    @Option var fixes = 1_000_000
+
+    func run() throws {
+        let origin = Date(timeIntervalSince1970: 1_795_341_000)
+        print("ride-bench domain: \(rides) rides, \(fixes) fixes, one core, release build")
+
+        // 1. Decode and accept one native telemetry fix.
+        let payloads: [[UInt8]] = (0..<1000).map { index in
+            Array(
+                #"{"vehicleId":"v-0042","timestamp":"\#(Timestamps.format(origin.addingTimeInterval(Double(index))))","latitude":52.5\#(String(format: "%04d", index)),"longitude":13.404954,"speed":8.3,"course":92.5,"horizontalAccuracy":4.0,"sequence":\#(index)}"#
+                    .utf8)
+        }
+        let decoder = InputDecoder()
+        let configuration = RideConfiguration()
+        var track = VehicleTrack()
+        var accepted = 0
+        let decodeSeconds = measure {
+            for index in 0..<fixes {
+                let payload = payloads[index % payloads.count]
+                guard let fix = try? decoder.telemetry(vehicleId: "v-0042", payload: payload) else { continue }
+                if index % payloads.count == 0 { track = VehicleTrack() }
+                if case .accepted(let fix) = TelemetryAcceptance.evaluate(
+                    fix, track: track, now: fix.timestamp, configuration: configuration)
+                {
+                    track.last = fix
+                    accepted += 1
+                }
+            }
+        }
+        struct NativeFix: Decodable {
+            var vehicleId: String?
+            var timestamp: String
+            var latitude: Double
+            var longitude: Double
+            var speed: Double?
+            var course: Double?
+            var horizontalAccuracy: Double?
+            var sequence: Int?
+        }
+        let jsonDecoder = JSONDecoder()
+        let foundationCount = fixes / 5
+        var decodedByFoundation = 0
+        let foundationSeconds = measure {
+            for index in 0..<foundationCount {
+                if (try? jsonDecoder.decode(NativeFix.self, from: Data(payloads[index % payloads.count]))) != nil {
+                    decodedByFoundation += 1
+                }
+            }
+        }
+        report("decode + accept a native fix (T1-T7)", Double(fixes) / decodeSeconds, unit: "fixes/s", target: 400_000)
+        report(
+            "  comparison: Foundation JSONDecoder alone", Double(foundationCount) / foundationSeconds, unit: "fixes/s",
+            target: nil)
+        precondition(accepted > 0 && decodedByFoundation == foundationCount)
+
+        // 2. Apply an accepted fix with `rides` active rides.
+        let residentBefore = residentBytes()
+        var engine = RideEngine()
+        for index in 0..<rides {
+            let ride = "r-\(index)"
+            let pickup = Coordinate(
+                latitude: 52.45 + Double(index % 1000) * 0.0001, longitude: 13.3 + Double(index / 1000) * 0.001)
+            let booking =
+                #"{"rideIdentifier":"\#(ride)","vehicleId":"v-\#(index)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude + 0.02),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+            _ = engine.receive(topic: "rides/\(ride)/start", payload: Array(booking.utf8), now: origin)
+        }
+        let residentAfter = residentBytes()
+        precondition(engine.activeRideCount == rides)
+        let vehicleIDs = (0..<rides).map { "v-\($0)" }
+        let fixList: [TelemetryFix] = (0..<fixes).map { index in
+            let ride = index % rides
+            let round = index / rides
+            return TelemetryFix(
+                vehicleId: vehicleIDs[ride], timestamp: origin.addingTimeInterval(Double(round + 1)),
+                coordinate: Coordinate(
+                    latitude: 52.40 + Double(ride % 1000) * 0.0001 - Double(round) * 0.00001,
+                    longitude: 13.3 + Double(ride / 1000) * 0.001),
+                speed: 9, course: 0, horizontalAccuracy: 5)
+        }
+        var statusActions = 0
+        let applySeconds = measure {
+            for fix in fixList { statusActions += engine.receive(fix: fix, now: fix.timestamp).count }
+        }
+        report(
+            "apply an accepted fix, \(rides) active rides (P2-P5, E1)", Double(fixes) / applySeconds, unit: "fixes/s",
+            target: 1_000_000)
+        print(String(format: "  (%d accepted, %d actions)", engine.counters.fixesAccepted, statusActions))
+
+        // 3. Build, validate and encode one status.
+        var ride = engine.rides["r-1"]!
+        var bytes = 0
+        let statusCount = 300_000
+        let statusSeconds = measure {
+            for index in 0..<statusCount {
+                let status = ride.nextStatus(
+                    now: origin.addingTimeInterval(Double(index) * 0.001), configuration: configuration)
+                if StatusValidator.violation(of: status, bookedRide: "r-1") == nil { bytes += status.encoded().count }
+            }
+        }
+        report(
+            "build + validate (V1-V6) + encode a status", Double(statusCount) / statusSeconds, unit: "statuses/s",
+            target: 200_000)
+        print("  (\(bytes / statusCount) bytes a status)")
+
+        // 4. The cadence scheduler with `rides` rides at a 5 s interval, 50 ms ticks over 60 simulated seconds.
+        var scheduler = CadenceScheduler()
+        for index in 0..<rides { scheduler.schedule("r-\(index)", at: Double(index % 5000) / 1000) }
+        var popped = 0
+        let schedulerSeconds = measure {
+            var now = 0.0
+            while now < 60 {
+                now += 0.05
+                for ride in scheduler.popDue(now: now) {
+                    scheduler.schedule(ride, at: now + 5)
+                    popped += 1
+                }
+            }
+        }
+        print(
+            String(
+                format: "%-58@ %10.3f %% of one core (target < 2 %%), %d due rides handled",
+                "scheduler, \(rides) rides at 5 s" as NSString, 100 * schedulerSeconds / 60, popped))
+
+        // 5. Memory per active ride.
+        let perRide = Double(residentAfter - residentBefore) / Double(rides)
+        print(
+            String(
+                format: "%-58@ %10.0f bytes per ride (target <= 1024), resident %.1f MiB",
+                "memory, \(rides) active rides" as NSString, perRide, Double(residentAfter) / 1_048_576))
+    }
+
+    func measure(_ body: () -> Void) -> Double {
+        let start = ContinuousClock.now
+        body()
+        let elapsed = (ContinuousClock.now - start).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
+
+    func report(_ name: String, _ rate: Double, unit: String, target: Double?) {
+        let verdict = target.map { rate >= $0 ? "meets \(Int($0))" : "BELOW target \(Int($0))" } ?? ""
+        print(String(format: "%-58@ %12.0f %@ %@", name as NSString, rate, unit as NSString, verdict as NSString))
+    }
+
+    func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
