@@ -1,7 +1,6 @@
 import CMosquitto
 import Foundation
 import Logging
-import Synchronization
 
 // MARK: - The network thread
 

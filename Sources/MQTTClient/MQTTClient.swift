@@ -1,7 +1,6 @@
 import CMosquitto
 import Foundation
 import Logging
-import Synchronization
 
 /// An MQTT client over libmosquitto.
 ///
@@ -19,7 +18,7 @@ import Synchronization
 public final class MQTTClient: @unchecked Sendable {
     // Safe because: `handle` is used only through libmosquitto calls that are thread-safe in threaded mode,
     // `configuration`, `logger`, `buffer` and the stream continuation are immutable or Sendable, and all
-    // mutable Swift state lives in `state`, a Mutex.
+    // mutable Swift state lives in `state`, behind a lock.
     let handle: OpaquePointer
     public let configuration: MQTTConfiguration
     let logger: Logger
@@ -49,7 +48,7 @@ public final class MQTTClient: @unchecked Sendable {
         var connects = 0
         var threadExit: [CheckedContinuation<Void, Never>] = []
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     private static let libraryInitialised: Bool = {
         mosquitto_lib_init()
