@@ -33,6 +33,17 @@ public struct InputDecoder: Sendable {
     /// A fix from a native or OwnTracks payload; `nil` for OwnTracks messages that are not locations.
     public func telemetry(vehicleId: String, payload: [UInt8]) throws(Rejection) -> TelemetryFix? {
         _ = try Identifier.validated(vehicleId, field: "vehicleId in topic")
+        if payload.count <= maxPayloadBytes,
+            case .some(let fix) = TelemetryFastPath.decode(vehicleId: vehicleId, payload: payload)
+        {
+            return fix
+        }
+        return try generalTelemetry(vehicleId: vehicleId, payload: payload)
+    }
+
+    /// The general decoder for every telemetry payload; ``telemetry(vehicleId:payload:)`` tries the fast path first.
+    public func generalTelemetry(vehicleId: String, payload: [UInt8]) throws(Rejection) -> TelemetryFix? {
+        _ = try Identifier.validated(vehicleId, field: "vehicleId in topic")
         let json = try object(payload)
         let fields = Fields(json)
         if let type = json["_type"] {

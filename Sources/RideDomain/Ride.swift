@@ -23,6 +23,8 @@ public struct Ride: Sendable, Equatable, Codable {
     public private(set) var estimatedPickupDate: Date
     public private(set) var estimatedDropOffDate: Date?
     public private(set) var lastValidStatus: RideStatus?
+    /// Great-circle metres from pickup to drop-off, computed once.
+    private var legMetres: Double
 
     public var rideIdentifier: String { booking.rideIdentifier }
 
@@ -41,6 +43,7 @@ public struct Ride: Sendable, Equatable, Codable {
         startedAt = now
         self.sequence = sequence
         drivenMetres = 0
+        legMetres = booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
     }
@@ -107,7 +110,7 @@ public struct Ride: Sendable, Equatable, Codable {
         case .received, .completed:
             break
         }
-        updateEstimates(now: now, configuration: configuration)
+        updateEstimates(now: now, configuration: configuration, metresToPickup: toPickup)
         return phase != before
     }
 
@@ -249,16 +252,18 @@ public struct Ride: Sendable, Equatable, Codable {
 
     /// E1: from the remaining great-circle distance, the detour factor and the smoothed speed (floored);
     /// never in the past while the phase is not reached.
-    private mutating func updateEstimates(now: Date, configuration: RideConfiguration) {
+    private mutating func updateEstimates(
+        now: Date, configuration: RideConfiguration, metresToPickup: Double? = nil
+    ) {
         guard phase != .completed else { return }
         let estimator = Estimator(detourFactor: configuration.detourFactor, speedFloor: configuration.speedFloor)
         let pickup = booking.pickupLocation.coordinate
         let dropOff = booking.dropOffLocation.coordinate
-        let legSeconds = estimator.travelTime(metres: pickup.distance(to: dropOff), speed: smoothedSpeed)
+        let legSeconds = estimator.travelTime(metres: legMetres, speed: smoothedSpeed)
         if phase < .pickup {
             if let location {
-                let seconds = estimator.travelTime(
-                    metres: location.coordinate.distance(to: pickup), speed: smoothedSpeed)
+                let metres = metresToPickup ?? location.coordinate.distance(to: pickup)
+                let seconds = estimator.travelTime(metres: metres, speed: smoothedSpeed)
                 estimatedPickupDate = now.addingTimeInterval(seconds)
             } else {
                 estimatedPickupDate = max(estimatedPickupDate, now)

@@ -48,7 +48,12 @@ public enum Timestamps {
 
     /// Parses an RFC 3339 date-time with `Z` or a numeric offset and optional fraction.
     public static func parse(_ text: String) -> Date? {
-        var utf8 = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// Parses RFC 3339 from UTF-8 bytes without copying them.
+    public static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
         guard utf8.count >= 20 else { return nil }
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= utf8.count else { return nil }
@@ -60,9 +65,9 @@ public enum Timestamps {
             }
             return value
         }
-        if utf8[10] == UInt8(ascii: "t") || utf8[10] == UInt8(ascii: " ") { utf8[10] = UInt8(ascii: "T") }
         guard let year = number(0, 4), utf8[4] == UInt8(ascii: "-"), let month = number(5, 2),
-            utf8[7] == UInt8(ascii: "-"), let day = number(8, 2), utf8[10] == UInt8(ascii: "T"),
+            utf8[7] == UInt8(ascii: "-"), let day = number(8, 2),
+            utf8[10] == UInt8(ascii: "T") || utf8[10] == UInt8(ascii: "t") || utf8[10] == UInt8(ascii: " "),
             let hour = number(11, 2), utf8[13] == UInt8(ascii: ":"), let minute = number(14, 2),
             utf8[16] == UInt8(ascii: ":"), let second = number(17, 2)
         else { return nil }
