@@ -26,8 +26,11 @@ cleanup() {
     trap - INT TERM EXIT
     echo
     echo "==> stopping simulator, worker and broker"
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # Reverse start order: the simulator first, then the worker (it says offline and flushes), the broker last.
+    for (( index=${#pids[@]}-1; index>=0; index-- )); do
+        kill -TERM "${pids[index]}" 2>/dev/null || true
+        wait "${pids[index]}" 2>/dev/null || true
+    done
     echo "==> stopped. Logs are in var/log/."
 }
 trap cleanup INT TERM EXIT
