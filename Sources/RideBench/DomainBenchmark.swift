@@ -12,6 +12,9 @@ struct DomainBenchmark: ParsableCommand {
     func run() throws {
         let origin = Date(timeIntervalSince1970: 1_795_341_000)
         print("ride-bench domain: \(rides) rides, \(fixes) fixes, one core, release build")
+        print(
+            "  (inline sizes: Ride \(MemoryLayout<Ride>.stride) B, Booking \(MemoryLayout<Booking>.stride) B, RideStatus \(MemoryLayout<RideStatus>.stride) B)"
+        )
 
         // 1. Decode and accept one native telemetry fix.
         let payloads: [[UInt8]] = (0..<1000).map { index in

@@ -3,7 +3,10 @@ import Foundation
 /// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
 /// Methods return whether the phase or the completion status changed (which publishes at once, C2).
 public struct Ride: Sendable, Equatable, Codable {
-    public private(set) var booking: Booking
+    /// The booking, immutable once the ride starts; boxed so that the ride value stays small (it lives
+    /// inline in the engine's dictionary and moves on every fix).
+    private var bookingBox: Shared<Booking>
+    public var booking: Booking { bookingBox.value }
     public private(set) var phase: RidePhase
     public private(set) var vehicleId: String?
     public private(set) var vehicle: VehicleDetails
@@ -22,7 +25,9 @@ public struct Ride: Sendable, Equatable, Codable {
     public private(set) var smoothedSpeed: Double?
     public private(set) var estimatedPickupDate: Date
     public private(set) var estimatedDropOffDate: Date?
-    public private(set) var lastValidStatus: RideStatus?
+    private var lastValidBox: Shared<RideStatus>?
+    /// V7: the last status that passed validation.
+    public var lastValidStatus: RideStatus? { lastValidBox?.value }
     /// Great-circle metres from pickup to drop-off, computed once.
     private var legMetres: Double
 
@@ -30,7 +35,7 @@ public struct Ride: Sendable, Equatable, Codable {
 
     /// P1: with a vehicle `confirmed` (or the booking's `received`/`confirmed`); without, `received`.
     public init(booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0) {
-        self.booking = booking
+        bookingBox = Shared(booking)
         vehicleId = booking.vehicleId
         phase = booking.vehicleId == nil ? .received : (booking.phase ?? .confirmed)
         var details = booking.vehicle
@@ -75,8 +80,15 @@ public struct Ride: Sendable, Equatable, Codable {
         return (replaced, changed)
     }
 
+    /// What an accepted fix changed: the phase (C2), or a `stale` flag that the fix cleared (C3).
+    public struct FixEffect: Equatable, Sendable {
+        public var phaseChanged: Bool
+        public var staleCleared: Bool
+    }
+
     /// An accepted fix of this ride's vehicle: P2-P5 from position and speed.
-    public mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> Bool {
+    public mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> FixEffect {
+        let wasStale = isStale(now: now, configuration: configuration)
         let previous = location
         location = VehicleLocation(
             coordinate: fix.coordinate, course: fix.course ?? previous?.course, speed: fix.speed,
@@ -111,7 +123,7 @@ public struct Ride: Sendable, Equatable, Codable {
             break
         }
         updateEstimates(now: now, configuration: configuration, metresToPickup: toPickup)
-        return phase != before
+        return FixEffect(phaseChanged: phase != before, staleCleared: wasStale)
     }
 
     /// A driver event; P8 rejects events that do not fit the phase. A repeat of the event that caused the
@@ -191,7 +203,7 @@ public struct Ride: Sendable, Equatable, Codable {
     }
 
     /// V7: remembers a status that passed validation.
-    public mutating func recordValid(_ status: RideStatus) { lastValidStatus = status }
+    public mutating func recordValid(_ status: RideStatus) { lastValidBox = Shared(status) }
 
     /// V7: the last valid status again, with this publish's sequence and time.
     public mutating func replacementStatus(now: Date) -> RideStatus? {
@@ -277,4 +289,22 @@ public struct Ride: Sendable, Equatable, Codable {
             estimatedDropOffDate = max(now.addingTimeInterval(seconds), estimatedPickupDate)
         }
     }
+}
+
+/// An immutable value behind a reference: copying the holder copies a pointer, not the value.
+final class Shared<Value: Sendable & Equatable & Codable>: Sendable, Equatable, Codable {
+    let value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(Value.self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+
+    static func == (lhs: Shared, rhs: Shared) -> Bool { lhs === rhs || lhs.value == rhs.value }
 }

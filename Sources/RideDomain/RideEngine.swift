@@ -128,10 +128,11 @@ public struct RideEngine: Sendable {
             tracks[vehicle] = VehicleTrack(last: accepted)
             for id in rideIDs {
                 // Mutated in place in the dictionary: no copy of the ride per fix.
-                guard let wasStale = rides[id]?.isStale(now: now, configuration: configuration) else { continue }
-                let changed = rides[id]?.apply(accepted, now: now, configuration: configuration) ?? false
+                guard let effect = rides[id]?.apply(accepted, now: now, configuration: configuration) else { continue }
                 // C2 on a phase change; C3: a fresh fix clears `stale` at once.
-                if changed || wasStale { publish(id, now: now, phaseChanged: changed, into: &actions) }
+                if effect.phaseChanged || effect.staleCleared {
+                    publish(id, now: now, phaseChanged: effect.phaseChanged, into: &actions)
+                }
             }
         }
     }
