@@ -46,11 +46,12 @@ format:
 bench: bench-client bench-domain
 
 bench-client: deps
-	$(SWIFT) build -c release --product mqtt-load
+	$(SWIFT) build -c release --product ride-bench
 	@./scripts/bench-client.sh
 
 bench-domain: deps
-	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench domain
 
 bench-e2e: build-release
 	@./scripts/bench-e2e.sh

@@ -17,10 +17,15 @@ struct ClientBenchmark: AsyncParsableCommand {
     @Option var messages = 200_000
     @Option(help: "0 or 1") var qos: Int32 = 0
     @Option var payloadBytes = 200
-    @Option(help: "Repetitions; the best and median are reported.") var runs = 3
+    @Option(help: "Repetitions; the median is reported.") var runs = 3
+    @Option(help: "Who publishes: mosquitto_pub (fast, from a file) or MQTTClient.") var publisher = "mosquitto_pub"
 
     func run() async throws {
         let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString).txt")
+        let line = String(repeating: "a", count: payloadBytes) + "\n"
+        try String(repeating: line, count: messages).write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
         var clientRates: [Double] = []
         var subRates: [Double] = []
         for run in 1...runs {
@@ -40,10 +45,6 @@ struct ClientBenchmark: AsyncParsableCommand {
             sub.standardOutput = FileHandle.nullDevice
             try sub.run()
             try await Task.sleep(for: .milliseconds(700))
-            let publisher = try MQTTClient(
-                configuration: MQTTConfiguration(host: host, port: port, clientID: "bench-tx-\(run)", cleanStart: true),
-                logger: quiet)
-            try await publisher.connect()
             let payload = [UInt8](repeating: 0x61, count: payloadBytes)
             let start = ContinuousClock.now
             let counting = Task { () -> (Int, Duration) in
@@ -60,12 +61,28 @@ struct ClientBenchmark: AsyncParsableCommand {
                 while sub.isRunning { try? await Task.sleep(for: .microseconds(200)) }
                 return ContinuousClock.now - start
             }
-            for _ in 0..<messages {
-                if qos == 1 {
-                    // Keep at most 1000 unacknowledged: what a steady publisher does.
-                    while publisher.unacknowledgedCount > 1000 { try await Task.sleep(for: .microseconds(50)) }
+            var sender: MQTTClient?
+            if publisher == "mosquitto_pub" {
+                // One line a message, published by mosquitto_pub -l as fast as the broker takes them.
+                let pub = Process()
+                pub.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
+                pub.arguments = ["-h", host, "-p", "\(port)", "-t", topic, "-q", "\(qos)", "-l"]
+                pub.standardInput = try FileHandle(forReadingFrom: file)
+                try pub.run()
+                pub.waitUntilExit()
+            } else {
+                let client = try MQTTClient(
+                    configuration: MQTTConfiguration(
+                        host: host, port: port, clientID: "bench-tx-\(run)", cleanStart: true),
+                    logger: quiet)
+                try await client.connect()
+                for _ in 0..<messages {
+                    if qos == 1 {
+                        while client.unacknowledgedCount > 1000 { try await Task.sleep(for: .microseconds(50)) }
+                    }
+                    try client.publishWithoutWaiting(topic: topic, payload: payload, qos: qosLevel)
                 }
-                try publisher.publishWithoutWaiting(topic: topic, payload: payload, qos: qosLevel)
+                sender = client
             }
             let timeout = Task {
                 try await Task.sleep(for: .seconds(120))
@@ -82,7 +99,7 @@ struct ClientBenchmark: AsyncParsableCommand {
                 String(
                     format: "run %d QoS %d: MQTTClient %.0f msg/s (%d of %d), mosquitto_sub %.0f msg/s", run, qos,
                     clientRate, count, messages, subRate))
-            await publisher.disconnect()
+            await sender?.disconnect()
             await receiver.disconnect()
         }
         let clientMedian = clientRates.sorted()[clientRates.count / 2]
