@@ -7,7 +7,7 @@ BROKER_PORT ?= 1883
 RIDES ?= 50
 VEHICLES ?= 50
 
-.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-e2e clean
+.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain clean
 
 all: build
 
@@ -52,9 +52,6 @@ bench-client: deps
 bench-domain: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench domain
-
-bench-e2e: build-release
-	@./scripts/bench-e2e.sh
 
 clean:
 	rm -rf .build .build-tsan Benchmarks/.build var
