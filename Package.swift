@@ -134,6 +134,7 @@ let package = Package(
                 "RideDomain",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            exclude: ["Golden"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -200,18 +200,29 @@ public final class TestBroker: @unchecked Sendable {
     }
 
     static func accepts(host: String, port: Int) -> Bool {
+        guard let fd = connectTCP(host: host, port: port) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// A connected TCP socket to `host:port` (IPv4), or nil. The caller closes it.
+    public static func connectTCP(host: String = "127.0.0.1", port: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard fd >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr(host)
-        return withUnsafePointer(to: &address) { pointer in
+        let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
+        guard connected else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 
     @discardableResult
