@@ -39,6 +39,8 @@ public final class RideStatusService: Service, Sendable {
     enum SubscriptionChange: Sendable {
         case subscribe(String)
         case unsubscribe(String)
+        /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
+        case ready
     }
 
     /// - Parameters:
@@ -150,13 +152,14 @@ public final class RideStatusService: Service, Sendable {
         logger: Logger
     ) {
         core.recovered = true
-        readiness.withLock { $0.recovered = true }
         let topics = settings.topics
         changes.yield(.unsubscribe(topics.stateFilter))
         changes.yield(.unsubscribe("\(topics.serviceName)/workers/\(workerID)/recovery"))
         for filter in topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest] {
             changes.yield(.subscribe(filter))
         }
+        // Ready only once the control subscriptions are acknowledged: before that a booking could be lost.
+        changes.yield(.ready)
         announce(client, workerID: workerID)
         let now = Date()
         let actions = core.engine.publishAll(now: now)
@@ -368,6 +371,7 @@ public final class RideStatusService: Service, Sendable {
                 switch change {
                 case .subscribe(let filter): try await client.subscribe(filter, qos: .atLeastOnce)
                 case .unsubscribe(let filter): try await client.unsubscribe(filter)
+                case .ready: readiness.withLock { $0.recovered = true }
                 }
             } catch {
                 logger.error("subscription change failed", metadata: ["change": "\(change)", "error": "\(error)"])
