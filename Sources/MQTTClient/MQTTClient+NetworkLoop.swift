@@ -25,7 +25,6 @@ extension MQTTClient {
                     continue
                 }
                 socketOpen = true
-                state.withLock { $0.socketOpen = true }
             }
             let rc = mosquitto_loop(handle, 100, 1)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
@@ -36,7 +35,6 @@ extension MQTTClient {
             let wasConnected = state.withLock { state in
                 defer {
                     state.connected = false
-                    state.socketOpen = false
                     state.lastError = Self.describe(rc)
                 }
                 return state.connected

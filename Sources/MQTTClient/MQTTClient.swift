@@ -38,7 +38,6 @@ public final class MQTTClient: @unchecked Sendable {
             [(id: Int, deadline: ContinuousClock.Instant, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextWaiterID = 0
         var connected = false
-        var socketOpen = false
         var started = false
         var stopping = false
         var stopped = false

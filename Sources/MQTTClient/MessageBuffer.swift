@@ -28,12 +28,6 @@ final class MessageBuffer: @unchecked Sendable {
         return droppedCount
     }
 
-    var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return items.count - head
-    }
-
     /// Called on the network thread for every received message.
     func push(_ message: MQTTMessage) {
         condition.lock()

@@ -191,7 +191,6 @@ public struct Ride: Sendable, Equatable, Codable {
         lastIssuedAt = issuedAt
         var option = booking.rideOption
         option.estimatedPickupDate = estimatedPickupDate
-        let freshness = lastFixAcceptedAt ?? startedAt
         return RideStatus(
             rideIdentifier: booking.rideIdentifier, phase: phase, completionStatus: completion,
             vehicleLocation: location, vehicle: vehicle, driver: driver, rideOption: option,
@@ -199,7 +198,7 @@ public struct Ride: Sendable, Equatable, Codable {
             estimatedDropOffDate: estimatedDropOffDate, pickupLocation: booking.pickupLocation,
             dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
             scheduledPickupTime: booking.scheduledPickupTime, sequence: sequence, issuedAt: issuedAt,
-            stale: phase != .completed && now.timeIntervalSince(freshness) > configuration.staleAfter)
+            stale: isStale(now: now, configuration: configuration))
     }
 
     /// V7: remembers a status that passed validation.

@@ -103,7 +103,7 @@ enum TelemetryFastPath {
             if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
                 return nil
             }
-            let value = Double(mantissa) / powers[fraction]
+            let value = Double(mantissa) / JSONParser.powersOfTen[fraction]
             return negative ? -value : value
         }
         func key(_ range: (Int, Int), is name: StaticString) -> Bool {
@@ -194,11 +194,5 @@ enum TelemetryFastPath {
                 return nil
             }
         }
-    }
-
-    private static let powers: [Double] = (0...18).map { exponent in
-        var value = 1.0
-        for _ in 0..<exponent { value *= 10 }
-        return value
     }
 }

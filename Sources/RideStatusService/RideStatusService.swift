@@ -28,12 +28,13 @@ public final class RideStatusService: Service, Sendable {
         var stash: [MQTTMessage] = []
         var lastPublished: [String: Date] = [:]
         var reportedCounters = RideCounters()
+        /// One encoder for the durable state of every publish, rather than one per publish.
+        let stateEncoder = JSONEncoder()
     }
 
     struct Readiness {
         var connected = false
         var recovered = false
-        var workerID = ""
     }
 
     enum SubscriptionChange: Sendable {
@@ -65,7 +66,6 @@ public final class RideStatusService: Service, Sendable {
         var workerLogger = self.logger
         workerLogger[metadataKey: "worker.id"] = .string(workerID)
         let logger = workerLogger
-        readiness.withLock { $0.workerID = workerID }
         let client = try MQTTClient(
             configuration: try settings.mqttConfiguration(workerID: workerID, version: version), logger: logger)
         let (changes, changeSink) = AsyncStream<SubscriptionChange>.makeStream()
@@ -317,7 +317,7 @@ public final class RideStatusService: Service, Sendable {
             case .publish(let status, let state):
                 do {
                     // State first: a restart then never reuses a sequence already published (C5, L5).
-                    let encodedState = try JSONEncoder().encode(state)
+                    let encodedState = try core.stateEncoder.encode(state)
                     try client.publishWithoutWaiting(
                         topic: topics.state(ride: status.rideIdentifier), payload: Array(encodedState),
                         qos: .atLeastOnce,
