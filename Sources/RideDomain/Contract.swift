@@ -34,10 +34,13 @@ public struct Topics: Sendable, Equatable {
     public var statusRequestFilter: String { "\(ridesPrefix)/+/status/get" }
     public var statusFilter: String { "\(ridesPrefix)/+/status" }
     public var stateFilter: String { "\(serviceName)/state/+" }
+    /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
+    public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
 
     /// What a topic is, as far as the worker reads it.
     public enum Parsed: Equatable, Sendable {
         case position(vehicle: String)
+        case availability(vehicle: String)
         case control(ControlKind, ride: String)
         case statusRequest(ride: String)
         case rideOptionsRequest
@@ -52,6 +55,9 @@ public struct Topics: Sendable, Equatable {
         let rides = ridesPrefix.split(separator: "/").count
         if levels.count == fleet + 3, topic.hasPrefix(fleetPrefix + "/vehicles/"), levels.last == "position" {
             return .position(vehicle: String(levels[fleet + 1]))
+        }
+        if levels.count == fleet + 3, topic.hasPrefix(fleetPrefix + "/vehicles/"), levels.last == "availability" {
+            return .availability(vehicle: String(levels[fleet + 1]))
         }
         if topic.hasPrefix(ridesPrefix + "/") {
             if levels.count == rides + 2, let kind = ControlKind(rawValue: String(levels[rides + 1])) {

@@ -214,6 +214,44 @@ public struct InputDecoder: Sendable {
         return try fields.optionalString("reason")
     }
 
+    // MARK: Ride options (3.4) and availability
+
+    /// `ride-options/request`: pickup and drop-off places, an optional party size and locale.
+    public func rideOptionsRequest(payload: [UInt8]) throws(Rejection) -> RideOptionsRequest {
+        let fields = Fields(try object(payload))
+        var partySize: Int? = nil
+        if let size = try fields.optionalNumber("partySize") {
+            guard size >= 1, size <= 100, size == size.rounded() else {
+                throw Rejection(.invalidField, "partySize must be a whole number from 1 to 100")
+            }
+            partySize = Int(size)
+        }
+        return RideOptionsRequest(
+            pickupLocation: try fields.place("pickupLocation"), dropOffLocation: try fields.place("dropOffLocation"),
+            partySize: partySize, locale: try fields.optionalString("locale"))
+    }
+
+    /// `fleet/vehicles/{vehicleId}/availability`: `{"available": true, "rideOptionName": "Compact",
+    /// "location": {...}}`; the location's timestamp defaults to `receivedAt`.
+    public func availability(payload: [UInt8], receivedAt: Date) throws(Rejection) -> Availability {
+        let fields = Fields(try object(payload))
+        guard let value = fields.json["available"], !value.isNull else {
+            throw Rejection(.missingField, "available is required")
+        }
+        guard case .bool(let available) = value else {
+            throw Rejection(.invalidField, "available must be true or false")
+        }
+        var location = try Self.location(fields)
+        let stampedByVehicle = try fields.optionalObject("location")?.has("timestamp") ?? false
+        if let stamped = location, !stampedByVehicle {
+            location = VehicleLocation(
+                coordinate: stamped.coordinate, course: stamped.course, speed: stamped.speed,
+                horizontalAccuracy: stamped.horizontalAccuracy, timestamp: receivedAt)
+        }
+        return Availability(
+            available: available, rideOptionName: try fields.optionalString("rideOptionName"), location: location)
+    }
+
     // MARK: Nested shapes
 
     static func rideOption(_ fields: Fields) throws(Rejection) -> RideOption {

@@ -48,9 +48,24 @@ public struct RideEngine: Sendable {
     private var limiter: DeadLetterLimiter
     public private(set) var counters = RideCounters()
 
-    public init(configuration: RideConfiguration = RideConfiguration(), topics: Topics = Topics()) {
+    /// The ride-option catalog, for booking by name (3.4); nil when the service offers no quotes.
+    public let catalog: RideOptionCatalog?
+
+    /// - Parameter catalog: lets a booking name its ride option by any of the catalog's names, localized
+    ///   ones too: the option's map annotation image and fare fill what the booking leaves out.
+    public init(
+        configuration: RideConfiguration = RideConfiguration(), topics: Topics = Topics(),
+        catalog: RideOptionCatalog? = nil
+    ) {
+        var configuration = configuration
+        for option in catalog?.options ?? [] {
+            for name in option.allNames where configuration.mapAnnotationImages[name] == nil {
+                configuration.mapAnnotationImages[name] = option.mapAnnotationImage
+            }
+        }
         self.configuration = configuration
         self.topics = topics
+        self.catalog = catalog
         decoder = InputDecoder(maxPayloadBytes: configuration.maxPayloadBytes)
         limiter = DeadLetterLimiter(perSecond: configuration.deadLettersPerSecond)
     }
@@ -78,7 +93,7 @@ public struct RideEngine: Sendable {
             } catch {
                 reject(error, topic: topic, payload: payload, now: now, into: &actions)
             }
-        case .statusRequest, .rideOptionsRequest, .state, .unknown:
+        case .statusRequest, .rideOptionsRequest, .availability, .state, .unknown:
             break
         }
         return actions
@@ -142,7 +157,7 @@ public struct RideEngine: Sendable {
     ) throws(Rejection) {
         switch kind {
         case .start:
-            let booking = try decoder.booking(rideIdentifier: id, payload: payload)
+            let booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
             guard rides[id] == nil else {
                 counters.duplicateStarts += 1  // L1
                 return
@@ -175,6 +190,23 @@ public struct RideEngine: Sendable {
             _ = try decoder.stop(rideIdentifier: id, payload: payload)
             stop(id, into: &actions)
         }
+    }
+
+    /// Booking by name (3.4): a ride option named by any of the catalog's names (any case, localized too)
+    /// supplies the map annotation image (V5) and the fare of the pickup's service area (P5) that the
+    /// booking leaves out.
+    private func resolveOption(of booking: Booking) -> Booking {
+        guard let catalog, let option = catalog.option(named: booking.rideOption.name) else { return booking }
+        var resolved = booking
+        if resolved.vehicle.mapAnnotationImage == nil {
+            resolved.vehicle.mapAnnotationImage = option.mapAnnotationImage
+        }
+        if resolved.fare == nil, let area = catalog.area(containing: booking.pickupLocation.coordinate),
+            let table = option.fares[area.name]
+        {
+            resolved.fare = table.fare(currency: area.currencyCode)
+        }
+        return resolved
     }
 
     // MARK: Time
@@ -280,6 +312,14 @@ public struct RideEngine: Sendable {
             actions.append(.publish(status, state: ride))
         }
         scheduler.schedule(id, at: now.timeIntervalSince1970 + configuration.updateInterval)
+    }
+
+    /// 3.5: a rejection found outside the engine (quotes, availability): counted, and a dead letter if the
+    /// per-reason limit allows.
+    public mutating func reject(_ rejection: Rejection, topic: String, payload: [UInt8], now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        reject(rejection, topic: topic, payload: payload, now: now, into: &actions)
+        return actions
     }
 
     private mutating func reject(

@@ -20,9 +20,12 @@ public final class RideStatusService: Service, Sendable {
     let core: Mutex<Core>
     let readiness = Mutex(Readiness())
     private let metricsText: @Sendable () -> String
+    private let decoder: InputDecoder
 
     struct Core: ~Copyable {
         var engine: RideEngine
+        /// Quotes (3.4) and the available fleet; nil when no catalog is configured.
+        var quoter: RideOptionQuoter?
         var recovered = false
         var recoveryNonce = ""
         var stash: [MQTTMessage] = []
@@ -55,7 +58,11 @@ public final class RideStatusService: Service, Sendable {
         self.logger = logger
         self.metricsText = metricsText
         metrics = WorkerMetrics()
-        core = Mutex(Core(engine: RideEngine(configuration: settings.ride, topics: settings.topics)))
+        decoder = InputDecoder(maxPayloadBytes: settings.ride.maxPayloadBytes)
+        core = Mutex(
+            Core(
+                engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
+                quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) }))
     }
 
     /// Whether the worker is connected and has recovered its rides (`/readyz`).
@@ -74,6 +81,18 @@ public final class RideStatusService: Service, Sendable {
         logger.info(
             "ride-status worker starting",
             metadata: ["broker": "\(settings.brokerURL)", "update.interval": "\(settings.ride.updateInterval)"])
+        if let catalog = settings.catalog {
+            logger.info(
+                "ride options from the catalog (3.4)",
+                metadata: [
+                    "catalog": "\(settings.rideOptionsCatalogPath)", "options": "\(catalog.options.map(\.name))",
+                    "areas": "\(catalog.areas.map(\.name))",
+                ])
+        } else {
+            logger.warning(
+                "no ride-option catalog: ride-options/request answers failureServiceTemporarilyUnavailable",
+                metadata: ["catalog": "\(settings.rideOptionsCatalogPath)"])
+        }
         client.start()
 
         await withTaskGroup(of: Void.self) { group in
@@ -155,9 +174,10 @@ public final class RideStatusService: Service, Sendable {
         let topics = settings.topics
         changes.yield(.unsubscribe(topics.stateFilter))
         changes.yield(.unsubscribe("\(topics.serviceName)/workers/\(workerID)/recovery"))
-        for filter in topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest] {
-            changes.yield(.subscribe(filter))
-        }
+        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
+        // Retained availability first arrives now: the quoter's index fills before the worker is ready.
+        if core.quoter != nil { filters.append(topics.availabilityFilter) }
+        for filter in filters { changes.yield(.subscribe(filter)) }
         // Ready only once the control subscriptions are acknowledged: before that a booking could be lost.
         changes.yield(.ready)
         announce(client, workerID: workerID)
@@ -240,7 +260,23 @@ public final class RideStatusService: Service, Sendable {
             reply(to: message, payload: core.engine.statusReply(for: ride), client: client, logger: logger)
             return false
         case .rideOptionsRequest:
-            reply(to: message, payload: rideOptionsUnavailable(now: now), client: client, logger: logger)
+            let started = ContinuousClock.now
+            let answer = quote(message, now: now, core: &core, client: client, changes: changes, logger: logger)
+            let elapsed = (ContinuousClock.now - started).components
+            metrics.quoteDuration.recordNanoseconds(
+                elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+            metrics.quoteAnswered(answer.code)
+            reply(to: message, payload: answer.encoded(), client: client, logger: logger)
+            return false
+        case .availability(let vehicle):
+            guard core.quoter != nil else { return false }
+            do throws(Rejection) {
+                try core.quoter!.receiveAvailability(
+                    vehicleId: vehicle, payload: message.payload, decoder: decoder, now: now)
+            } catch {
+                let actions = core.engine.reject(error, topic: message.topic, payload: message.payload, now: now)
+                execute(actions, core: &core, client: client, changes: changes, logger: logger)
+            }
             return false
         case .state:
             return false
@@ -250,18 +286,27 @@ public final class RideStatusService: Service, Sendable {
         }
     }
 
-    /// 3.4 is not built yet: ride-option quotes answer that the service is unavailable rather than not at all.
-    private func rideOptionsUnavailable(now: Date) -> [UInt8] {
-        var writer = JSONWriter(capacity: 128)
-        writer.beginObject()
-        writer.key("code")
-        writer.string("failureServiceTemporarilyUnavailable")
-        writer.key("rideOptions")
-        writer.beginArray()
-        writer.endArray()
-        writer.date("expirationDate", now.addingTimeInterval(60))
-        writer.endObject()
-        return writer.bytes
+    /// 3.4: a quote from the catalog and the live fleet, or a failure reply that says why. A malformed
+    /// request also goes to the dead letter (3.5).
+    private func quote(
+        _ message: MQTTMessage, now: Date, core: inout Core, client: MQTTClient,
+        changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
+    ) -> RideOptionsReply {
+        let expiration = now.addingTimeInterval(core.quoter?.catalog.quotes.timeToLive ?? 60)
+        guard let quoter = core.quoter else {
+            return RideOptionsReply(
+                code: .failureServiceTemporarilyUnavailable, expirationDate: expiration, reason: "noCatalog",
+                detail: "this worker has no ride-option catalog")
+        }
+        do throws(Rejection) {
+            let request = try decoder.rideOptionsRequest(payload: message.payload)
+            return quoter.quote(request, now: now)
+        } catch {
+            let actions = core.engine.reject(error, topic: message.topic, payload: message.payload, now: now)
+            execute(actions, core: &core, client: client, changes: changes, logger: logger)
+            return RideOptionsReply(
+                code: .failure, expirationDate: expiration, reason: error.reason.rawValue, detail: error.detail)
+        }
     }
 
     private func reply(to request: MQTTMessage, payload: [UInt8], client: MQTTClient, logger: Logger) {
@@ -295,6 +340,11 @@ public final class RideStatusService: Service, Sendable {
                 core.withLock { core in
                     metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
                     core.reportedCounters = core.engine.counters
+                    if core.quoter != nil {
+                        // Positions older than availabilityMaxAge no longer count: memory follows the live fleet.
+                        core.quoter!.pruneFleet(now: Date())
+                        metrics.availableVehicles.record(core.quoter!.fleet.count)
+                    }
                 }
                 metrics.reconnects.record(client.reconnectCount)
                 metrics.droppedMessages.record(client.droppedMessages)

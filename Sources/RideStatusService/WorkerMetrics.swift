@@ -18,6 +18,12 @@ struct WorkerMetrics: Sendable {
     let invalidStatuses = Counter(label: "ridestatus_invalid_statuses_total")
     let activeRides = Gauge(label: "ridestatus_active_rides")
     let vehicleSubscriptions = Gauge(label: "ridestatus_vehicle_subscriptions")
+    let availableVehicles = Gauge(label: "ridestatus_available_vehicles_indexed")
+    let quoteDuration = Timer(label: "ridestatus_quote_seconds", preferredDisplayUnit: .seconds)
+
+    func quoteAnswered(_ code: RideOptionsReply.Code) {
+        Counter(label: "ridestatus_quotes_total", dimensions: [("code", code.rawValue)]).increment()
+    }
 
     func report(_ counters: RideCounters, previous: RideCounters, engine: RideEngine) {
         fixesAccepted.increment(by: counters.fixesAccepted - previous.fixesAccepted)

@@ -23,6 +23,10 @@ public struct WorkerSettings: Sendable {
     public var sessionExpiry: UInt32 = 86_400
     public var topics = Topics()
     public var ride = RideConfiguration()
+    /// The ride-option catalog file (3.4); empty turns quotes off.
+    public var rideOptionsCatalogPath = WorkerSettings.defaultCatalogPath
+    /// The catalog read from ``rideOptionsCatalogPath``; nil when quotes are off or the default file is absent.
+    public var catalog: RideOptionCatalog?
 
     public init() {}
 
@@ -59,6 +63,8 @@ public struct WorkerSettings: Sendable {
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
         "topics.serviceName": { $0.topics.serviceName = $1 },
+        "topics.rideOptionsPrefix": { $0.topics.rideOptionsPrefix = $1 },
+        "rideOptions.catalog": { $0.rideOptionsCatalogPath = $1 },
         "rides.updateInterval": { $0.ride.updateInterval = try number($1, "rides.updateInterval", 0.1...20) },
         "rides.staleAfter": { $0.ride.staleAfter = try number($1, "rides.staleAfter", 1...3600) },
         "rides.maxPayloadBytes": {
@@ -142,10 +148,24 @@ public struct WorkerSettings: Sendable {
         if let problem = settings.ride.problems().first {
             throw Problem(key: "rides.\(problem.key)", message: problem.message)
         }
+        try settings.loadCatalog()
         return settings
     }
 
+    /// Reads the catalog: a missing default file turns quotes off; a missing chosen file or an invalid
+    /// catalog stops start-up, naming the entry.
+    mutating func loadCatalog() throws {
+        let path = rideOptionsCatalogPath
+        guard !path.isEmpty, path != "none" else { return }
+        guard FileManager.default.fileExists(atPath: path) else {
+            if path == Self.defaultCatalogPath { return }
+            throw Problem(key: "rideOptions.catalog", message: "file \(path) does not exist")
+        }
+        catalog = try RideOptionCatalog.load(path: path)
+    }
+
     public static let defaultConfigPath = "config/worker.yaml"
+    public static let defaultCatalogPath = "config/ride-options.yaml"
 
     /// `rides.updateInterval` -> `RIDESTATUS_RIDES_UPDATE_INTERVAL`.
     public static func environmentName(_ key: String) -> String {

@@ -1,0 +1,330 @@
+import Foundation
+
+/// The ride options the service offers (3.4): names with their localized forms, capacity, fare tables per
+/// service area, and the areas themselves. Loaded from `config/ride-options.yaml` by the service; pure data
+/// and rules here.
+public struct RideOptionCatalog: Sendable, Equatable {
+    public var quotes: QuoteSettings
+    public var areas: [ServiceArea]
+    public var options: [CatalogOption]
+
+    public init(quotes: QuoteSettings = QuoteSettings(), areas: [ServiceArea], options: [CatalogOption]) {
+        self.quotes = quotes
+        self.areas = areas
+        self.options = options
+    }
+
+    /// The first service area that contains `coordinate`, in catalog order.
+    public func area(containing coordinate: Coordinate) -> ServiceArea? {
+        areas.first { $0.contains(coordinate) }
+    }
+
+    /// Booking by name (3.4): the option whose default or localized name is `name`, ignoring case and
+    /// diacritics. Names are unique across the catalog (checked by ``problems()``), so at most one matches.
+    public func option(named name: String) -> CatalogOption? {
+        let key = Self.nameKey(name)
+        return options.first { option in option.allNames.contains { Self.nameKey($0) == key } }
+    }
+
+    static func nameKey(_ name: String) -> String {
+        name.trimmingCharacters(in: .whitespaces).folding(
+            options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+    }
+
+    /// Every problem with the catalog, each naming its entry; empty when the catalog can be used.
+    public func problems() -> [String] {
+        var problems = quotes.problems()
+        if areas.isEmpty { problems.append("areas: at least one service area is required") }
+        if options.isEmpty { problems.append("options: at least one ride option is required") }
+        var areaNames = Set<String>()
+        for (index, area) in areas.enumerated() {
+            let entry = "areas[\(index)] (\(area.name))"
+            if area.name.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("\(entry): name is blank") }
+            if !areaNames.insert(area.name).inserted { problems.append("\(entry): name is used twice") }
+            if !Money.isValidCurrencyCode(area.currencyCode) {
+                problems.append("\(entry): currencyCode '\(area.currencyCode)' is not an ISO 4217 code")
+            }
+            problems += area.problems().map { "\(entry): \($0)" }
+        }
+        var names: [String: String] = [:]
+        for (index, option) in options.enumerated() {
+            let entry = "options[\(index)] (\(option.name))"
+            for name in option.allNames {
+                if name.trimmingCharacters(in: .whitespaces).isEmpty {
+                    problems.append("\(entry): a name is blank")
+                    continue
+                }
+                if let other = names[Self.nameKey(name)], other != option.name {
+                    problems.append("\(entry): name '\(name)' is also a name of \(other) (names must be unique)")
+                }
+                names[Self.nameKey(name)] = option.name
+            }
+            problems += option.problems(knownAreas: areaNames).map { "\(entry): \($0)" }
+        }
+        return problems
+    }
+}
+
+/// How quotes are made; every value has a default and is documented in `config/ride-options.yaml`.
+public struct QuoteSettings: Sendable, Equatable {
+    /// Seconds a quote stays valid (`expirationDate`).
+    public var timeToLive: Double = 120
+    /// Seconds to the pickup when no available vehicle of the class is known.
+    public var defaultPickupWait: Double = 600
+    /// m/s used for the ride time of a quote.
+    public var averageSpeed: Double = 8.3
+    /// The price range covers the ride time this share shorter and longer (0.25 = ±25 %).
+    public var durationUncertainty: Double = 0.25
+    /// Seconds an availability position counts for pickup estimates.
+    public var availabilityMaxAge: Double = 300
+    /// Metres the nearest-vehicle search looks around the pickup.
+    public var searchRadius: Double = 20_000
+    /// How many of the nearest available vehicles are considered for the pickup estimate.
+    public var nearestVehicles: Int = 3
+    /// The locale of the default names (a request's `locale` picks localized names).
+    public var defaultLocale = "en"
+
+    public init() {}
+
+    func problems() -> [String] {
+        var problems: [String] = []
+        if !(timeToLive >= 1 && timeToLive <= 3600) { problems.append("quotes.timeToLive must be 1...3600 seconds") }
+        if !(defaultPickupWait >= 0 && defaultPickupWait <= 7200) {
+            problems.append("quotes.defaultPickupWait must be 0...7200 seconds")
+        }
+        if !(averageSpeed >= 0.5 && averageSpeed <= 70) { problems.append("quotes.averageSpeed must be 0.5...70 m/s") }
+        if !(durationUncertainty >= 0 && durationUncertainty < 1) {
+            problems.append("quotes.durationUncertainty must be at least 0 and below 1")
+        }
+        if !(availabilityMaxAge >= 1) { problems.append("quotes.availabilityMaxAge must be at least 1 second") }
+        if !(searchRadius >= 100 && searchRadius <= 200_000) {
+            problems.append("quotes.searchRadius must be 100...200000 metres")
+        }
+        if !(1...20).contains(nearestVehicles) { problems.append("quotes.nearestVehicles must be 1...20") }
+        return problems
+    }
+}
+
+/// One ride option of the catalog.
+public struct CatalogOption: Sendable, Equatable {
+    public enum Pricing: String, Sendable, Equatable {
+        /// The fare is metered: the price range covers the uncertainty of the ride time.
+        case metered
+        /// The quoted price is the price (Apple's Compact example): minimum equals maximum.
+        case fixed
+    }
+
+    /// The default (unique) name.
+    public var name: String
+    /// Localized names by locale identifier (`de`, `fr-CH`).
+    public var localizedNames: [String: String]
+    /// The class of vehicle that serves it; availability messages name it (`rideOptionName`).
+    public var vehicleClass: String
+    /// Passengers it can carry.
+    public var capacity: Int
+    public var disclaimer: String?
+    public var selectionPrompt: String
+    public var mapAnnotationImage: String
+    public var pricing: Pricing
+    /// The fare table for each service area (by area name) it serves, in that area's currency.
+    public var fares: [String: FareTable]
+
+    public init(
+        name: String, localizedNames: [String: String] = [:], vehicleClass: String? = nil, capacity: Int,
+        disclaimer: String? = nil, selectionPrompt: String = "Choose a party size", mapAnnotationImage: String,
+        pricing: Pricing = .metered, fares: [String: FareTable]
+    ) {
+        self.name = name
+        self.localizedNames = localizedNames
+        self.vehicleClass = vehicleClass ?? name
+        self.capacity = capacity
+        self.disclaimer = disclaimer
+        self.selectionPrompt = selectionPrompt
+        self.mapAnnotationImage = mapAnnotationImage
+        self.pricing = pricing
+        self.fares = fares
+    }
+
+    var allNames: [String] { [name] + localizedNames.keys.sorted().compactMap { localizedNames[$0] } }
+
+    /// The name for `locale`: an exact match, then its language (`de` for `de-CH`), else the default name.
+    public func name(for locale: String?) -> String {
+        guard let locale, !locale.isEmpty else { return name }
+        let normalized = locale.replacingOccurrences(of: "_", with: "-")
+        if let exact = localizedNames[normalized] { return exact }
+        let language = String(normalized.prefix { $0 != "-" })
+        return localizedNames[language] ?? name
+    }
+
+    func problems(knownAreas: Set<String>) -> [String] {
+        var problems: [String] = []
+        if !(1...100).contains(capacity) { problems.append("capacity \(capacity) must be 1...100") }
+        if vehicleClass.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("vehicleClass is blank") }
+        if mapAnnotationImage.trimmingCharacters(in: .whitespaces).isEmpty {
+            problems.append("mapAnnotationImage is required (V5)")
+        }
+        if fares.isEmpty { problems.append("fares: at least one service area is required") }
+        for area in fares.keys.sorted() {
+            guard let table = fares[area] else { continue }
+            if !knownAreas.contains(area) { problems.append("fares.\(area): no service area has this name") }
+            problems += table.problems(capacity: capacity).map { "fares.\(area): \($0)" }
+        }
+        return problems
+    }
+}
+
+/// A fare table in one area's currency. Amounts are `Decimal` (V6).
+public struct FareTable: Sendable, Equatable {
+    public var baseCharge: Decimal
+    public var perKilometer: Decimal
+    public var perMinute: Decimal
+    public var minimumFare: Decimal
+    public var surcharges: [Surcharge]
+    public var discounts: [Discount]
+    /// Extra-passenger tiers in increasing party size; empty when party size does not change the price.
+    public var partyTiers: [PartyTier]
+
+    public init(
+        baseCharge: Decimal, perKilometer: Decimal, perMinute: Decimal, minimumFare: Decimal = 0,
+        surcharges: [Surcharge] = [], discounts: [Discount] = [], partyTiers: [PartyTier] = []
+    ) {
+        self.baseCharge = baseCharge
+        self.perKilometer = perKilometer
+        self.perMinute = perMinute
+        self.minimumFare = minimumFare
+        self.surcharges = surcharges
+        self.discounts = discounts
+        self.partyTiers = partyTiers
+    }
+
+    public struct Surcharge: Sendable, Equatable {
+        public var title: String
+        public var amount: Decimal
+        public init(title: String, amount: Decimal) {
+            self.title = title
+            self.amount = amount
+        }
+    }
+
+    /// A discount: a share of the fare in percent, or a fixed amount.
+    public struct Discount: Sendable, Equatable {
+        public var title: String
+        public var percent: Decimal?
+        public var amount: Decimal?
+        public init(title: String, percent: Decimal? = nil, amount: Decimal? = nil) {
+            self.title = title
+            self.percent = percent
+            self.amount = amount
+        }
+    }
+
+    /// Parties up to `upTo` people (from the previous tier's `upTo` + 1) pay `surcharge` on top.
+    public struct PartyTier: Sendable, Equatable {
+        public var upTo: Int
+        public var surcharge: Decimal
+        public init(upTo: Int, surcharge: Decimal) {
+            self.upTo = upTo
+            self.surcharge = surcharge
+        }
+    }
+
+    /// The tiers with their first party size; one tier of the whole capacity when none are configured.
+    public func tiers(capacity: Int) -> [(sizes: ClosedRange<Int>, surcharge: Decimal)] {
+        guard !partyTiers.isEmpty else { return [(1...capacity, 0)] }
+        var lower = 1
+        return partyTiers.map { tier in
+            defer { lower = tier.upTo + 1 }
+            return (lower...max(lower, tier.upTo), tier.surcharge)
+        }
+    }
+
+    func problems(capacity: Int) -> [String] {
+        var problems: [String] = []
+        for (name, value) in [
+            ("baseCharge", baseCharge), ("perKilometer", perKilometer), ("perMinute", perMinute),
+            ("minimumFare", minimumFare),
+        ] where value < 0 {
+            problems.append("\(name) must not be negative")
+        }
+        for surcharge in surcharges where surcharge.amount < 0 || surcharge.title.isEmpty {
+            problems.append("surcharge '\(surcharge.title)' needs a title and a non-negative amount")
+        }
+        for discount in discounts {
+            switch (discount.percent, discount.amount) {
+            case (let percent?, nil) where percent >= 0 && percent <= 100: break
+            case (nil, let amount?) where amount >= 0: break
+            default:
+                problems.append(
+                    "discount '\(discount.title)' needs either a percent of 0...100 or a non-negative amount")
+            }
+        }
+        var previous: PartyTier?
+        for tier in partyTiers {
+            if let previous, tier.upTo <= previous.upTo {
+                problems.append("partyTiers: upTo must increase (\(tier.upTo) after \(previous.upTo))")
+            }
+            if let previous, tier.surcharge < previous.surcharge {
+                problems.append("partyTiers: prices must not decrease with party size (tier up to \(tier.upTo))")
+            }
+            if tier.surcharge < 0 { problems.append("partyTiers: surcharge must not be negative") }
+            previous = tier
+        }
+        if let last = partyTiers.last, last.upTo != capacity {
+            problems.append("partyTiers: the last tier must end at the capacity \(capacity), not \(last.upTo)")
+        }
+        return problems
+    }
+}
+
+/// A service area: a GeoJSON Polygon or MultiPolygon (outer rings with holes) and its currency.
+public struct ServiceArea: Sendable, Equatable {
+    public var name: String
+    public var currencyCode: String
+    /// Polygons; in each, the first ring is the outer boundary and the others are holes. Rings are closed.
+    public var polygons: [[[Coordinate]]]
+
+    public init(name: String, currencyCode: String, polygons: [[[Coordinate]]]) {
+        self.name = name
+        self.currencyCode = currencyCode
+        self.polygons = polygons
+    }
+
+    /// Inside an outer ring and outside its holes (even-odd ray casting in degrees; areas do not cross ±180°).
+    public func contains(_ point: Coordinate) -> Bool {
+        polygons.contains { rings in
+            guard let outer = rings.first, Self.ring(outer, contains: point) else { return false }
+            return !rings.dropFirst().contains { Self.ring($0, contains: point) }
+        }
+    }
+
+    static func ring(_ ring: [Coordinate], contains point: Coordinate) -> Bool {
+        var inside = false
+        var previous = ring[ring.count - 1]
+        for current in ring {
+            if (current.latitude > point.latitude) != (previous.latitude > point.latitude) {
+                let crossing =
+                    (previous.longitude - current.longitude) * (point.latitude - current.latitude)
+                    / (previous.latitude - current.latitude) + current.longitude
+                if point.longitude < crossing { inside.toggle() }
+            }
+            previous = current
+        }
+        return inside
+    }
+
+    func problems() -> [String] {
+        var problems: [String] = []
+        if polygons.isEmpty { problems.append("geometry has no polygon") }
+        for (p, rings) in polygons.enumerated() {
+            if rings.isEmpty { problems.append("polygon \(p) has no ring") }
+            for (r, ring) in rings.enumerated() {
+                if ring.count < 4 { problems.append("polygon \(p) ring \(r) needs at least 4 positions") }
+                if ring.first != ring.last { problems.append("polygon \(p) ring \(r) is not closed (GeoJSON)") }
+                if let bad = ring.first(where: { !$0.isValid }) {
+                    problems.append("polygon \(p) ring \(r) has an invalid position \(bad.longitude),\(bad.latitude)")
+                }
+            }
+        }
+        return problems
+    }
+}

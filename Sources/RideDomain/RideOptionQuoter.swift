@@ -1,0 +1,267 @@
+import Foundation
+
+/// A request on `ride-options/request` (3.4).
+public struct RideOptionsRequest: Sendable, Equatable {
+    public var pickupLocation: Place
+    public var dropOffLocation: Place
+    public var partySize: Int?
+    /// Optional locale of the names in the reply (`de`, `fr-CH`); an addition to 3.4 that old clients omit.
+    public var locale: String?
+
+    public init(pickupLocation: Place, dropOffLocation: Place, partySize: Int? = nil, locale: String? = nil) {
+        self.pickupLocation = pickupLocation
+        self.dropOffLocation = dropOffLocation
+        self.partySize = partySize
+        self.locale = locale
+    }
+}
+
+/// The reply to a ride-options request (3.4).
+public struct RideOptionsReply: Sendable, Equatable {
+    public enum Code: String, Sendable {
+        case success, failureNoServiceInArea, failureServiceTemporarilyUnavailable, failure
+    }
+    public var code: Code
+    public var rideOptions: [RideOption]
+    public var expirationDate: Date
+    /// For failures: a stable reason code and a detail for people.
+    public var reason: String?
+    public var detail: String?
+
+    public init(
+        code: Code, rideOptions: [RideOption] = [], expirationDate: Date, reason: String? = nil, detail: String? = nil
+    ) {
+        self.code = code
+        self.rideOptions = rideOptions
+        self.expirationDate = expirationDate
+        self.reason = reason
+        self.detail = detail
+    }
+
+    public func encoded() -> [UInt8] {
+        var writer = JSONWriter(capacity: 512 + rideOptions.count * 1024)
+        writer.beginObject()
+        writer.key("code")
+        writer.string(code.rawValue)
+        if let reason {
+            writer.key("reason")
+            writer.string(reason)
+        }
+        if let detail {
+            writer.key("detail")
+            writer.string(detail)
+        }
+        writer.key("rideOptions")
+        writer.beginArray()
+        for option in rideOptions { option.write(to: &writer) }
+        writer.endArray()
+        writer.date("expirationDate", expirationDate)
+        writer.endObject()
+        return writer.bytes
+    }
+}
+
+/// The availability of a vehicle for new rides (`fleet/vehicles/{vehicleId}/availability`, retained).
+public struct Availability: Sendable, Equatable {
+    public var available: Bool
+    /// The ride option (default or localized name) the vehicle serves.
+    public var rideOptionName: String?
+    public var location: VehicleLocation?
+}
+
+/// Answers ride-option requests (3.4) from the catalog and the live fleet. Pure: time comes in as `now`.
+public struct RideOptionQuoter: Sendable {
+    public let catalog: RideOptionCatalog
+    public let estimator: Estimator
+    public let detourFactor: Double
+    public let futureTolerance: Double
+    public private(set) var fleet = FleetIndex()
+
+    public init(catalog: RideOptionCatalog, configuration: RideConfiguration = RideConfiguration()) {
+        self.catalog = catalog
+        estimator = Estimator(detourFactor: configuration.detourFactor, speedFloor: configuration.speedFloor)
+        detourFactor = configuration.detourFactor
+        futureTolerance = configuration.futureTolerance
+    }
+
+    // MARK: The live fleet
+
+    /// Applies one availability message: available vehicles with a position enter the index, others leave it.
+    /// A zero-length payload (the retained message cleared) removes the vehicle.
+    public mutating func receiveAvailability(vehicleId: String, payload: [UInt8], decoder: InputDecoder, now: Date)
+        throws(Rejection)
+    {
+        _ = try Identifier.validated(vehicleId, field: "vehicleId in topic")
+        guard !payload.isEmpty else {
+            fleet.remove(vehicleId: vehicleId)
+            return
+        }
+        let availability = try decoder.availability(payload: payload, receivedAt: now)
+        guard availability.available, let location = availability.location else {
+            fleet.remove(vehicleId: vehicleId)
+            return
+        }
+        guard let name = availability.rideOptionName, let option = catalog.option(named: name) else {
+            fleet.remove(vehicleId: vehicleId)
+            throw Rejection(
+                .invalidField, "rideOptionName '\(availability.rideOptionName ?? "")' is not in the ride-option catalog"
+            )
+        }
+        guard location.timestamp.timeIntervalSince(now) <= futureTolerance else {
+            throw Rejection(.timestampInFuture, "location.timestamp is more than \(Int(futureTolerance)) s ahead (T2)")
+        }
+        fleet.update(
+            vehicleId: vehicleId, vehicleClass: option.vehicleClass, coordinate: location.coordinate,
+            speed: location.speed, at: location.timestamp)
+    }
+
+    /// Forgets positions older than the catalog's `availabilityMaxAge`; memory stays bounded by the live fleet.
+    @discardableResult
+    public mutating func pruneFleet(now: Date) -> Int {
+        fleet.removeUpdated(before: now.addingTimeInterval(-catalog.quotes.availabilityMaxAge))
+    }
+
+    // MARK: Quotes
+
+    /// The reply to `request` at `now`.
+    public func quote(_ request: RideOptionsRequest, now: Date) -> RideOptionsReply {
+        let settings = catalog.quotes
+        let expiration = now.addingTimeInterval(settings.timeToLive)
+        let pickup = request.pickupLocation.coordinate
+        guard let area = catalog.area(containing: pickup) else {
+            return RideOptionsReply(
+                code: .failureNoServiceInArea, expirationDate: expiration, reason: "noServiceInArea",
+                detail: "the pickup \(pickup.latitude),\(pickup.longitude) is outside every service area")
+        }
+        let partySize = request.partySize ?? 1
+        let served = catalog.options.filter { $0.fares[area.name] != nil }
+        let fitting = served.filter { $0.capacity >= partySize }
+        guard !fitting.isEmpty else {
+            let largest = served.map(\.capacity).max() ?? 0
+            return RideOptionsReply(
+                code: .failure, expirationDate: expiration, reason: "partySizeTooLarge",
+                detail: "no ride option in \(area.name) carries \(partySize) passengers; the largest carries \(largest)"
+            )
+        }
+        let metres = pickup.distance(to: request.dropOffLocation.coordinate) * detourFactor
+        let seconds = metres / settings.averageSpeed
+        let options = fitting.map { option in
+            rideOption(
+                option, table: option.fares[area.name]!, currency: area.currencyCode, metres: metres, seconds: seconds,
+                request: request, now: now, expiration: expiration)
+        }
+        return RideOptionsReply(code: .success, rideOptions: options, expirationDate: expiration)
+    }
+
+    /// Seconds until an available vehicle of the option's class could reach `pickup` (E1), if one is known.
+    public func pickupDelay(for option: CatalogOption, at pickup: Coordinate, now: Date) -> Double? {
+        let settings = catalog.quotes
+        let candidates = fleet.nearest(
+            option.vehicleClass, to: pickup, limit: settings.nearestVehicles, maxDistance: settings.searchRadius,
+            notBefore: now.addingTimeInterval(-settings.availabilityMaxAge))
+        return candidates.map { estimator.travelTime(metres: $0.distance, speed: $0.speed) }.min()
+    }
+
+    private func rideOption(
+        _ option: CatalogOption, table: FareTable, currency: String, metres: Double, seconds: Double,
+        request: RideOptionsRequest, now: Date, expiration: Date
+    ) -> RideOption {
+        let partySize = request.partySize ?? 1
+        let uncertainty = option.pricing == .fixed ? 0 : catalog.quotes.durationUncertainty
+        let tiers = table.tiers(capacity: option.capacity)
+        let partyTier = tiers.first { $0.sizes.contains(partySize) } ?? tiers[tiers.count - 1]
+        func range(_ tier: (sizes: ClosedRange<Int>, surcharge: Decimal)) -> PriceRange {
+            let low = table.quote(metres: metres, seconds: seconds * (1 - uncertainty), party: tier, currency: currency)
+            let high = table.quote(
+                metres: metres, seconds: seconds * (1 + uncertainty), party: tier, currency: currency)
+            return PriceRange(minimumPrice: low.total, maximumPrice: high.total, currencyCode: currency)
+        }
+        let estimate = table.quote(metres: metres, seconds: seconds, party: partyTier, currency: currency)
+        let delay = pickupDelay(for: option, at: request.pickupLocation.coordinate, now: now)
+        var result = RideOption(
+            name: option.name(for: request.locale),
+            estimatedPickupDate: now.addingTimeInterval(delay ?? catalog.quotes.defaultPickupWait),
+            priceRange: range(partyTier), disclaimerMessage: option.disclaimer, fareLineItems: estimate.lineItems,
+            usesMeteredFare: option.pricing == .metered)
+        if tiers.count > 1 {
+            // Party size changes the price (Apple's SUV example): one entry per tier that fits the party.
+            let listed = tiers.filter { $0.sizes.upperBound >= partySize }
+            result.availablePartySizeOptions = listed.map { tier in
+                PartySizeOption(
+                    location: tier.sizes.lowerBound, length: tier.sizes.upperBound - tier.sizes.lowerBound,
+                    sizeDescription: Self.sizeDescription(tier.sizes), priceRange: range(tier))
+            }
+            if request.partySize == nil, let first = listed.first, let last = listed.last {
+                result.priceRange = PriceRange(
+                    minimumPrice: range(first).minimumPrice, maximumPrice: range(last).maximumPrice,
+                    currencyCode: currency)
+            }
+            if Set(listed.map(\.surcharge)).count > 1 {
+                result.availablePartySizeOptionsSelectionPrompt = option.selectionPrompt
+            }
+        } else if result.disclaimerMessage == nil {
+            // Capacity is fixed: say so rather than offering party sizes (Apple's Compact example).
+            result.disclaimerMessage =
+                option.capacity == 1
+                ? "Vehicle can carry only 1 passenger." : "Vehicle can carry up to \(option.capacity) passengers."
+        }
+        result.expirationDate = expiration
+        return result
+    }
+
+    static func sizeDescription(_ sizes: ClosedRange<Int>) -> String {
+        if sizes.count == 1 { return sizes.lowerBound == 1 ? "1 person" : "\(sizes.lowerBound) people" }
+        return "\(sizes.lowerBound)-\(sizes.upperBound) people"
+    }
+}
+
+extension FareTable {
+    /// A priced ride: line items rounded to the currency's minor unit, and their exact sum.
+    public struct Quote: Sendable, Equatable {
+        public var lineItems: [FareLineItem]
+        public var total: Decimal
+    }
+
+    /// Prices a ride of `metres` (road distance) and `seconds` for a party in `party`'s tier: base, distance,
+    /// time, surcharges, the party surcharge, a minimum-fare supplement, then discounts. The total is the sum
+    /// of the rounded line items, so the items always add up to the quoted price.
+    public func quote(
+        metres: Double, seconds: Double, party: (sizes: ClosedRange<Int>, surcharge: Decimal), currency: String
+    ) -> Quote {
+        let kilometres = Decimal(string: String(format: "%.3f", max(0, metres) / 1000)) ?? 0
+        let minutes = Decimal(string: String(format: "%.3f", max(0, seconds) / 60)) ?? 0
+        var items: [FareLineItem] = []
+        func add(_ title: String, _ amount: Decimal) {
+            items.append(
+                FareLineItem(
+                    title: title, price: Money(amount: amount, currencyCode: currency).rounded.amount,
+                    currencyCode: currency))
+        }
+        add("Base fare", baseCharge)
+        add(String(format: "Distance (%.1f km)", max(0, metres) / 1000), perKilometer * kilometres)
+        add("Time (\(Int((max(0, seconds) / 60).rounded(.up))) min)", perMinute * minutes)
+        for surcharge in surcharges { add(surcharge.title, surcharge.amount) }
+        if party.surcharge > 0 {
+            add("Extra passengers (\(RideOptionQuoter.sizeDescription(party.sizes)))", party.surcharge)
+        }
+        var subtotal = items.reduce(Decimal(0)) { $0 + $1.price }
+        if subtotal < minimumFare {
+            add("Minimum fare", minimumFare - subtotal)
+            subtotal = minimumFare
+        }
+        var remaining = subtotal
+        for discount in discounts {
+            let raw = discount.percent.map { subtotal * $0 / 100 } ?? discount.amount ?? 0
+            let amount = min(Money(amount: raw, currencyCode: currency).rounded.amount, remaining)
+            guard amount > 0 else { continue }
+            add(discount.title, -amount)
+            remaining -= amount
+        }
+        return Quote(lineItems: items, total: items.reduce(Decimal(0)) { $0 + $1.price })
+    }
+
+    /// The metered fare of a booked ride (P5) in this table's terms.
+    public func fare(currency: String) -> Fare {
+        Fare(baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute, currencyCode: currency)
+    }
+}

@@ -1,0 +1,430 @@
+import Foundation
+import PropertyBased
+import RideDomain
+import Testing
+
+/// A catalog like `config/ride-options.yaml`, built in code so the domain tests need no YAML.
+func testCatalog() -> RideOptionCatalog {
+    func ring(_ pairs: [(Double, Double)]) -> [Coordinate] {
+        pairs.map { Coordinate(latitude: $0.1, longitude: $0.0) }
+    }
+    let berlin = ServiceArea(
+        name: "berlin", currencyCode: "EUR",
+        polygons: [
+            [
+                ring([(13.09, 52.38), (13.77, 52.38), (13.77, 52.68), (13.09, 52.68), (13.09, 52.38)]),
+                ring([(13.39, 52.469), (13.42, 52.469), (13.42, 52.481), (13.39, 52.481), (13.39, 52.469)]),
+            ]
+        ])
+    let tokyo = ServiceArea(
+        name: "tokyo", currencyCode: "JPY",
+        polygons: [
+            [ring([(139.5, 35.5), (139.9, 35.5), (139.9, 35.8), (139.5, 35.8), (139.5, 35.5)])],
+            [ring([(135.4, 34.6), (135.6, 34.6), (135.6, 34.8), (135.4, 34.8), (135.4, 34.6)])],
+        ])
+    let compact = CatalogOption(
+        name: "Compact", localizedNames: ["de": "Kompakt", "fr": "Compacte"], capacity: 1,
+        disclaimer: "Vehicle can carry only 1 passenger.", mapAnnotationImage: "https://assets.example/compact.png",
+        pricing: .fixed,
+        fares: [
+            "berlin": FareTable(baseCharge: 2.5, perKilometer: 1.1, perMinute: 0.2, minimumFare: 6),
+            "tokyo": FareTable(baseCharge: 500, perKilometer: 300, perMinute: 40, minimumFare: 730),
+        ])
+    let comfort = CatalogOption(
+        name: "Comfort", localizedNames: ["de": "Komfort"], capacity: 4,
+        mapAnnotationImage: "https://assets.example/comfort.png",
+        fares: [
+            "berlin": FareTable(
+                baseCharge: 3.5, perKilometer: 1.5, perMinute: 0.3, minimumFare: 8,
+                surcharges: [.init(title: "Service fee", amount: 0.5)],
+                discounts: [.init(title: "Launch discount", percent: 10)])
+        ])
+    let suv = CatalogOption(
+        name: "SUV", localizedNames: ["de": "Großraum"], capacity: 6,
+        mapAnnotationImage: "https://assets.example/suv.png",
+        fares: [
+            "berlin": FareTable(
+                baseCharge: 4, perKilometer: 1.8, perMinute: 0.35, minimumFare: 10,
+                surcharges: [.init(title: "SUV surcharge", amount: 2)],
+                partyTiers: [.init(upTo: 1, surcharge: 0), .init(upTo: 3, surcharge: 4), .init(upTo: 6, surcharge: 8)])
+        ])
+    return RideOptionCatalog(areas: [berlin, tokyo], options: [compact, comfort, suv])
+}
+
+func optionsRequest(
+    from start: Coordinate = pickup, to end: Coordinate = dropOff, partySize: Int? = nil, locale: String? = nil
+) -> RideOptionsRequest {
+    RideOptionsRequest(
+        pickupLocation: Place(coordinate: start), dropOffLocation: Place(coordinate: end), partySize: partySize,
+        locale: locale)
+}
+
+func sum(_ items: [FareLineItem]) -> Decimal { items.reduce(Decimal(0)) { $0 + $1.price } }
+
+@Suite("Ride options (3.4): pricing, tiers, areas, expiration, the live fleet")
+struct RideOptionTests {
+    let catalog = testCatalog()
+    let single: (sizes: ClosedRange<Int>, surcharge: Decimal) = (1...1, 0)
+
+    // MARK: Pricing
+
+    @Test("3.4: line items are base, distance and time, rounded to cents, and add up to the price")
+    func lineItems() {
+        let table = catalog.options[0].fares["berlin"]!
+        let quote = table.quote(metres: 10_000, seconds: 1200, party: single, currency: "EUR")
+        #expect(quote.lineItems.map(\.title) == ["Base fare", "Distance (10.0 km)", "Time (20 min)"])
+        #expect(quote.lineItems.map(\.price) == [Decimal(string: "2.50")!, 11, 4])
+        #expect(quote.total == Decimal(string: "17.50")!)
+        #expect(sum(quote.lineItems) == quote.total)
+        #expect(quote.lineItems.allSatisfy { $0.currencyCode == "EUR" })
+    }
+
+    @Test("3.4: a short ride pays the minimum fare as its own line item")
+    func minimumFare() {
+        let table = catalog.options[0].fares["berlin"]!
+        let quote = table.quote(metres: 500, seconds: 60, party: single, currency: "EUR")
+        #expect(quote.lineItems.last?.title == "Minimum fare")
+        #expect(quote.lineItems.last?.price == Decimal(string: "2.75")!)
+        #expect(quote.total == 6)
+    }
+
+    @Test("3.4: surcharges add and discounts subtract, each as a line item")
+    func surchargesAndDiscounts() {
+        let table = catalog.options[1].fares["berlin"]!
+        let quote = table.quote(metres: 10_000, seconds: 1200, party: (1...4, 0), currency: "EUR")
+        #expect(
+            quote.lineItems.map(\.title) == [
+                "Base fare", "Distance (10.0 km)", "Time (20 min)", "Service fee", "Launch discount",
+            ])
+        #expect(quote.lineItems.last?.price == Decimal(string: "-2.50")!)
+        #expect(quote.total == Decimal(string: "22.50")!)
+    }
+
+    @Test("3.4: money is rounded per currency (JPY has no minor unit)")
+    func roundingPerCurrency() {
+        let table = catalog.options[0].fares["tokyo"]!
+        let quote = table.quote(metres: 3_333, seconds: 401, party: single, currency: "JPY")
+        for item in quote.lineItems {
+            #expect(item.price == Money(amount: item.price, currencyCode: "JPY").rounded.amount)
+        }
+        #expect(sum(quote.lineItems) == quote.total)
+    }
+
+    @Test(
+        "3.4: for any ride, line items add up to the estimate, which lies in the price range", .timeLimit(.minutes(1)))
+    func lineItemsAddUp() async {
+        let quoter = RideOptionQuoter(catalog: catalog)
+        await propertyCheck(
+            count: 300, input: Gen.double(in: 100...30_000), Gen.double(in: 0...359), Gen.int(in: 1...6)
+        ) {
+            metres, bearing, party in
+            let end = pickup.moved(metres: metres, bearing: bearing)
+            let reply = quoter.quote(optionsRequest(to: end, partySize: party), now: t0)
+            #expect(reply.code == .success)
+            for option in reply.rideOptions {
+                let range = try #require(option.priceRange)
+                let total = sum(option.fareLineItems)
+                #expect(range.minimumPrice <= total && total <= range.maximumPrice, "\(option.name)")
+                #expect(range.minimumPrice >= 0)
+            }
+        }
+    }
+
+    // MARK: Tiers
+
+    @Test("3.4: tier prices never decrease with party size, for any ride")
+    func tiersNeverDecrease() async {
+        let quoter = RideOptionQuoter(catalog: catalog)
+        await propertyCheck(count: 300, input: Gen.double(in: 100...30_000), Gen.double(in: 0...359)) {
+            metres, bearing in
+            let reply = quoter.quote(optionsRequest(to: pickup.moved(metres: metres, bearing: bearing)), now: t0)
+            let suv = try #require(reply.rideOptions.first { $0.name == "SUV" })
+            let tiers = try #require(suv.availablePartySizeOptions)
+            #expect(tiers.count == 3)
+            for (lower, higher) in zip(tiers, tiers.dropFirst()) {
+                #expect(lower.priceRange!.minimumPrice <= higher.priceRange!.minimumPrice)
+                #expect(lower.priceRange!.maximumPrice <= higher.priceRange!.maximumPrice)
+            }
+        }
+    }
+
+    @Test("3.4: party sizes as in Apple's SUV example: ranges, descriptions, prompt, overall range")
+    func partySizeOptions() throws {
+        let reply = RideOptionQuoter(catalog: catalog).quote(optionsRequest(), now: t0)
+        let suv = try #require(reply.rideOptions.first { $0.name == "SUV" })
+        let tiers = try #require(suv.availablePartySizeOptions)
+        #expect(tiers.map { [$0.location, $0.length] } == [[1, 0], [2, 1], [4, 2]])
+        #expect(tiers.map(\.sizeDescription) == ["1 person", "2-3 people", "4-6 people"])
+        #expect(suv.availablePartySizeOptionsSelectionPrompt == "Choose a party size")
+        #expect(suv.priceRange?.minimumPrice == tiers.first?.priceRange?.minimumPrice)
+        #expect(suv.priceRange?.maximumPrice == tiers.last?.priceRange?.maximumPrice)
+        #expect(suv.disclaimerMessage == nil)
+        // Fixed capacity: a disclaimer instead of party sizes (Apple's Compact example), fixed price.
+        let compact = try #require(reply.rideOptions.first { $0.name == "Compact" })
+        #expect(compact.availablePartySizeOptions == nil)
+        #expect(compact.disclaimerMessage == "Vehicle can carry only 1 passenger.")
+        #expect(compact.priceRange?.minimumPrice == compact.priceRange?.maximumPrice)
+        #expect(compact.usesMeteredFare == false)
+        let comfort = try #require(reply.rideOptions.first { $0.name == "Comfort" })
+        #expect(comfort.disclaimerMessage == "Vehicle can carry up to 4 passengers.")
+        #expect(comfort.priceRange!.minimumPrice < comfort.priceRange!.maximumPrice, "metered: a range")
+    }
+
+    @Test("3.4: the party size filters options by capacity and tiers by size")
+    func partySizeFiltering() throws {
+        let quoter = RideOptionQuoter(catalog: catalog)
+        let two = quoter.quote(optionsRequest(partySize: 2), now: t0)
+        #expect(two.rideOptions.map(\.name) == ["Comfort", "SUV"])
+        let suv = try #require(two.rideOptions.last)
+        #expect(suv.availablePartySizeOptions?.map(\.location) == [2, 4])
+        #expect(suv.priceRange == suv.availablePartySizeOptions?.first?.priceRange, "the party's own tier")
+        #expect(suv.fareLineItems.contains { $0.title == "Extra passengers (2-3 people)" })
+        let five = quoter.quote(optionsRequest(partySize: 5), now: t0)
+        #expect(five.rideOptions.map(\.name) == ["SUV"])
+        #expect(five.rideOptions[0].availablePartySizeOptions?.count == 1)
+        #expect(five.rideOptions[0].availablePartySizeOptionsSelectionPrompt == nil, "one tier left: no choice")
+        let seven = quoter.quote(optionsRequest(partySize: 7), now: t0)
+        #expect(seven.code == .failure)
+        #expect(seven.reason == "partySizeTooLarge")
+        #expect(seven.rideOptions.isEmpty)
+    }
+
+    @Test("3.4: a catalog whose tier prices decrease, or that is otherwise wrong, names the entry")
+    func catalogProblems() {
+        var catalog = testCatalog()
+        #expect(catalog.problems().isEmpty)
+        catalog.options[2].fares["berlin"]!.partyTiers[2].surcharge = 1
+        catalog.options[1].localizedNames["fr"] = "kompakt"
+        catalog.areas[0].currencyCode = "euro"
+        catalog.options[0].fares["mars"] = FareTable(baseCharge: 1, perKilometer: 1, perMinute: 1)
+        let problems = catalog.problems()
+        #expect(
+            problems.contains { $0.hasPrefix("options[2] (SUV): fares.berlin: partyTiers: prices must not decrease") })
+        #expect(problems.contains { $0.hasPrefix("options[1] (Comfort): name 'kompakt' is also a name of Compact") })
+        #expect(problems.contains { $0.hasPrefix("areas[0] (berlin): currencyCode 'euro'") })
+        #expect(problems.contains { $0.hasPrefix("options[0] (Compact): fares.mars: no service area") })
+    }
+
+    // MARK: Areas and expiration
+
+    @Test("3.4: a pickup outside every area, or in a hole, gets failureNoServiceInArea; MultiPolygon works")
+    func serviceAreas() {
+        let quoter = RideOptionQuoter(catalog: catalog)
+        let paris = Coordinate(latitude: 48.8566, longitude: 2.3522)
+        #expect(quoter.quote(optionsRequest(from: paris, to: pickup), now: t0).code == .failureNoServiceInArea)
+        let tempelhof = Coordinate(latitude: 52.475, longitude: 13.405)
+        let hole = quoter.quote(optionsRequest(from: tempelhof, to: pickup), now: t0)
+        #expect(hole.code == .failureNoServiceInArea)
+        #expect(hole.rideOptions.isEmpty)
+        let osaka = Coordinate(latitude: 34.69, longitude: 135.50)
+        let japan = quoter.quote(optionsRequest(from: osaka, to: osaka.moved(metres: 4000, bearing: 10)), now: t0)
+        #expect(japan.code == .success)
+        #expect(japan.rideOptions.map(\.name) == ["Compact"], "only options with a fare table for the area")
+        #expect(japan.rideOptions[0].priceRange?.currencyCode == "JPY", "the area's currency")
+    }
+
+    @Test("3.4: the reply and every option expire after the time to live")
+    func expiration() {
+        var catalog = testCatalog()
+        catalog.quotes.timeToLive = 90
+        let reply = RideOptionQuoter(catalog: catalog).quote(optionsRequest(), now: t0)
+        #expect(reply.expirationDate == t0.addingTimeInterval(90))
+        #expect(reply.rideOptions.allSatisfy { $0.expirationDate == t0.addingTimeInterval(90) })
+        let json = String(decoding: reply.encoded(), as: UTF8.self)
+        #expect(json.contains(#""expirationDate":"2026-11-22T09:51:30.000Z""#))
+    }
+
+    @Test("3.4: localized names by locale, falling back to the language, then the default")
+    func localizedNames() {
+        let quoter = RideOptionQuoter(catalog: catalog)
+        #expect(
+            quoter.quote(optionsRequest(locale: "de"), now: t0).rideOptions.map(\.name) == [
+                "Kompakt", "Komfort", "Großraum",
+            ])
+        #expect(quoter.quote(optionsRequest(locale: "de_CH"), now: t0).rideOptions.first?.name == "Kompakt")
+        #expect(quoter.quote(optionsRequest(locale: "ja"), now: t0).rideOptions.first?.name == "Compact")
+        #expect(catalog.option(named: "kompakt")?.name == "Compact", "booking by name ignores case")
+        #expect(catalog.option(named: "Grossraum")?.name == "SUV", "ß folds to ss, as Swiss spelling writes it")
+        #expect(catalog.option(named: "Großraumwagen") == nil)
+        #expect(catalog.option(named: "GROẞRAUM")?.name == "SUV")
+    }
+
+    // MARK: The live fleet
+
+    @Test("3.4/E1: the pickup estimate follows the nearest available vehicle of the class")
+    func liveFleetEstimate() throws {
+        var quoter = RideOptionQuoter(catalog: catalog)
+        let decoder = InputDecoder()
+        func availability(_ coordinate: Coordinate, option: String = "Compact", at date: Date = t0) -> [UInt8] {
+            bytes(
+                #"{"available":true,"rideOptionName":"\#(option)","location":{"latitude":\#(coordinate.latitude),"longitude":\#(coordinate.longitude),"timestamp":"\#(iso(date))"}}"#
+            )
+        }
+        func compactPickup(_ now: Date = t0) -> Date? {
+            quoter.quote(optionsRequest(), now: now).rideOptions.first { $0.name == "Compact" }?.estimatedPickupDate
+        }
+        #expect(compactPickup() == t0.addingTimeInterval(600), "none known: the default wait")
+        try quoter.receiveAvailability(
+            vehicleId: "v-far", payload: availability(pickup.moved(metres: 5000, bearing: 90)), decoder: decoder,
+            now: t0)
+        let far = try #require(compactPickup())
+        // E1: 5 km x 1.3 detour at the 5 m/s floor.
+        #expect(abs(far.timeIntervalSince(t0) - 1300) < 1)
+        try quoter.receiveAvailability(
+            vehicleId: "v-far", payload: availability(pickup.moved(metres: 500, bearing: 90)), decoder: decoder, now: t0
+        )
+        let near = try #require(compactPickup())
+        #expect(abs(near.timeIntervalSince(t0) - 130) < 1, "the same vehicle moved closer")
+        // Another class does not count for Compact; localized names resolve to the class.
+        try quoter.receiveAvailability(
+            vehicleId: "v-suv", payload: availability(pickup, option: "Großraum"), decoder: decoder, now: t0)
+        #expect(compactPickup() == near)
+        let suvPickup = quoter.quote(optionsRequest(), now: t0).rideOptions.first { $0.name == "SUV" }?
+            .estimatedPickupDate
+        #expect(suvPickup == t0)
+        // Unavailable leaves the index; stale positions do not count and are pruned.
+        try quoter.receiveAvailability(
+            vehicleId: "v-far", payload: bytes(#"{"available":false}"#), decoder: decoder, now: t0)
+        #expect(compactPickup() == t0.addingTimeInterval(600))
+        try quoter.receiveAvailability(
+            vehicleId: "v-old", payload: availability(pickup, at: t0.addingTimeInterval(-400)), decoder: decoder,
+            now: t0)
+        #expect(compactPickup() == t0.addingTimeInterval(600), "older than availabilityMaxAge")
+        #expect(quoter.pruneFleet(now: t0) == 1)
+        #expect(quoter.fleet.count == 1)
+    }
+
+    @Test("3.4: bad availability messages are rejections with reason codes, never crashes")
+    func badAvailability() {
+        var quoter = RideOptionQuoter(catalog: catalog)
+        let decoder = InputDecoder()
+        let cases: [(String, RejectionReason)] = [
+            ("{nope", .malformedJSON),
+            (#"{"rideOptionName":"Compact"}"#, .missingField),
+            (#"{"available":"yes"}"#, .invalidField),
+            (
+                #"{"available":true,"rideOptionName":"Hovercraft","location":{"latitude":52.5,"longitude":13.4}}"#,
+                .invalidField
+            ),
+            (
+                #"{"available":true,"rideOptionName":"Compact","location":{"latitude":95,"longitude":13.4}}"#,
+                .invalidCoordinates
+            ),
+            (
+                #"{"available":true,"rideOptionName":"Compact","location":{"latitude":52.5,"longitude":13.4,"timestamp":"\#(iso(t0.addingTimeInterval(600)))"}}"#,
+                .timestampInFuture
+            ),
+        ]
+        for (payload, reason) in cases {
+            #expect(throws: Rejection.self) {
+                try quoter.receiveAvailability(vehicleId: "v-1", payload: bytes(payload), decoder: decoder, now: t0)
+            }
+            do {
+                try quoter.receiveAvailability(vehicleId: "v-1", payload: bytes(payload), decoder: decoder, now: t0)
+            } catch {
+                #expect(error.reason == reason, "\(payload)")
+            }
+        }
+        #expect(quoter.fleet.count == 0)
+    }
+
+    @Test("3.4: malformed requests are rejections with a reason code")
+    func malformedRequests() {
+        let decoder = InputDecoder()
+        let cases: [(String, RejectionReason)] = [
+            ("", .malformedJSON),
+            (#"{"dropOffLocation":{"latitude":52.5,"longitude":13.4}}"#, .missingField),
+            (
+                #"{"pickupLocation":{"latitude":152.5,"longitude":13.4},"dropOffLocation":{"latitude":52.5,"longitude":13.4}}"#,
+                .invalidCoordinates
+            ),
+            (
+                #"{"pickupLocation":{"latitude":52.5,"longitude":13.4},"dropOffLocation":{"latitude":52.5,"longitude":13.4},"partySize":0}"#,
+                .invalidField
+            ),
+        ]
+        for (payload, reason) in cases {
+            do {
+                _ = try decoder.rideOptionsRequest(payload: bytes(payload))
+                Issue.record("accepted: \(payload)")
+            } catch {
+                #expect(error.reason == reason, "\(payload)")
+            }
+        }
+    }
+
+    // MARK: Booking by name
+
+    @Test("3.4: a booking naming a quoted option by its localized name gets the catalog's image and fare (V5, P5)")
+    func bookingByLocalizedName() throws {
+        var harness = Harness()
+        harness.engine = RideEngine(catalog: catalog)
+        let text = String(decoding: bookingJSON(fare: ""), as: UTF8.self)
+            .replacingOccurrences(of: #""name":"Compact""#, with: #""name":"kompakt""#)
+            .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
+        let actions = harness.send("rides/r-1/start", bytes(text), at: t0)
+        let status = try #require(actions.statuses.first, "\(actions)")
+        #expect(status.rideOption.name == "kompakt", "the rider's own name is kept")
+        #expect(status.vehicle.mapAnnotationImage == "https://assets.example/compact.png")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+        let completed = try #require(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(60)).statuses.first)
+        _ = completed
+        harness.event("passengerOnBoard", at: t0.addingTimeInterval(120))
+        let done = try #require(harness.event("arrivedAtDropOff", at: t0.addingTimeInterval(720)).statuses.first)
+        // The catalog's Berlin fare: 2.50 base + 0.20 x 10 min (no distance driven without fixes) = 4.50.
+        #expect(done.completionStatus?.paymentAmount == Money(amount: Decimal(string: "4.50")!, currencyCode: "EUR"))
+    }
+}
+
+@Suite("FleetIndex: the spatial index of available vehicles")
+struct FleetIndexTests {
+    @Test("3.4: nearest vehicles equal a brute-force search, through moves and removals")
+    func matchesBruteForce() async {
+        await propertyCheck(count: 60, input: Gen.int(in: 1...400), Gen.int(in: 0...1_000_000)) {
+            vehicles, seed in
+            var random = SplitMix(state: UInt64(vehicles * 7919 + seed))
+            var index = FleetIndex(cellDegrees: 0.01)
+            var truth: [String: (Coordinate, String)] = [:]
+            let center = Coordinate(latitude: 52.52, longitude: 13.40)
+            for step in 0..<(vehicles * 2) {
+                let id = "v-\(Int(random.next() % UInt64(vehicles)))"
+                if random.next() % 5 == 0 {
+                    index.remove(vehicleId: id)
+                    truth[id] = nil
+                } else {
+                    let spot = center.moved(
+                        metres: Double(random.next() % 8000), bearing: Double(random.next() % 360))
+                    let vehicleClass = random.next() % 3 == 0 ? "SUV" : "Compact"
+                    index.update(vehicleId: id, vehicleClass: vehicleClass, coordinate: spot, speed: nil, at: t0)
+                    truth[id] = (spot, vehicleClass)
+                }
+                _ = step
+            }
+            #expect(index.count == truth.count)
+            for _ in 0..<5 {
+                let query = center.moved(metres: Double(random.next() % 9000), bearing: Double(random.next() % 360))
+                let found = index.nearest("Compact", to: query, limit: 3, maxDistance: 5000, notBefore: t0)
+                let expected = truth.filter { $0.value.1 == "Compact" }
+                    .map { (id: $0.key, distance: query.distance(to: $0.value.0)) }
+                    .filter { $0.distance <= 5000 }.sorted { $0.distance < $1.distance }.prefix(3)
+                #expect(found.count == expected.count)
+                for (got, want) in zip(found, expected) {
+                    // Equal distances may swap order; compare distances, which the ranking is about.
+                    #expect(abs(got.distance - want.distance) < 0.5, "\(got.vehicleId) vs \(want.id)")
+                }
+            }
+        }
+    }
+}
+
+/// A small deterministic generator for the index property.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
