@@ -16,6 +16,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 c
  && rm -rf /var/lib/apt/lists/* && useradd --system --create-home worker
 COPY --from=builder /staging/ /usr/local/bin/
 COPY config/worker.yaml /etc/ride-status/worker.yaml
+COPY config/ride-options.yaml /etc/ride-status/ride-options.yaml
+ENV RIDESTATUS_RIDE_OPTIONS_CATALOG=/etc/ride-status/ride-options.yaml
 USER worker
 WORKDIR /home/worker
 EXPOSE 9466

@@ -7,7 +7,7 @@ BROKER_PORT ?= 1883
 RIDES ?= 50
 VEHICLES ?= 50
 
-.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain clean
+.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain bench-quotes clean
 
 all: build
 
@@ -43,7 +43,7 @@ format:
 	$(SWIFT) format format --in-place --recursive Sources Tests
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
-bench: bench-client bench-domain
+bench: bench-client bench-domain bench-quotes
 
 bench-client: deps
 	$(SWIFT) build -c release --product ride-bench
@@ -52,6 +52,11 @@ bench-client: deps
 bench-domain: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench domain
+
+## bench-quotes: the live-fleet index (nearest query at 100,000 vehicles) against a brute-force scan, and quotes
+bench-quotes: deps
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench quotes
 
 clean:
 	rm -rf .build .build-tsan Benchmarks/.build var

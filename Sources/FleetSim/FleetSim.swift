@@ -47,9 +47,20 @@ struct FleetSimCommand: AsyncParsableCommand {
             logger: logger)
         logger.info("connecting", metadata: ["broker": "\(broker)"])
         try await client.connect(timeout: .seconds(30))
+        // Quote replies (3.4) come back on this simulator's own topic; they are handed to the world each tick.
+        let replyTopic = "fleet-sim/\(seed)-\(UInt32.random(in: 0...UInt32.max))/quotes"
+        try await client.subscribe(replyTopic, qos: .atLeastOnce)
+        let inbox = QuoteInbox()
+        let reader = Task {
+            for await message in client.messages where message.topic == replyTopic {
+                if let correlation = message.properties.correlationData { inbox.add(correlation, message.payload) }
+            }
+        }
+        defer { reader.cancel() }
         var world = World(
             seed: seed, vehicles: vehicles, center: Coordinate(latitude: parts[0], longitude: parts[1]), radius: radius,
-            ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate)
+            ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate,
+            quoteReplies: replyTopic)
         if let replay { try world.addReplay(try Trace.load(path: replay)) }
         logger.info("simulating", metadata: ["vehicles": "\(vehicles)", "seed": "\(seed)", "rate": "\(rate)/s"])
         let started = ContinuousClock.now
@@ -58,11 +69,16 @@ struct FleetSimCommand: AsyncParsableCommand {
         var lastReport = ContinuousClock.now
         while duration == 0 || ContinuousClock.now - started < .seconds(duration) {
             let now = Date()
+            for (correlation, payload) in inbox.drain() {
+                world.receiveQuote(correlationData: correlation, payload: payload)
+            }
             for message in world.step(now: now, dt: 1 / rate) {
                 do {
                     try client.publishWithoutWaiting(
                         topic: message.topic, payload: message.payload,
-                        qos: message.control ? .atLeastOnce : .atMostOnce)
+                        qos: message.control ? .atLeastOnce : .atMostOnce, retain: message.retain,
+                        properties: MQTTProperties(
+                            responseTopic: message.responseTopic, correlationData: message.correlationData))
                 } catch {
                     logger.warning("publish failed", metadata: ["error": "\(error)"])
                 }
@@ -75,5 +91,21 @@ struct FleetSimCommand: AsyncParsableCommand {
             try await Task.sleep(until: next, clock: .continuous)
         }
         await client.disconnect()
+    }
+}
+
+/// Quote replies handed from the message reader to the simulation loop.
+final class QuoteInbox: @unchecked Sendable {
+    // Safe because `items` is only touched under `lock`.
+    private let lock = NSLock()
+    private var items: [([UInt8], [UInt8])] = []
+
+    func add(_ correlation: [UInt8], _ payload: [UInt8]) { lock.withLock { items.append((correlation, payload)) } }
+
+    func drain() -> [([UInt8], [UInt8])] {
+        lock.withLock {
+            defer { items = [] }
+            return items
+        }
     }
 }

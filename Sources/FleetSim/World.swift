@@ -1,29 +1,26 @@
 import Foundation
 import RideDomain
 
-/// SplitMix64: small, fast and the same on every platform, so a seed always gives the same fleet.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 struct OutgoingMessage {
     var topic: String
     var payload: [UInt8]
     var control: Bool
+    var retain = false
+    /// For MQTT 5 requests (ride-option quotes): where the reply goes, and what it echoes.
+    var responseTopic: String? = nil
+    var correlationData: [UInt8]? = nil
 }
+
+/// The ride options the simulated fleet drives, as the default names of `config/ride-options.yaml`.
+let simulatedOptions = ["Compact", "Comfort", "SUV"]
 
 /// The simulated fleet: each vehicle idles, gets a ride, drives a street-like path (legs along the grid
 /// with turns, speed changes and stops) to the pickup, waits, drives to the drop-off, and the ride is stopped.
 struct World {
     enum Stage {
         case idle(until: Date?)
+        /// Asked for ride options (3.4); books when the reply arrives or at `deadline`.
+        case quoting(ride: String, pickup: Coordinate, partySize: Int, deadline: Date)
         case toPickup
         case waiting(until: Date)
         case toDropOff
@@ -39,9 +36,11 @@ struct World {
         var ride: String?
         var ownTracks: Bool
         var replay: [Coordinate]? = nil
+        /// The ride option this vehicle serves (its availability names it).
+        var option = "Compact"
     }
 
-    var random: SeededGenerator
+    var random: SeededRandom
     var vehicles: [Vehicle] = []
     let topics = Topics()
     let center: Coordinate
@@ -52,12 +51,21 @@ struct World {
     var ridesStarted = 0
     var ridesStopped = 0
     var badInputs = 0
+    var quotesAsked = 0
+    var quotesAnswered = 0
+    var ridesBookedByQuote = 0
+    var tick = 0
+    /// Where quote replies arrive: this simulator's own response topic.
+    let quoteReplies: String
+    /// Replies received, by ride (the correlation data).
+    private var quoteReplies_: [String: [UInt8]] = [:]
 
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
-        cancelRate: Double, badInputRate: Double
+        cancelRate: Double, badInputRate: Double, quoteReplies: String = "fleet-sim/quotes"
     ) {
-        random = SeededGenerator(state: seed)
+        random = SeededRandom(seed: seed)
+        self.quoteReplies = quoteReplies
         self.center = center
         self.radius = radius
         self.cancelRate = cancelRate
@@ -69,6 +77,9 @@ struct World {
                     id: String(format: "v-%04d", index), position: Coordinate(latitude: 0, longitude: 0),
                     ownTracks: ownTracks))
             vehicles[index].position = randomPlace()
+            let roll = Double.random(in: 0..<1, using: &random)
+            vehicles[index].option =
+                roll < 0.6 ? simulatedOptions[0] : roll < 0.85 ? simulatedOptions[1] : simulatedOptions[2]
             vehicles[index].stage = .idle(until: Date().addingTimeInterval(Double.random(in: 0...15, using: &random)))
         }
     }
@@ -77,7 +88,7 @@ struct World {
         let active = vehicles.filter { $0.ride != nil }.count
         return [
             "rides.started": "\(ridesStarted)", "rides.stopped": "\(ridesStopped)", "rides.active": "\(active)",
-            "bad.inputs": "\(badInputs)",
+            "bad.inputs": "\(badInputs)", "quotes.asked": "\(quotesAsked)", "quotes.answered": "\(quotesAnswered)",
         ]
     }
 
@@ -120,7 +131,14 @@ struct World {
     /// One tick: move every vehicle by `dt` seconds and return what to publish.
     mutating func step(now: Date, dt: Double) -> [OutgoingMessage] {
         var out: [OutgoingMessage] = []
-        for index in vehicles.indices { advance(index, now: now, dt: dt, into: &out) }
+        tick += 1
+        for index in vehicles.indices {
+            advance(index, now: now, dt: dt, into: &out)
+            // Idle vehicles keep their retained availability fresh, a tenth of the fleet per tick.
+            if case .idle = vehicles[index].stage, vehicles[index].replay == nil, (index + tick) % 10 == 0 {
+                out.append(availability(vehicles[index], now: now))
+            }
+        }
         if badInputRate > 0 {
             let count =
                 Int((Double(out.count) * badInputRate).rounded(.down))
@@ -144,7 +162,11 @@ struct World {
         switch vehicle.stage {
         case .idle(let until):
             if let until, now >= until {
-                book(&vehicle, now: now, into: &out)
+                askForOptions(&vehicle, now: now, into: &out)
+            }
+        case .quoting(let ride, let pickup, let partySize, let deadline):
+            if quoteReplies_[ride] != nil || now >= deadline {
+                book(&vehicle, ride: ride, pickup: pickup, partySize: partySize, now: now, into: &out)
             }
         case .toPickup, .toDropOff:
             drive(&vehicle, dt: dt)
@@ -184,6 +206,7 @@ struct World {
                 vehicle.ride = nil
                 ridesStopped += 1
                 vehicle.stage = .idle(until: now.addingTimeInterval(Double.random(in: 3...30, using: &random)))
+                out.append(availability(vehicle, now: now))
             }
         }
         out.append(fix(vehicle, now: now))
@@ -191,7 +214,17 @@ struct World {
 
     private var dropOffs: [String: Coordinate] = [:]
 
-    private mutating func book(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
+    /// A quote reply for the ride in `correlationData` (3.4).
+    mutating func receiveQuote(correlationData: [UInt8], payload: [UInt8]) {
+        let ride = String(decoding: correlationData, as: UTF8.self)
+        guard quoteReplies_[ride] == nil else { return }
+        quotesAnswered += 1
+        quoteReplies_[ride] = payload
+    }
+
+    /// Asks `ride-options/request` what is on offer for a ride from near the vehicle (3.4); some riders
+    /// ask in German, so they book by a localized name.
+    private mutating func askForOptions(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
         rideCounter += 1
         let ride = "r-\(rideCounter)"
         let pickup = vehicle.position.moved(
@@ -201,11 +234,71 @@ struct World {
             dropOff = pickup.moved(metres: 1500, bearing: Double.random(in: 0..<360, using: &random))
         }
         dropOffs[vehicle.id] = dropOff
+        let partySize = vehicle.option == "Compact" ? 1 : Int.random(in: 1...3, using: &random)
+        let locale = Double.random(in: 0..<1, using: &random) < 0.3 ? #","locale":"de""# : ""
+        let request =
+            #"{"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"partySize":\#(partySize)\#(locale)}"#
+        out.append(
+            OutgoingMessage(
+                topic: topics.rideOptionsRequest, payload: Array(request.utf8), control: true,
+                responseTopic: quoteReplies, correlationData: Array(ride.utf8)))
+        out.append(
+            OutgoingMessage(
+                topic: topics.availability(vehicle: vehicle.id), payload: Array(#"{"available":false}"#.utf8),
+                control: true, retain: true))
+        quotesAsked += 1
+        vehicle.ride = ride
+        vehicle.stage = .quoting(ride: ride, pickup: pickup, partySize: partySize, deadline: now.addingTimeInterval(3))
+    }
+
+    /// The quoted option this vehicle serves, by the name the reply used (possibly localized), with its
+    /// price range; nil when there was no usable reply.
+    private mutating func quotedOption(for ride: String, vehicle: Vehicle, partySize: Int) -> (
+        name: String, priceRange: String
+    )? {
+        guard let payload = quoteReplies_.removeValue(forKey: ride), let reply = try? JSONParser.parse(payload),
+            reply["code"]?.stringValue == "success", case .array(let options)? = reply["rideOptions"], !options.isEmpty
+        else { return nil }
+        // Replies list the options that fit the party in catalog order (the one-seat Compact only fits one
+        // person); pick the vehicle's own by position, since the names may be localized.
+        let fitting = partySize > 1 ? Array(simulatedOptions.dropFirst()) : simulatedOptions
+        let wanted = fitting.firstIndex(of: vehicle.option) ?? 0
+        let option = options.count == fitting.count ? options[wanted] : options[0]
+        guard let name = option["name"]?.stringValue, let range = option["priceRange"] else { return nil }
+        let currency = range["currencyCode"]?.stringValue ?? "EUR"
+        let low = range["minimumPrice"]?.stringValue ?? "0"
+        let high = range["maximumPrice"]?.stringValue ?? low
+        return (
+            name,
+            #""priceRange":{"minimumPrice":"\#(low)","maximumPrice":"\#(high)","currencyCode":"\#(currency)"}"#
+        )
+    }
+
+    private mutating func book(
+        _ vehicle: inout Vehicle, ride: String, pickup: Coordinate, partySize: Int, now: Date,
+        into out: inout [OutgoingMessage]
+    ) {
+        let dropOff = dropOffs[vehicle.id] ?? randomPlace()
         let assignLater = Double.random(in: 0..<1, using: &random) < 0.3
         let eta = now.addingTimeInterval(vehicle.position.distance(to: pickup) * 1.3 / 9)
         let vehiclePart = assignLater ? "" : #""vehicleId":"\#(vehicle.id)","#
+        let optionPart: String
+        let vehicleDetails: String
+        if let quoted = quotedOption(for: ride, vehicle: vehicle, partySize: partySize) {
+            // Booking by name: the worker's catalog supplies the image and the fare.
+            ridesBookedByQuote += 1
+            optionPart =
+                #""rideOption":{"name":"\#(quoted.name)","estimatedPickupDate":"\#(Timestamps.format(eta))",\#(quoted.priceRange),"usesMeteredFare":true}"#
+            vehicleDetails =
+                #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius"}"#
+        } else {
+            optionPart =
+                #""rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(eta))","priceRange":{"minimumPrice":"9.00","maximumPrice":"14.00","currencyCode":"EUR"},"usesMeteredFare":true},"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}"#
+            vehicleDetails =
+                #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius","mapAnnotationImage":"https://assets.example/cars/compact.png"}"#
+        }
         let booking =
-            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)"rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(eta))","priceRange":{"minimumPrice":"9.00","maximumPrice":"14.00","currencyCode":"EUR"},"usesMeteredFare":true},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(rideCounter)"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius","mapAnnotationImage":"https://assets.example/cars/compact.png"},"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":1,"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}}"#
+            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)\#(optionPart),"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(ride.dropFirst(2))"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},\#(vehicleDetails),"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":\#(partySize)}"#
         out.append(
             OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
         if assignLater {
@@ -214,10 +307,22 @@ struct World {
                     topic: topics.control(.assign, ride: ride), payload: Array(#"{"vehicleId":"\#(vehicle.id)"}"#.utf8),
                     control: true))
         }
-        vehicle.ride = ride
         vehicle.route = streetPath(from: vehicle.position, to: pickup)
         vehicle.stage = .toPickup
         ridesStarted += 1
+    }
+
+    /// Retained availability (3.4): idle vehicles with their position, busy ones `available: false`.
+    private func availability(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {
+        let payload: String
+        if case .idle = vehicle.stage {
+            payload =
+                #"{"available":true,"rideOptionName":"\#(vehicle.option)","location":{"latitude":\#(vehicle.position.latitude),"longitude":\#(vehicle.position.longitude),"speed":0,"timestamp":"\#(Timestamps.format(now))"}}"#
+        } else {
+            payload = #"{"available":false}"#
+        }
+        return OutgoingMessage(
+            topic: topics.availability(vehicle: vehicle.id), payload: Array(payload.utf8), control: true, retain: true)
     }
 
     /// Speed changes, an occasional stop (a red light), and turns at each corner of the path.

@@ -141,21 +141,9 @@ struct DomainBenchmark: ParsableCommand {
                 "memory, \(rides) active rides" as NSString, perRide, Double(residentAfter) / 1_048_576))
     }
 
-    func measure(_ body: () -> Void) -> Double {
-        let start = ContinuousClock.now
-        body()
-        let elapsed = (ContinuousClock.now - start).components
-        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-    }
-
     func report(_ name: String, _ rate: Double, unit: String, target: Double?) {
         let verdict = target.map { rate >= $0 ? "meets \(Int($0))" : "BELOW target \(Int($0))" } ?? ""
         print(String(format: "%-58@ %12.0f %@ %@", name as NSString, rate, unit as NSString, verdict as NSString))
     }
 
-    func residentBytes() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let fields = text.split(separator: " ")
-        return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
-    }
 }

@@ -53,6 +53,15 @@ public struct Money: Sendable, Equatable, Codable {
         return (negative ? "-" : "") + digits
     }
 
+    /// `value` rounded to thousandths as an exact decimal, without going through text (the quantities fares
+    /// multiply: kilometres, minutes).
+    public static func thousandths(_ value: Double) -> Decimal {
+        guard value.isFinite else { return 0 }
+        let scaled = (value * 1000).rounded()
+        guard abs(scaled) < 9e15 else { return Decimal(value) }
+        return Decimal(sign: scaled < 0 ? .minus : .plus, exponent: -3, significand: Decimal(Int64(abs(scaled))))
+    }
+
     /// Parses a decimal string strictly: digits, an optional sign and one point (V6: never a JSON number).
     public static func parseAmount(_ text: String) -> Decimal? {
         var sawDigit = false

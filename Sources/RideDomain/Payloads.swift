@@ -139,8 +139,8 @@ public struct Fare: Sendable, Equatable, Codable {
 
     /// P5: base + per km of driven distance + per minute of ride time, rounded to the currency's minor unit.
     public func price(drivenMetres: Double, rideSeconds: Double) -> Money {
-        let kilometres = Decimal(string: String(format: "%.3f", max(0, drivenMetres) / 1000)) ?? 0
-        let minutes = Decimal(string: String(format: "%.3f", max(0, rideSeconds) / 60)) ?? 0
+        let kilometres = Money.thousandths(max(0, drivenMetres) / 1000)
+        let minutes = Money.thousandths(max(0, rideSeconds) / 60)
         return Money(amount: baseCharge + perKilometer * kilometres + perMinute * minutes, currencyCode: currencyCode)
             .rounded
     }

@@ -115,6 +115,9 @@ public struct RideOptionQuoter: Sendable {
             speed: location.speed, at: location.timestamp)
     }
 
+    /// Replaces the live fleet wholesale (benchmarks and tools that build an index elsewhere).
+    public mutating func replaceFleet(_ index: FleetIndex) { fleet = index }
+
     /// Forgets positions older than the catalog's `availabilityMaxAge`; memory stays bounded by the live fleet.
     @discardableResult
     public mutating func pruneFleet(now: Date) -> Int {
@@ -228,8 +231,9 @@ extension FareTable {
     public func quote(
         metres: Double, seconds: Double, party: (sizes: ClosedRange<Int>, surcharge: Decimal), currency: String
     ) -> Quote {
-        let kilometres = Decimal(string: String(format: "%.3f", max(0, metres) / 1000)) ?? 0
-        let minutes = Decimal(string: String(format: "%.3f", max(0, seconds) / 60)) ?? 0
+        let kilometres = Money.thousandths(max(0, metres) / 1000)
+        let minutes = Money.thousandths(max(0, seconds) / 60)
+        let tenths = Int((max(0, metres) / 100).rounded())
         var items: [FareLineItem] = []
         func add(_ title: String, _ amount: Decimal) {
             items.append(
@@ -238,7 +242,7 @@ extension FareTable {
                     currencyCode: currency))
         }
         add("Base fare", baseCharge)
-        add(String(format: "Distance (%.1f km)", max(0, metres) / 1000), perKilometer * kilometres)
+        add("Distance (\(tenths / 10).\(tenths % 10) km)", perKilometer * kilometres)
         add("Time (\(Int((max(0, seconds) / 60).rounded(.up))) min)", perMinute * minutes)
         for surcharge in surcharges { add(surcharge.title, surcharge.amount) }
         if party.surcharge > 0 {

@@ -382,7 +382,7 @@ struct FleetIndexTests {
     func matchesBruteForce() async {
         await propertyCheck(count: 60, input: Gen.int(in: 1...400), Gen.int(in: 0...1_000_000)) {
             vehicles, seed in
-            var random = SplitMix(state: UInt64(vehicles * 7919 + seed))
+            var random = SeededRandom(seed: UInt64(vehicles * 7919 + seed))
             var index = FleetIndex(cellDegrees: 0.01)
             var truth: [String: (Coordinate, String)] = [:]
             let center = Coordinate(latitude: 52.52, longitude: 13.40)
@@ -414,17 +414,5 @@ struct FleetIndexTests {
                 }
             }
         }
-    }
-}
-
-/// A small deterministic generator for the index property.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -80,6 +80,30 @@ struct SchemaTests {
             ).0 == 0)
     }
 
+    @Test(
+        "3.4: quote replies of every code validate against ride-options-reply.schema.json; requests and availability too"
+    )
+    func rideOptions() throws {
+        let quoter = RideOptionQuoter(catalog: testCatalog())
+        let paris = Coordinate(latitude: 48.8566, longitude: 2.3522)
+        let replies = [
+            quoter.quote(optionsRequest(), now: t0), quoter.quote(optionsRequest(partySize: 2, locale: "de"), now: t0),
+            quoter.quote(optionsRequest(from: paris, to: pickup), now: t0),
+            quoter.quote(optionsRequest(partySize: 9), now: t0),
+        ]
+        #expect(Set(replies.map(\.code)) == [.success, .failureNoServiceInArea, .failure])
+        let (code, output) = try validate("ride-options-reply.schema.json", replies.map { $0.encoded() })
+        #expect(code == 0, "\(output)")
+        let request = bytes(
+            #"{"pickupLocation":{"latitude":52.52,"longitude":13.41},"dropOffLocation":{"latitude":52.5,"longitude":13.37},"partySize":2}"#
+        )
+        #expect(try validate("ride-options-request.schema.json", [request]).0 == 0)
+        let available = bytes(
+            #"{"available":true,"rideOptionName":"Compact","location":{"latitude":52.52,"longitude":13.41}}"#)
+        #expect(try validate("availability.schema.json", [available, bytes(#"{"available":false}"#)]).0 == 0)
+        #expect(try validate("availability.schema.json", [bytes(#"{"available":true}"#)]).0 != 0)
+    }
+
     @Test("the schemas reject what the contract forbids (the check can fail)")
     func rejectsInvalid() throws {
         var harness = Harness()
