@@ -7,7 +7,7 @@ BROKER_PORT ?= 1883
 RIDES ?= 50
 VEHICLES ?= 50
 
-.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain bench-quotes clean
+.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain bench-quotes bench-e2e clean
 
 all: build
 
@@ -43,7 +43,7 @@ format:
 	$(SWIFT) format format --in-place --recursive Sources Tests
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
-bench: bench-client bench-domain bench-quotes
+bench: bench-client bench-domain bench-quotes bench-e2e
 
 bench-client: deps
 	$(SWIFT) build -c release --product ride-bench
@@ -52,6 +52,12 @@ bench-client: deps
 bench-domain: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench domain
+
+## bench-e2e: load harness: the release worker and a bare mosquitto_sub under rising fix rates, then 10,000 rides
+bench-e2e: deps
+	$(SWIFT) build -c release --product ride-bench
+	$(SWIFT) build -c release --product ride-status-worker
+	.build/release/ride-bench e2e $(E2E_ARGS)
 
 ## bench-quotes: the live-fleet index (nearest query at 100,000 vehicles) against a brute-force scan, and quotes
 bench-quotes: deps

@@ -106,6 +106,7 @@ let package = Package(
             dependencies: [
                 "MQTTClient",
                 "RideDomain",
+                "MosquittoTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 port="${BENCH_PORT:-18883}"
 dir=$(mktemp -d)
-printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 1000000\nmax_inflight_messages 1000\n' "$port" > "$dir/m.conf"
+printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 1000000\nmax_inflight_messages 1000\nset_tcp_nodelay true\n' "$port" > "$dir/m.conf"
 [ "$(id -u)" -eq 0 ] && echo "user root" >> "$dir/m.conf"
 "$(command -v mosquitto || echo /usr/sbin/mosquitto)" -c "$dir/m.conf" > "$dir/broker.log" 2>&1 &
 broker=$!

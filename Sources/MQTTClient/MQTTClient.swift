@@ -87,6 +87,8 @@ public final class MQTTClient: @unchecked Sendable {
         let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(version)), "protocol version")
         try check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
+        try check(
+            mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, configuration.tcpNoDelay ? 1 : 0), "tcp nodelay")
         if let username = configuration.username {
             try check(mosquitto_username_pw_set(handle, username, configuration.password), "mosquitto_username_pw_set")
         }

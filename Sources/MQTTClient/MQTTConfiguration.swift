@@ -69,6 +69,9 @@ public struct MQTTConfiguration: Sendable {
     /// Capacity of the incoming message buffer, in messages.
     public var bufferCapacity: Int
     public var bufferPolicy: BufferPolicy
+    /// Sends each packet at once instead of letting Nagle's algorithm hold small ones back for the
+    /// peer's delayed acknowledgement (about 40 ms on Linux): a phase change must not wait (C2).
+    public var tcpNoDelay = true
 
     public init(
         host: String = "127.0.0.1",

@@ -126,6 +126,7 @@ public final class TestBroker: @unchecked Sendable {
             "log_type information",
             "max_queued_messages 100000",
             "max_inflight_messages 100",
+            "set_tcp_nodelay true",
             "sys_interval \(options.sysInterval)",
         ]
         // As root, mosquitto would drop to the `mosquitto` user, which cannot use this test's private directory.

@@ -7,11 +7,14 @@ public struct CadenceScheduler: Sendable {
     struct Entry: Sendable {
         var due: Double
         var ride: String
-        var generation: UInt32
+        var generation: UInt64
     }
 
     private var heap: [Entry] = []
-    private var generations: [String: UInt32] = [:]
+    private var generations: [String: UInt64] = [:]
+    /// One counter for all rides: a generation is never reused, so an entry superseded before its ride was
+    /// popped or cancelled can never come back to life when the ride is scheduled again.
+    private var lastGeneration: UInt64 = 0
 
     public init() {}
 
@@ -28,7 +31,8 @@ public struct CadenceScheduler: Sendable {
 
     /// (Re)schedules `ride` at `due`, replacing any earlier entry of it.
     public mutating func schedule(_ ride: String, at due: Double) {
-        let generation = (generations[ride] ?? 0) &+ 1
+        lastGeneration &+= 1
+        let generation = lastGeneration
         generations[ride] = generation
         push(Entry(due: due, ride: ride, generation: generation))
         if heap.count > 2 * generations.count + 1024 { compact() }

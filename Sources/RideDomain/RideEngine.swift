@@ -211,10 +211,12 @@ public struct RideEngine: Sendable {
 
     // MARK: Time
 
-    /// C1, C3, P6, L4: publishes every ride whose interval is due.
-    public mutating func tick(now: Date) -> [RideAction] {
+    /// C1, C3, P6, L4: publishes every ride whose interval is due, at most `limit` of them: an owner that
+    /// holds a lock while carrying out the actions calls again until ``hasDue(now:)`` is false, letting
+    /// other inputs in between (a burst of 10,000 due rides must not delay a phase change, C2).
+    public mutating func tick(now: Date, limit: Int = .max) -> [RideAction] {
         var actions: [RideAction] = []
-        for id in scheduler.popDue(now: now.timeIntervalSince1970) {
+        for id in scheduler.popDue(now: now.timeIntervalSince1970, limit: limit) {
             guard var ride = rides[id] else { continue }
             switch ride.expire(now: now, configuration: configuration) {
             case .stop:
@@ -229,10 +231,20 @@ public struct RideEngine: Sendable {
         return actions
     }
 
+    /// Whether a ride's interval is due at `now`.
+    public mutating func hasDue(now: Date) -> Bool {
+        scheduler.nextDue().map { $0 <= now.timeIntervalSince1970 } ?? false
+    }
+
     /// C4: after every (re)connection, each active ride publishes at once.
     public mutating func publishAll(now: Date) -> [RideAction] {
         var actions: [RideAction] = []
-        for id in rides.keys.sorted() { publish(id, now: now, phaseChanged: false, into: &actions) }
+        // Every ride publishes now; their next statuses are spread over one interval, so that 10,000 rides do
+        // not stay in step and come due in one burst every interval from now on.
+        let ids = rides.keys.sorted()
+        for (index, id) in ids.enumerated() {
+            publish(id, now: now, phaseChanged: false, nextIn: Double(index + 1) / Double(ids.count), into: &actions)
+        }
         return actions
     }
 
@@ -291,7 +303,11 @@ public struct RideEngine: Sendable {
 
     /// Builds, validates (V1-V6) and emits the ride's next status, or the last valid one (V7); reschedules
     /// the ride's interval (C1, C2).
-    private mutating func publish(_ id: String, now: Date, phaseChanged: Bool, into actions: inout [RideAction]) {
+    /// - Parameter nextIn: the share of the interval until the ride's next status (1: a whole interval; less
+    ///   staggers rides that would otherwise all come due together, still within C1).
+    private mutating func publish(
+        _ id: String, now: Date, phaseChanged: Bool, nextIn share: Double = 1, into actions: inout [RideAction]
+    ) {
         guard var ride = rides[id] else { return }
         let status = ride.nextStatus(now: now, configuration: configuration)
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
@@ -311,7 +327,7 @@ public struct RideEngine: Sendable {
             if phaseChanged { counters.phaseTransitions += 1 }
             actions.append(.publish(status, state: ride))
         }
-        scheduler.schedule(id, at: now.timeIntervalSince1970 + configuration.updateInterval)
+        scheduler.schedule(id, at: now.timeIntervalSince1970 + configuration.updateInterval * share)
     }
 
     /// 3.5: a rejection found outside the engine (quotes, availability): counted, and a dead letter if the

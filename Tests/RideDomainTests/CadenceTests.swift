@@ -78,6 +78,23 @@ struct CadenceTests {
         #expect(Set(statuses.map(\.rideIdentifier)) == Set((0..<5).map { "r-\($0)" }))
     }
 
+    @Test("C4, C1: after a reconnection the rides' next statuses are spread over one interval, none later")
+    func republishSpreadsTheNextInterval() {
+        var harness = Harness()
+        for index in 0..<100 { harness.start(ride: "r-\(index)", vehicle: "v-\(index)", at: t0) }
+        let reconnect = t0.addingTimeInterval(1)
+        #expect(harness.engine.publishAll(now: reconnect).statuses.count == 100)
+        // Without spreading, all 100 would come due together at reconnect + 5 s.
+        let firstHalf = harness.engine.tick(now: reconnect.addingTimeInterval(2.5)).statuses.count
+        #expect((45...55).contains(firstHalf), "\(firstHalf) of 100 due in the first half of the interval")
+        let rest = harness.engine.tick(now: reconnect.addingTimeInterval(5)).statuses.count
+        #expect(firstHalf + rest == 100, "C1: every ride within one interval of the republish, once")
+        // A cadence tick never slices more than asked: a burst is handed out in parts.
+        #expect(harness.engine.tick(now: reconnect.addingTimeInterval(100), limit: 10).statuses.count == 10)
+        let stillDue = harness.engine.hasDue(now: reconnect.addingTimeInterval(100))
+        #expect(stillDue)
+    }
+
     @Test("C5: sequence strictly increases per ride and issuedAt never decreases, even when the clock steps back")
     func sequenceAndIssuedAt() {
         var harness = Harness()
@@ -110,5 +127,13 @@ struct CadenceTests {
         for (ride, due) in [("c", 3.0), ("a", 1.0), ("b", 2.0)] { ordered.schedule(ride, at: due) }
         ordered.cancel("b")
         #expect(ordered.popDue(now: 10) == ["a", "c"])
+        // A superseded entry stays dead after its ride is popped and scheduled again (no reused generation).
+        var revived = CadenceScheduler()
+        revived.schedule("r", at: 5)
+        revived.schedule("r", at: 2)
+        #expect(revived.popDue(now: 2) == ["r"])
+        revived.schedule("r", at: 7)
+        #expect(revived.popDue(now: 6).isEmpty, "the superseded entry at 5 must not fire")
+        #expect(revived.popDue(now: 7) == ["r"])
     }
 }

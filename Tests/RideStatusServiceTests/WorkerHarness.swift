@@ -85,27 +85,6 @@ final class WorkerProcess: @unchecked Sendable {
     }
 }
 
-/// A plain HTTP GET on loopback.
-func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
-    guard let fd = TestBroker.connectTCP(port: port) else { return nil }
-    defer { close(fd) }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
-    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = read(fd, &buffer, buffer.count)
-        if count <= 0 { break }
-        response += buffer[0..<count]
-    }
-    let text = String(decoding: response, as: UTF8.self)
-    guard let statusText = text.split(separator: " ").dropFirst().first, let status = Int(statusText) else {
-        return nil
-    }
-    let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
-    return (status, body)
-}
-
 /// A test-side MQTT client that records what it receives.
 final class Observer: @unchecked Sendable {
     // Safe because `received` is only touched under `lock`.

@@ -1,0 +1,27 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A plain HTTP/1.1 GET on loopback, for probing a worker's `/readyz` and `/metrics` from tests and the
+/// load harness. Returns the status code and body, or nil when nothing answers.
+public func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
+    guard let fd = TestBroker.connectTCP(port: port) else { return nil }
+    defer { close(fd) }
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count <= 0 { break }
+        response += buffer[0..<count]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    guard let statusText = text.split(separator: " ").dropFirst().first, let status = Int(statusText) else {
+        return nil
+    }
+    let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    return (status, body)
+}

@@ -1,0 +1,402 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MQTTClient
+import MosquittoTesting
+import RideDomain
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The load harness of `make bench-e2e`: the release worker against a local mosquitto, driven at rising
+/// fix rates. Each step reports, side by side, what the worker processed and what a bare `mosquitto_sub`
+/// received from the same publisher, and the latency of phase changes made during the load. A last
+/// phase holds 10,000 active rides and measures their cadence gaps.
+struct EndToEndBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "e2e", abstract: "Load harness: the worker and a bare mosquitto_sub under rising fix rates.")
+
+    @Option(help: "Offered fix rates, fixes per second, comma-separated.") var rates =
+        "2000,5000,10000,20000,30000,40000"
+    @Option(help: "Seconds each rate is held.") var stepSeconds = 4.0
+    @Option(help: "Active rides whose vehicles send the fixes.") var rides = 1000
+    @Option(help: "Phase changes timed at each rate.") var probes = 50
+    @Option(help: "Active rides in the cadence phase.") var cadenceRides = 10_000
+    @Option(help: "Seconds the cadence phase is observed.") var cadenceSeconds = 20.0
+    @Option(help: "The worker's update interval, seconds (C1).") var interval = 5.0
+
+    struct Step {
+        var offered: Double
+        var sent: Int
+        var seconds: Double
+        var processed: Int
+        var bare: Int
+        var latencies: [Double]
+    }
+
+    func run() async throws {
+        let steps = rates.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard !steps.isEmpty else { throw ValidationError("--rates needs at least one number") }
+        let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        let broker = try await TestBroker()
+        defer { broker.stop() }
+        let worker = try await startWorker(broker)
+        defer { worker.process.terminate() }
+        print("ride-bench e2e: release worker and mosquitto on loopback, 2 cores shared by all processes")
+        print("  broker \(broker.url), worker metrics :\(worker.metricsPort), update interval \(interval) s")
+
+        let control = try await connect(broker, "bench-control", logger)
+        let observer = StatusObserver()
+        let watcher = try await connect(broker, "bench-observer", logger, buffer: 200_000)
+        try await watcher.subscribe("rides/+/status", qos: .atLeastOnce)
+        let watching = Task {
+            for await message in watcher.messages { observer.record(message) }
+        }
+        defer { watching.cancel() }
+
+        // Rides whose vehicles send the load, and rides kept for timing phase changes (C2).
+        let origin = Coordinate(latitude: 52.45, longitude: 13.30)
+        // Bookings arrive spread over one update interval, as real ones do, rather than in one instant:
+        // rides started in the same instant stay in step and come due together every interval.
+        print("  starting \(rides) load rides and \(probes * steps.count) probe rides over \(interval) s ...")
+        var bookings: [(String, [UInt8])] = (0..<rides).map { index in
+            let home = vehiclePosition(index, origin: origin)
+            return (
+                "rides/r-load-\(index)/start",
+                booking("r-load-\(index)", vehicle: "v-load-\(index)", pickup: home.moved(metres: 12_000, bearing: 0))
+            )
+        }
+        for step in steps.indices {
+            for probe in 0..<probes {
+                let ride = "r-probe-\(step)-\(probe)"
+                bookings.append(
+                    (
+                        "rides/\(ride)/start",
+                        booking(ride, vehicle: "v-\(ride)", pickup: origin.moved(metres: 3000, bearing: 90))
+                    ))
+            }
+        }
+        try await publishSpread(bookings, over: interval, with: control)
+        let expected = rides + probes * steps.count
+        try await waitFor("\(expected) active rides", timeout: 60) {
+            worker.metric("ridestatus_active_rides") >= Double(expected)
+        }
+        try await Task.sleep(for: .seconds(1.5))  // the vehicle subscriptions (L3) settle
+
+        let publisher = try await connect(broker, "bench-vehicles", logger)
+        var results: [Step] = []
+        print("")
+        print(
+            "  offered fix/s |   sent | worker processed      | bare mosquitto_sub    | phase change p50 / p99")
+        for (stepIndex, rate) in steps.enumerated() {
+            let bareLog = broker.directory.appendingPathComponent("bare-\(stepIndex).txt")
+            let bare = try ChildProcess(
+                executable: "/usr/bin/mosquitto_sub",
+                arguments: ["-h", broker.host, "-p", "\(broker.port)", "-t", "fleet/vehicles/+/position", "-F", "%t"],
+                output: bareLog)
+            try await Task.sleep(for: .milliseconds(400))
+            let before = worker.processedFixes()
+            var sent = 0
+            var probeSent: [String: ContinuousClock.Instant] = [:]
+            let started = ContinuousClock.now
+            let duration = Duration.seconds(stepSeconds)
+            var next = started
+            var round = 0
+            var probeIndex = 0
+            let probeEvery = (stepSeconds - 0.1) / Double(probes)
+            while ContinuousClock.now - started < duration {
+                round += 1
+                let elapsed = ContinuousClock.now - started
+                let due = Int(
+                    rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                let stamp = Timestamps.format(Date())
+                while sent < due {
+                    let vehicle = sent % rides
+                    let position = vehiclePosition(vehicle, origin: origin).moved(
+                        metres: Double(sent / rides % 1000) * 0.05, bearing: 0)
+                    try? publisher.publishWithoutWaiting(
+                        topic: "fleet/vehicles/v-load-\(vehicle)/position",
+                        payload: Array(
+                            #"{"vehicleId":"v-load-\#(vehicle)","timestamp":"\#(stamp)","latitude":\#(position.latitude),"longitude":\#(position.longitude),"speed":4,"horizontalAccuracy":5}"#
+                                .utf8), qos: .atMostOnce)
+                    sent += 1
+                }
+                if probeIndex < probes, elapsed >= .seconds(Double(probeIndex) * probeEvery + 0.05) {
+                    let ride = "r-probe-\(stepIndex)-\(probeIndex)"
+                    probeSent[ride] = ContinuousClock.now
+                    try? control.publishWithoutWaiting(
+                        topic: "rides/\(ride)/event", payload: Array(#"{"type":"arrivedAtPickup"}"#.utf8),
+                        qos: .atLeastOnce)
+                    probeIndex += 1
+                }
+                next = next.advanced(by: .milliseconds(5))
+                try await Task.sleep(until: next, clock: .continuous)
+            }
+            let seconds = Self.seconds(ContinuousClock.now - started)
+            // Let the pipeline drain and the worker's metrics (reported each second) catch up.
+            try await Task.sleep(for: .seconds(2.5))
+            let processed = worker.processedFixes() - before
+            bare.terminate(grace: 2)
+            let bareCount = (try? Data(contentsOf: bareLog))?.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } ?? 0
+            let latencies = probeSent.compactMap { ride, sentAt in
+                observer.firstArrival(ride, phase: "pickup").map { Self.seconds($0 - sentAt) * 1000 }
+            }.sorted()
+            let step = Step(
+                offered: rate, sent: sent, seconds: seconds, processed: processed, bare: bareCount,
+                latencies: latencies)
+            results.append(step)
+            if ProcessInfo.processInfo.environment["BENCH_VERBOSE"] != nil {
+                print("    latencies ms: \(latencies.map { String(format: "%.1f", $0) }.joined(separator: " "))")
+            }
+            print(
+                String(
+                    format: "  %13.0f | %6d | %6d %5.1f%% %6.0f/s | %6d %5.1f%% %6.0f/s | %6.1f / %6.1f ms (%d of %d)",
+                    rate, sent, processed, 100 * Double(processed) / Double(max(sent, 1)), Double(processed) / seconds,
+                    bareCount, 100 * Double(bareCount) / Double(max(sent, 1)), Double(bareCount) / seconds,
+                    percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.count, probes))
+        }
+        summarize(results)
+        await publisher.disconnect()
+
+        // Cadence with many active rides (C1, C6).
+        let rssBefore = worker.residentBytes()
+        print("")
+        print(
+            "  cadence: starting \(cadenceRides) more rides, interval \(interval) s, observing \(cadenceSeconds) s ...")
+        let cadenceBookings = (0..<cadenceRides).map { index in
+            (
+                "rides/r-cad-\(index)/start",
+                booking(
+                    "r-cad-\(index)", vehicle: "v-cad-\(index)",
+                    pickup: vehiclePosition(index, origin: origin).moved(metres: 4000, bearing: 180))
+            )
+        }
+        try await publishSpread(cadenceBookings, over: interval, with: control)
+        try await waitFor("\(cadenceRides) cadence rides", timeout: 120) {
+            worker.metric("ridestatus_active_rides") >= Double(expected + cadenceRides)
+        }
+        let rssAfter = worker.residentBytes()
+        observer.resetGaps(prefix: "r-cad-")
+        try await Task.sleep(for: .seconds(cadenceSeconds))
+        let (maxGap, counted) = observer.maxGap(prefix: "r-cad-")
+        let verdict = maxGap <= interval + 1 ? "meets" : "ABOVE"
+        print(
+            String(
+                format: "  %d active rides: maximum cadence gap %.2f s over %d rides (target <= %.1f s: %@)",
+                expected + cadenceRides, maxGap, counted, interval + 1, verdict))
+        print(
+            String(
+                format:
+                    "  worker resident memory: %.1f MiB with %d rides, %.1f MiB with %d (%.0f bytes per added ride)",
+                Double(rssBefore) / 1_048_576, expected, Double(rssAfter) / 1_048_576, expected + cadenceRides,
+                Double(rssAfter - rssBefore) / Double(cadenceRides)))
+        await control.disconnect()
+        await watcher.disconnect()
+    }
+
+    // MARK: Report
+
+    func summarize(_ results: [Step]) {
+        // "Sustained with no loss": every fix sent was processed by the worker (or received by the subscriber).
+        let workerBest = results.filter { $0.processed >= $0.sent }.map { Double($0.sent) / $0.seconds }.max() ?? 0
+        let bareBest = results.filter { $0.bare >= $0.sent }.map { Double($0.sent) / $0.seconds }.max() ?? 0
+        print("")
+        print(
+            String(
+                format: "  highest rate with no loss: worker %.0f fixes/s, bare mosquitto_sub %.0f msg/s", workerBest,
+                bareBest))
+        if bareBest > 0 {
+            let ratio = workerBest / bareBest
+            print(
+                String(
+                    format: "  worker / bare subscriber: %.1f%% (target >= 90%%: %@)", 100 * ratio,
+                    ratio >= 0.9 ? "meets" : "BELOW"))
+            // Latency at the step closest to half the bare subscriber's rate, not above it.
+            let half = bareBest / 2
+            if let step = results.filter({ $0.offered <= half }).max(by: { $0.offered < $1.offered })
+                ?? results.first
+            {
+                let p99 = percentile(step.latencies, 0.99)
+                print(
+                    String(
+                        format:
+                            "  phase-change latency at %.0f fixes/s (about half of %.0f): p50 %.1f ms, p99 %.1f ms (target <= 20 ms: %@)",
+                        step.offered, bareBest, percentile(step.latencies, 0.5), p99, p99 <= 20 ? "meets" : "ABOVE"))
+            }
+        } else {
+            print("  the bare subscriber lost fixes at every rate; lower --rates")
+        }
+    }
+
+    func percentile(_ sorted: [Double], _ share: Double) -> Double {
+        guard !sorted.isEmpty else { return .nan }
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * share).rounded(.up)) - 1)]
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    // MARK: Set-up
+
+    struct Worker {
+        var process: ChildProcess
+        var metricsPort: Int
+
+        func metrics() -> String { httpGet(port: metricsPort, path: "/metrics")?.body ?? "" }
+
+        /// The sum of every sample of `name` (all label sets).
+        func metric(_ name: String, in text: String? = nil) -> Double {
+            (text ?? metrics()).split(separator: "\n").reduce(0) { sum, line in
+                guard line.hasPrefix(name), !line.hasPrefix("#") else { return sum }
+                let rest = line.dropFirst(name.count)
+                guard rest.first == " " || rest.first == "{" else { return sum }
+                return sum + (Double(line.split(separator: " ").last ?? "") ?? 0)
+            }
+        }
+
+        /// Every fix the worker has taken off the wire: accepted, duplicate or rejected.
+        func processedFixes() -> Int {
+            let text = metrics()
+            return Int(
+                metric("ridestatus_fixes_accepted_total", in: text)
+                    + metric("ridestatus_fixes_duplicate_total", in: text)
+                    + metric("ridestatus_inputs_rejected_total", in: text))
+        }
+
+        func residentBytes() -> Int {
+            guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+                let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+            else { return 0 }
+            return kilobytes * 1024
+        }
+    }
+
+    func startWorker(_ broker: TestBroker) async throws -> Worker {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("ride-status-worker").path
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw ValidationError("\(executable) is missing: build it with `swift build -c release`")
+        }
+        let port = try TestBroker.freePort()
+        let process = try ChildProcess(
+            executable: executable,
+            arguments: [
+                "--broker", broker.url, "--worker-id", "bench", "--update-interval", "\(interval)", "--state-dir",
+                broker.directory.appendingPathComponent("state").path, "--metrics-port", "\(port)", "--log-level",
+                "error",
+            ], output: broker.directory.appendingPathComponent("worker.log"))
+        let worker = Worker(process: process, metricsPort: port)
+        try await waitFor("worker readiness", timeout: 30) { httpGet(port: port, path: "/readyz")?.status == 200 }
+        return worker
+    }
+
+    func connect(_ broker: TestBroker, _ id: String, _ logger: Logger, buffer: Int = 10_000) async throws -> MQTTClient
+    {
+        let client = try MQTTClient(
+            configuration: MQTTConfiguration(
+                host: broker.host, port: broker.port, clientID: id, cleanStart: true, bufferCapacity: buffer),
+            logger: logger)
+        try await client.connect(timeout: .seconds(10))
+        return client
+    }
+
+    func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { throw ValidationError("timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Publishes `messages` (QoS 1) evenly over `seconds`, in 10 ms batches.
+    func publishSpread(_ messages: [(String, [UInt8])], over seconds: Double, with client: MQTTClient) async throws {
+        let batches = max(1, Int(seconds * 100))
+        let perBatch = (messages.count + batches - 1) / batches
+        var next = ContinuousClock.now
+        for batch in stride(from: 0, to: messages.count, by: max(1, perBatch)) {
+            for (topic, payload) in messages[batch..<min(messages.count, batch + perBatch)] {
+                try client.publishWithoutWaiting(topic: topic, payload: payload, qos: .atLeastOnce)
+            }
+            next = next.advanced(by: .milliseconds(10))
+            try await Task.sleep(until: next, clock: .continuous)
+        }
+    }
+
+    func vehiclePosition(_ index: Int, origin: Coordinate) -> Coordinate {
+        Coordinate(
+            latitude: origin.latitude + Double(index % 100) * 0.001,
+            longitude: origin.longitude + Double(index / 100 % 100) * 0.001)
+    }
+
+    func booking(_ ride: String, vehicle: String, pickup: Coordinate) -> [UInt8] {
+        let eta = Timestamps.format(Date().addingTimeInterval(900))
+        return Array(
+            #"{"rideIdentifier":"\#(ride)","vehicleId":"\#(vehicle)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(eta)"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude + 0.02),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+                .utf8)
+    }
+}
+
+/// What the observer saw on `rides/+/status`: first arrival per ride and phase, and cadence gaps.
+final class StatusObserver: @unchecked Sendable {
+    // Safe because every property is only touched under `lock`.
+    private let lock = NSLock()
+    private var arrivals: [String: ContinuousClock.Instant] = [:]
+    private var last: [String: ContinuousClock.Instant] = [:]
+    private var gaps: [String: Double] = [:]
+    private var gapPrefix: String?
+
+    func record(_ message: MQTTMessage) {
+        let now = ContinuousClock.now
+        let levels = message.topic.split(separator: "/")
+        guard levels.count == 3, !message.payload.isEmpty else { return }
+        let ride = String(levels[1])
+        let phase = Self.phase(in: message.payload)
+        lock.withLock {
+            if let phase, arrivals["\(ride)/\(phase)"] == nil { arrivals["\(ride)/\(phase)"] = now }
+            guard let prefix = gapPrefix, ride.hasPrefix(prefix) else { return }
+            if let previous = last[ride] {
+                gaps[ride] = max(gaps[ride] ?? 0, EndToEndBenchmark.seconds(now - previous))
+            }
+            last[ride] = now
+        }
+    }
+
+    /// The phase without decoding the whole status: the value after `"phase":"`.
+    static func phase(in payload: [UInt8]) -> String? {
+        let marker = Array(#""phase":""#.utf8)
+        guard payload.count > marker.count else { return nil }
+        for start in 0...(payload.count - marker.count)
+        where payload[start..<start + marker.count].elementsEqual(marker) {
+            let from = start + marker.count
+            guard let end = payload[from...].firstIndex(of: 0x22) else { return nil }
+            return String(decoding: payload[from..<end], as: UTF8.self)
+        }
+        return nil
+    }
+
+    func firstArrival(_ ride: String, phase: String) -> ContinuousClock.Instant? {
+        lock.withLock { arrivals["\(ride)/\(phase)"] }
+    }
+
+    /// Starts measuring gaps of rides whose id starts with `prefix`, from their next status on.
+    func resetGaps(prefix: String) {
+        lock.withLock {
+            gapPrefix = prefix
+            last = [:]
+            gaps = [:]
+        }
+    }
+
+    /// The largest gap between two statuses of one ride, counting the time since each ride's last status
+    /// too (a ride that fell silent shows), and how many rides were seen.
+    func maxGap(prefix: String) -> (Double, Int) {
+        let now = ContinuousClock.now
+        return lock.withLock {
+            let open = last.values.map { EndToEndBenchmark.seconds(now - $0) }
+            return (max(gaps.values.max() ?? 0, open.max() ?? .infinity), last.count)
+        }
+    }
+}
