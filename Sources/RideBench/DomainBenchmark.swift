@@ -8,6 +8,8 @@ struct DomainBenchmark: ParsableCommand {
 
     @Option var rides = 100_000
     @Option var fixes = 1_000_000
+    @Option(help: "Repeat only the status benchmark this many times (for profiling).") var statusOnly = 0
+    @Option(help: "Apply the fixes this many more times before measuring (for profiling).") var applyRepeat = 0
 
     func run() throws {
         let origin = Date(timeIntervalSince1970: 1_795_341_000)
@@ -90,6 +92,14 @@ struct DomainBenchmark: ParsableCommand {
                 speed: 9, course: 0, horizontalAccuracy: 5)
         }
         var statusActions = 0
+        for round in 0..<applyRepeat {
+            let shift = Double((round + 1) * 1000)
+            for fix in fixList {
+                var later = fix
+                later.timestamp = fix.timestamp.addingTimeInterval(shift)
+                statusActions += engine.receive(fix: later, now: later.timestamp).count
+            }
+        }
         let applySeconds = measure {
             for fix in fixList { statusActions += engine.receive(fix: fix, now: fix.timestamp).count }
         }
@@ -100,6 +110,15 @@ struct DomainBenchmark: ParsableCommand {
 
         // 3. Build, validate and encode one status.
         var ride = engine.rides["r-1"]!
+        for _ in 0..<statusOnly {
+            var total = 0
+            for index in 0..<300_000 {
+                let status = ride.nextStatus(
+                    now: origin.addingTimeInterval(Double(index)), configuration: configuration)
+                if StatusValidator.violation(of: status, bookedRide: "r-1") == nil { total += status.encoded().count }
+            }
+            precondition(total > 0)
+        }
         var bytes = 0
         let statusCount = 300_000
         let statusSeconds = measure {

@@ -130,3 +130,9 @@ public enum Identifier {
         return text
     }
 }
+
+/// Empty or only white space: a "blank" name (V4, I2-level checks, the catalog). Works on Unicode scalars,
+/// without bridging to NSString, since it runs on every status.
+public func isBlank(_ text: String) -> Bool {
+    !text.unicodeScalars.contains { !$0.properties.isWhitespace }
+}

@@ -256,7 +256,7 @@ public struct InputDecoder: Sendable {
 
     static func rideOption(_ fields: Fields) throws(Rejection) -> RideOption {
         let name = try fields.string("name", prefix: "rideOption.")
-        guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
+        guard !isBlank(name) else {
             throw Rejection(.invalidField, "rideOption.name is blank")
         }
         var option = RideOption(

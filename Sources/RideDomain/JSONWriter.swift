@@ -3,43 +3,56 @@ import Foundation
 /// Appends compact JSON to a byte buffer: the encoder behind every payload the worker emits.
 public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
-    private var needsComma: [Bool] = [false]
+    /// Whether the next value at each nesting level needs a comma: bit `depth` for the current level. A bit
+    /// set instead of an array of flags keeps the hot path free of allocation and uniqueness checks.
+    private var needsComma: UInt64 = 0
+    private var depth = 0
 
     public init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
 
     private mutating func separator() {
-        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        let bit: UInt64 = 1 << UInt64(depth)
+        if needsComma & bit != 0 { bytes.append(UInt8(ascii: ",")) }
+        needsComma |= bit
     }
 
-    public mutating func beginObject() {
+    private mutating func open(_ bracket: UInt8) {
         separator()
-        bytes.append(UInt8(ascii: "{"))
-        needsComma.append(false)
+        bytes.append(bracket)
+        depth += 1
+        precondition(depth < 64, "JSON nested deeper than 63 levels")
+        needsComma &= ~(1 << UInt64(depth))
     }
 
-    public mutating func endObject() {
-        needsComma.removeLast()
-        bytes.append(UInt8(ascii: "}"))
+    private mutating func close(_ bracket: UInt8) {
+        depth -= 1
+        bytes.append(bracket)
     }
 
-    public mutating func beginArray() {
+    public mutating func beginObject() { open(UInt8(ascii: "{")) }
+
+    public mutating func endObject() { close(UInt8(ascii: "}")) }
+
+    public mutating func beginArray() { open(UInt8(ascii: "[")) }
+
+    public mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    /// Writes `"key":` for a key written in the source (never escaped: the encoder's own field names); the
+    /// next value call writes the value without a comma.
+    public mutating func key(_ key: StaticString) {
         separator()
-        bytes.append(UInt8(ascii: "["))
-        needsComma.append(false)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        needsComma &= ~(1 << UInt64(depth))
     }
 
-    public mutating func endArray() {
-        needsComma.removeLast()
-        bytes.append(UInt8(ascii: "]"))
-    }
-
-    /// Writes `"key":`; the next value call writes the value without a comma.
-    public mutating func key(_ key: String) {
+    /// Writes `"key":` for a key from data, escaped as needed.
+    public mutating func key(dynamic key: String) {
         separator()
         appendQuoted(key)
         bytes.append(UInt8(ascii: ":"))
-        needsComma[needsComma.count - 1] = false
+        needsComma &= ~(1 << UInt64(depth))
     }
 
     public mutating func string(_ value: String) {
@@ -102,7 +115,7 @@ public struct JSONWriter {
         case .object(let members):
             beginObject()
             for (name, member) in members.sorted(by: { $0.key < $1.key }) {
-                key(name)
+                key(dynamic: name)
                 self.value(member)
             }
             endObject()

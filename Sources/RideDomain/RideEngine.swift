@@ -40,10 +40,26 @@ public struct RideEngine: Sendable {
     public let configuration: RideConfiguration
     public let topics: Topics
     private let decoder: InputDecoder
-    public private(set) var rides: [String: Ride] = [:]
-    /// L3: the active rides of each vehicle; a vehicle is subscribed while its set is not empty.
-    public private(set) var vehicleRides: [String: Set<String>] = [:]
-    private var tracks: [String: VehicleTrack] = [:]
+    /// Every active ride; fixes reach them by slot, without hashing their identifiers.
+    private var rideTable = SlotTable<Ride>()
+    /// Every active ride by identifier (a copy: for inspection and tests).
+    public var rides: [String: Ride] { rideTable.dictionary }
+    /// One active ride.
+    public func ride(_ identifier: String) -> Ride? { rideTable[identifier] }
+    /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
+    /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.
+    private var vehicles = SlotTable<VehicleState>()
+
+    struct VehicleState: Sendable {
+        /// Slots in `rideTable`.
+        var rides: [Int]
+        var track = VehicleTrack()
+    }
+
+    /// L3: the active rides of each subscribed vehicle.
+    public var vehicleRides: [String: Set<String>] {
+        vehicles.dictionary.mapValues { Set($0.rides.map { rideTable.identifier(at: $0) }) }
+    }
     private var scheduler = CadenceScheduler()
     private var limiter: DeadLetterLimiter
     public private(set) var counters = RideCounters()
@@ -70,8 +86,8 @@ public struct RideEngine: Sendable {
         limiter = DeadLetterLimiter(perSecond: configuration.deadLettersPerSecond)
     }
 
-    public var activeRideCount: Int { rides.count }
-    public var subscribedVehicleCount: Int { vehicleRides.count }
+    public var activeRideCount: Int { rideTable.count }
+    public var subscribedVehicleCount: Int { vehicles.count }
     public var scheduledRideCount: Int { scheduler.count }
 
     /// When ``tick(now:)`` next has work, if any ride is active.
@@ -119,31 +135,34 @@ public struct RideEngine: Sendable {
     /// An already decoded fix (T2-T7, then P2-P5 for every active ride of its vehicle).
     public mutating func receive(fix: TelemetryFix, now: Date) -> [RideAction] {
         var actions: [RideAction] = []
-        apply(fix, topic: topics.position(vehicle: fix.vehicleId), payload: [], now: now, into: &actions)
+        apply(fix, topic: nil, payload: [], now: now, into: &actions)
         return actions
     }
 
+    /// - Parameter topic: the fix's topic, for a dead letter; nil builds it only when one is sent.
     private mutating func apply(
-        _ fix: TelemetryFix, topic: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+        _ fix: TelemetryFix, topic: String?, payload: [UInt8], now: Date, into actions: inout [RideAction]
     ) {
-        let vehicle = fix.vehicleId
-        guard let rideIDs = vehicleRides[vehicle] else {
+        guard let slot = vehicles.slot(of: fix.vehicleId) else {
             counters.fixesWithoutRide += 1
             return
         }
         switch TelemetryAcceptance.evaluate(
-            fix, track: tracks[vehicle] ?? VehicleTrack(), now: now, configuration: configuration)
+            fix, track: vehicles[slot: slot].track, now: now, configuration: configuration)
         {
         case .duplicate:
             counters.fixesDuplicate += 1
         case .rejected(let rejection):
-            reject(rejection, topic: topic, payload: payload, now: now, into: &actions)
+            reject(
+                rejection, topic: topic ?? topics.position(vehicle: fix.vehicleId), payload: payload, now: now,
+                into: &actions)
         case .accepted(let accepted):
             counters.fixesAccepted += 1
-            tracks[vehicle] = VehicleTrack(last: accepted)
-            for id in rideIDs {
-                // Mutated in place in the dictionary: no copy of the ride per fix.
-                guard let effect = rides[id]?.apply(accepted, now: now, configuration: configuration) else { continue }
+            vehicles[slot: slot].track.last = accepted
+            for rideSlot in vehicles[slot: slot].rides {
+                // In place, by slot: no hashing and no copy of the ride per fix.
+                let effect = rideTable[slot: rideSlot].apply(accepted, now: now, configuration: configuration)
+                let id = rideTable.identifier(at: rideSlot)
                 // C2 on a phase change; C3: a fresh fix clears `stale` at once.
                 if effect.phaseChanged || effect.staleCleared {
                     publish(id, now: now, phaseChanged: effect.phaseChanged, into: &actions)
@@ -158,33 +177,33 @@ public struct RideEngine: Sendable {
         switch kind {
         case .start:
             let booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
-            guard rides[id] == nil else {
+            guard !rideTable.contains(id) else {
                 counters.duplicateStarts += 1  // L1
                 return
             }
-            rides[id] = Ride(booking: booking, now: now, configuration: configuration)
+            rideTable.insert(Ride(booking: booking, now: now, configuration: configuration), for: id)
             counters.ridesStarted += 1
             if let vehicle = booking.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
             publish(id, now: now, phaseChanged: true, into: &actions)
         case .assign:
             let assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
-            guard var ride = rides[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
             let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
-            rides[id] = ride
-            if let replaced { release(vehicle: replaced, ride: id, into: &actions) }
+            rideTable[slot: rideTable.slot(of: id)!] = ride
+            if let replaced { release(vehicle: replaced, rideSlot: rideTable.slot(of: id)!, into: &actions) }
             retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
             publish(id, now: now, phaseChanged: changed, into: &actions)
         case .event:
             let event = try decoder.event(rideIdentifier: id, payload: payload)
-            guard var ride = rides[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
             let changed = try ride.handle(event, now: now, configuration: configuration)
-            rides[id] = ride
+            rideTable[slot: rideTable.slot(of: id)!] = ride
             if changed { publish(id, now: now, phaseChanged: true, into: &actions) }
         case .cancel:
             let cancellation = try decoder.cancellation(rideIdentifier: id, payload: payload)
-            guard var ride = rides[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
             let changed = try ride.cancel(cancellation, now: now)
-            rides[id] = ride
+            rideTable[slot: rideTable.slot(of: id)!] = ride
             if changed { publish(id, now: now, phaseChanged: true, into: &actions) }
         case .stop:
             _ = try decoder.stop(rideIdentifier: id, payload: payload)
@@ -217,12 +236,12 @@ public struct RideEngine: Sendable {
     public mutating func tick(now: Date, limit: Int = .max) -> [RideAction] {
         var actions: [RideAction] = []
         for id in scheduler.popDue(now: now.timeIntervalSince1970, limit: limit) {
-            guard var ride = rides[id] else { continue }
+            guard var ride = rideTable[id] else { continue }
             switch ride.expire(now: now, configuration: configuration) {
             case .stop:
                 stop(id, into: &actions)
             case .missedPickup:
-                rides[id] = ride
+                rideTable[slot: rideTable.slot(of: id)!] = ride
                 publish(id, now: now, phaseChanged: true, into: &actions)
             case .none:
                 publish(id, now: now, phaseChanged: false, into: &actions)
@@ -241,7 +260,7 @@ public struct RideEngine: Sendable {
         var actions: [RideAction] = []
         // Every ride publishes now; their next statuses are spread over one interval, so that 10,000 rides do
         // not stay in step and come due in one burst every interval from now on.
-        let ids = rides.keys.sorted()
+        let ids = rideTable.keys.sorted()
         for (index, id) in ids.enumerated() {
             publish(id, now: now, phaseChanged: false, nextIn: Double(index + 1) / Double(ids.count), into: &actions)
         }
@@ -251,7 +270,7 @@ public struct RideEngine: Sendable {
     // MARK: Queries and recovery
 
     /// L7: the ride's current status (the last one published), if the ride is active.
-    public func currentStatus(of ride: String) -> RideStatus? { rides[ride]?.lastValidStatus }
+    public func currentStatus(of ride: String) -> RideStatus? { rideTable[ride]?.lastValidStatus }
 
     /// L7: the reply to `status/get`.
     public func statusReply(for ride: String) -> [UInt8] {
@@ -263,8 +282,8 @@ public struct RideEngine: Sendable {
     public mutating func restore(_ ride: Ride, now: Date) -> [RideAction] {
         var actions: [RideAction] = []
         let id = ride.rideIdentifier
-        guard Identifier.isValid(id), rides[id] == nil else { return actions }
-        rides[id] = ride
+        guard Identifier.isValid(id), !rideTable.contains(id) else { return actions }
+        rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(id, at: now.timeIntervalSince1970)
         return actions
@@ -274,55 +293,53 @@ public struct RideEngine: Sendable {
 
     private mutating func stop(_ id: String, into actions: inout [RideAction]) {
         // L2: unknown or ended rides are a no-op; idempotent.
-        guard let ride = rides.removeValue(forKey: id) else { return }
+        guard let rideSlot = rideTable.slot(of: id), let ride = rideTable.remove(id) else { return }
         scheduler.cancel(id)
-        if let vehicle = ride.vehicleId { release(vehicle: vehicle, ride: id, into: &actions) }
+        if let vehicle = ride.vehicleId { release(vehicle: vehicle, rideSlot: rideSlot, into: &actions) }
         counters.ridesStopped += 1
         actions.append(.clear(ride: id))
     }
 
     private mutating func retain(vehicle: String, ride: String, into actions: inout [RideAction]) {
-        var set = vehicleRides[vehicle] ?? []
-        let first = set.isEmpty
-        set.insert(ride)
-        vehicleRides[vehicle] = set
-        if first { actions.append(.subscribe(vehicle: vehicle)) }
-    }
-
-    private mutating func release(vehicle: String, ride: String, into actions: inout [RideAction]) {
-        guard var set = vehicleRides[vehicle] else { return }
-        set.remove(ride)
-        if set.isEmpty {
-            vehicleRides[vehicle] = nil
-            tracks[vehicle] = nil
-            actions.append(.unsubscribe(vehicle: vehicle))
+        guard let rideSlot = rideTable.slot(of: ride) else { return }
+        if let slot = vehicles.slot(of: vehicle) {
+            if !vehicles[slot: slot].rides.contains(rideSlot) { vehicles[slot: slot].rides.append(rideSlot) }
         } else {
-            vehicleRides[vehicle] = set
+            vehicles.insert(VehicleState(rides: [rideSlot]), for: vehicle)
+            actions.append(.subscribe(vehicle: vehicle))
         }
     }
 
-    /// Builds, validates (V1-V6) and emits the ride's next status, or the last valid one (V7); reschedules
-    /// the ride's interval (C1, C2).
+    /// - Parameter rideSlot: the ride's slot (the ride may already have left the table).
+    private mutating func release(vehicle: String, rideSlot: Int, into actions: inout [RideAction]) {
+        guard let slot = vehicles.slot(of: vehicle) else { return }
+        vehicles[slot: slot].rides.removeAll { $0 == rideSlot }
+        if vehicles[slot: slot].rides.isEmpty {
+            vehicles.remove(vehicle)
+            actions.append(.unsubscribe(vehicle: vehicle))
+        }
+    }
+
     /// - Parameter nextIn: the share of the interval until the ride's next status (1: a whole interval; less
     ///   staggers rides that would otherwise all come due together, still within C1).
     private mutating func publish(
         _ id: String, now: Date, phaseChanged: Bool, nextIn share: Double = 1, into actions: inout [RideAction]
     ) {
-        guard var ride = rides[id] else { return }
+        guard var ride = rideTable[id] else { return }
         let status = ride.nextStatus(now: now, configuration: configuration)
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
             counters.invalidStatuses += 1
             actions.append(.invalidStatus(ride: id, violation: violation))
             if let replacement = ride.replacementStatus(now: now) {
-                rides[id] = ride
+                rideTable[slot: rideTable.slot(of: id)!] = ride
                 counters.statusesPublished += 1
                 actions.append(.publish(replacement, state: ride))
             } else {
-                rides[id] = ride
+                rideTable[slot: rideTable.slot(of: id)!] = ride
             }
         } else {
             ride.recordValid(status)
-            rides[id] = ride
+            rideTable[slot: rideTable.slot(of: id)!] = ride
             counters.statusesPublished += 1
             if phaseChanged { counters.phaseTransitions += 1 }
             actions.append(.publish(status, state: ride))

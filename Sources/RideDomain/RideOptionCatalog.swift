@@ -39,7 +39,7 @@ public struct RideOptionCatalog: Sendable, Equatable {
         var areaNames = Set<String>()
         for (index, area) in areas.enumerated() {
             let entry = "areas[\(index)] (\(area.name))"
-            if area.name.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("\(entry): name is blank") }
+            if isBlank(area.name) { problems.append("\(entry): name is blank") }
             if !areaNames.insert(area.name).inserted { problems.append("\(entry): name is used twice") }
             if !Money.isValidCurrencyCode(area.currencyCode) {
                 problems.append("\(entry): currencyCode '\(area.currencyCode)' is not an ISO 4217 code")
@@ -50,7 +50,7 @@ public struct RideOptionCatalog: Sendable, Equatable {
         for (index, option) in options.enumerated() {
             let entry = "options[\(index)] (\(option.name))"
             for name in option.allNames {
-                if name.trimmingCharacters(in: .whitespaces).isEmpty {
+                if isBlank(name) {
                     problems.append("\(entry): a name is blank")
                     continue
                 }
@@ -159,8 +159,8 @@ public struct CatalogOption: Sendable, Equatable {
     func problems(knownAreas: Set<String>) -> [String] {
         var problems: [String] = []
         if !(1...100).contains(capacity) { problems.append("capacity \(capacity) must be 1...100") }
-        if vehicleClass.trimmingCharacters(in: .whitespaces).isEmpty { problems.append("vehicleClass is blank") }
-        if mapAnnotationImage.trimmingCharacters(in: .whitespaces).isEmpty {
+        if isBlank(vehicleClass) { problems.append("vehicleClass is blank") }
+        if isBlank(mapAnnotationImage) {
             problems.append("mapAnnotationImage is required (V5)")
         }
         if fares.isEmpty { problems.append("fares: at least one service area is required") }

@@ -221,13 +221,13 @@ extension RideOption {
 
 extension JSONWriter {
     /// `"key": value` or `"key": null`.
-    public mutating func optional(_ name: String, _ value: String?) {
+    public mutating func optional(_ name: StaticString, _ value: String?) {
         key(name)
         if let value { string(value) } else { null() }
     }
 
     /// `"key": "2026-11-22T09:50:01.250Z"` or `"key": null`.
-    public mutating func date(_ name: String, _ value: Date?) {
+    public mutating func date(_ name: StaticString, _ value: Date?) {
         key(name)
         if let value { time(value) } else { null() }
     }

@@ -101,7 +101,7 @@ public enum StatusValidator {
                 return StatusViolation(rule: "V3", detail: "feedbackType holds something other than rate and tip")
             }
         }
-        if status.rideOption.name.trimmingCharacters(in: .whitespaces).isEmpty {
+        if isBlank(status.rideOption.name) {
             return StatusViolation(rule: "V4", detail: "rideOption.name is empty")
         }
         if !status.rideOption.estimatedPickupDate.timeIntervalSince1970.isFinite {
@@ -116,16 +116,21 @@ public enum StatusValidator {
                 return StatusViolation(rule: "V5", detail: "vehicle.location is not a valid position")
             }
         }
-        var amounts: [(Decimal, String)] = []
-        if let payment = status.completionStatus?.paymentAmount {
-            amounts.append((payment.amount, payment.currencyCode))
+        func invalid(_ amount: Decimal, _ code: String) -> Bool { amount < 0 || !Money.isValidCurrencyCode(code) }
+        let payment = status.completionStatus?.paymentAmount
+        let range = status.rideOption.priceRange
+        if let payment, invalid(payment.amount, payment.currencyCode) {
+            return StatusViolation(
+                rule: "V6",
+                detail: "paymentAmount \(payment.amount) \(payment.currencyCode) is negative or not ISO 4217")
         }
-        if let range = status.rideOption.priceRange {
-            amounts += [(range.minimumPrice, range.currencyCode), (range.maximumPrice, range.currencyCode)]
+        if let range, invalid(range.minimumPrice, range.currencyCode) || invalid(range.maximumPrice, range.currencyCode)
+        {
+            return StatusViolation(rule: "V6", detail: "priceRange is negative or not ISO 4217")
         }
-        amounts += status.rideOption.fareLineItems.map { ($0.price, $0.currencyCode) }
-        for (amount, code) in amounts where amount < 0 || !Money.isValidCurrencyCode(code) {
-            return StatusViolation(rule: "V6", detail: "money \(amount) \(code) is negative or not ISO 4217")
+        for item in status.rideOption.fareLineItems where invalid(item.price, item.currencyCode) {
+            return StatusViolation(
+                rule: "V6", detail: "fare line item \(item.price) \(item.currencyCode) is negative or not ISO 4217")
         }
         if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
             return StatusViolation(rule: "V6", detail: "estimatedDropOffDate is before estimatedPickupDate")

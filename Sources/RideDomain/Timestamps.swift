@@ -20,30 +20,37 @@ public enum Timestamps {
             days -= 1
         }
         let (year, month, day) = civil(fromDays: days)
-        func digits(_ value: Int64, _ width: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = max(0, value)
-            while divisor > 0 {
-                bytes.append(UInt8(48 + (rest / divisor) % 10))
-                rest %= divisor
-                divisor /= 10
+        // Written into a fixed buffer and appended once: one capacity check instead of 24.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+            var index = 0
+            func put(_ byte: UInt8) {
+                buffer[index] = byte
+                index += 1
             }
+            func digits(_ value: Int64, _ width: Int) {
+                var rest = max(0, value)
+                for position in stride(from: index + width - 1, through: index, by: -1) {
+                    buffer[position] = UInt8(48 + rest % 10)
+                    rest /= 10
+                }
+                index += width
+            }
+            digits(year, 4)
+            put(UInt8(ascii: "-"))
+            digits(month, 2)
+            put(UInt8(ascii: "-"))
+            digits(day, 2)
+            put(UInt8(ascii: "T"))
+            digits(millisecondsOfDay / 3_600_000, 2)
+            put(UInt8(ascii: ":"))
+            digits(millisecondsOfDay / 60_000 % 60, 2)
+            put(UInt8(ascii: ":"))
+            digits(millisecondsOfDay / 1000 % 60, 2)
+            put(UInt8(ascii: "."))
+            digits(millisecondsOfDay % 1000, 3)
+            put(UInt8(ascii: "Z"))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<index]))
         }
-        digits(year, 4)
-        bytes.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(millisecondsOfDay / 3_600_000, 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(millisecondsOfDay / 60_000 % 60, 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(millisecondsOfDay / 1000 % 60, 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(millisecondsOfDay % 1000, 3)
-        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Parses an RFC 3339 date-time with `Z` or a numeric offset and optional fraction.
