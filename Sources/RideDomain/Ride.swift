@@ -25,9 +25,11 @@ public struct Ride: Sendable, Equatable, Codable {
     public private(set) var smoothedSpeed: Double?
     public private(set) var estimatedPickupDate: Date
     public private(set) var estimatedDropOffDate: Date?
-    private var lastValidBox: Shared<RideStatus>?
+    /// V7: what the last valid status said beyond the booking, boxed; the booking's part never changes,
+    /// so the status is rebuilt from both rather than kept whole (half the memory, and half the durable state).
+    private var lastValid: Shared<LastValidStatus>?
     /// V7: the last status that passed validation.
-    public var lastValidStatus: RideStatus? { lastValidBox?.value }
+    public var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
     /// Great-circle metres from pickup to drop-off, computed once.
     private var legMetres: Double
 
@@ -202,7 +204,28 @@ public struct Ride: Sendable, Equatable, Codable {
     }
 
     /// V7: remembers a status that passed validation.
-    public mutating func recordValid(_ status: RideStatus) { lastValidBox = Shared(status) }
+    public mutating func recordValid(_ status: RideStatus) {
+        lastValid = Shared(
+            LastValidStatus(
+                phase: status.phase, completionStatus: status.completionStatus, vehicleLocation: status.vehicleLocation,
+                vehicle: status.vehicle, driver: status.driver, optionPickupDate: status.rideOption.estimatedPickupDate,
+                estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
+                estimatedDropOffDate: status.estimatedDropOffDate, sequence: status.sequence, issuedAt: status.issuedAt,
+                stale: status.stale))
+    }
+
+    private func status(from last: LastValidStatus) -> RideStatus {
+        var option = booking.rideOption
+        option.estimatedPickupDate = last.optionPickupDate
+        return RideStatus(
+            rideIdentifier: booking.rideIdentifier, phase: last.phase, completionStatus: last.completionStatus,
+            vehicleLocation: last.vehicleLocation, vehicle: last.vehicle, driver: last.driver, rideOption: option,
+            estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
+            estimatedDropOffDate: last.estimatedDropOffDate, pickupLocation: booking.pickupLocation,
+            dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
+            scheduledPickupTime: booking.scheduledPickupTime, sequence: last.sequence, issuedAt: last.issuedAt,
+            stale: last.stale)
+    }
 
     /// V7: the last valid status again, with this publish's sequence and time.
     public mutating func replacementStatus(now: Date) -> RideStatus? {
@@ -291,6 +314,22 @@ public struct Ride: Sendable, Equatable, Codable {
 }
 
 /// An immutable value behind a reference: copying the holder copies a pointer, not the value.
+/// The part of a valid status that the booking does not fix (V7).
+struct LastValidStatus: Sendable, Equatable, Codable {
+    var phase: RidePhase
+    var completionStatus: CompletionStatus?
+    var vehicleLocation: VehicleLocation?
+    var vehicle: VehicleDetails
+    var driver: Driver?
+    var optionPickupDate: Date
+    var estimatedPickupDate: Date?
+    var estimatedPickupEndDate: Date?
+    var estimatedDropOffDate: Date?
+    var sequence: Int
+    var issuedAt: Date
+    var stale: Bool
+}
+
 final class Shared<Value: Sendable & Equatable & Codable>: Sendable, Equatable, Codable {
     let value: Value
 
