@@ -88,6 +88,17 @@ struct LifecycleTests {
         #expect(resumed.phase == .pickup)
         #expect(resumed.sequence == (state?.sequence ?? 0) + 1)
         #expect(resumed.vehicleLocation?.coordinate == pickup.moved(metres: 900, bearing: 90))
+        #expect(ride.lastValidStatus?.phase == .pickup, "V7's last valid status survives the restart")
+        #expect(ride.lastValidStatus?.rideOption.name == "Compact")
+
+        // State written before V7 kept only a snapshot (a `lastValidBox` field instead of `lastValid`) still
+        // decodes: an upgrade loses no ride, only the V7 fallback until the next valid status.
+        let text = String(decoding: saved, as: UTF8.self)
+        #expect(text.contains(#""lastValid":"#))
+        let older = text.replacingOccurrences(of: #""lastValid":"#, with: #""lastValidBox":"#)
+        let upgraded = try JSONDecoder().decode(Ride.self, from: Data(older.utf8))
+        #expect(upgraded.phase == .pickup && upgraded.sequence == ride.sequence)
+        #expect(upgraded.lastValidStatus == nil)
     }
 
     @Test("L6: redelivered duplicates of control messages change nothing")
