@@ -209,6 +209,14 @@ public final class RideStatusService: Service, Sendable {
         for await message in client.messages {
             let received = ContinuousClock.now
             let now = Date()
+            if message.topic == settings.topics.rideOptionsRequest,
+                case .some(let quoter) = core.withLock({ $0.recovered ? Optional($0.quoter) : nil })
+            {
+                // 3.4: priced outside the lock, on a copy of the quoter (copy-on-write: no copying of the fleet
+                // index), so a burst of quotes never holds back a fix or a phase change (C2).
+                answerQuote(message, quoter: quoter, now: now, client: client, changes: changes, logger: logger)
+                continue
+            }
             let published = core.withLock { core -> Bool in
                 if !core.recovered {
                     switch settings.topics.parse(message.topic) {
@@ -260,12 +268,13 @@ public final class RideStatusService: Service, Sendable {
             reply(to: message, payload: core.engine.statusReply(for: ride), client: client, logger: logger)
             return false
         case .rideOptionsRequest:
-            let started = ContinuousClock.now
-            let answer = quote(message, now: now, core: &core, client: client, changes: changes, logger: logger)
-            let elapsed = (ContinuousClock.now - started).components
-            metrics.quoteDuration.recordNanoseconds(
-                elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
-            metrics.quoteAnswered(answer.code)
+            // Only messages stashed during recovery come here; later ones are answered outside the lock.
+            var rejection: Rejection?
+            let answer = quote(message, quoter: core.quoter, now: now) { rejection = $0 }
+            if let rejection {
+                let actions = core.engine.reject(rejection, topic: message.topic, payload: message.payload, now: now)
+                execute(actions, core: &core, client: client, changes: changes, logger: logger)
+            }
             reply(to: message, payload: answer.encoded(), client: client, logger: logger)
             return false
         case .availability(let vehicle):
@@ -286,27 +295,47 @@ public final class RideStatusService: Service, Sendable {
         }
     }
 
-    /// 3.4: a quote from the catalog and the live fleet, or a failure reply that says why. A malformed
-    /// request also goes to the dead letter (3.5).
-    private func quote(
-        _ message: MQTTMessage, now: Date, core: inout Core, client: MQTTClient,
+    /// 3.4: answers a request from a copy of the quoter, taking the lock only to dead-letter a malformed one.
+    private func answerQuote(
+        _ message: MQTTMessage, quoter: RideOptionQuoter?, now: Date, client: MQTTClient,
         changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
+    ) {
+        var rejection: Rejection?
+        let answer = quote(message, quoter: quoter, now: now) { rejection = $0 }
+        if let rejection {
+            core.withLock { core in
+                let actions = core.engine.reject(rejection, topic: message.topic, payload: message.payload, now: now)
+                execute(actions, core: &core, client: client, changes: changes, logger: logger)
+            }
+        }
+        reply(to: message, payload: answer.encoded(), client: client, logger: logger)
+    }
+
+    /// 3.4: a quote from the catalog and the live fleet, or a failure reply that says why. A malformed
+    /// request also goes to `rejected` (for the dead letter, 3.5).
+    private func quote(
+        _ message: MQTTMessage, quoter: RideOptionQuoter?, now: Date, rejected: (Rejection) -> Void
     ) -> RideOptionsReply {
-        let expiration = now.addingTimeInterval(core.quoter?.catalog.quotes.timeToLive ?? 60)
-        guard let quoter = core.quoter else {
-            return RideOptionsReply(
-                code: .failureServiceTemporarilyUnavailable, expirationDate: expiration, reason: "noCatalog",
-                detail: "this worker has no ride-option catalog")
+        let started = ContinuousClock.now
+        let answer: RideOptionsReply
+        if let quoter {
+            do throws(Rejection) {
+                answer = quoter.quote(try decoder.rideOptionsRequest(payload: message.payload), now: now)
+            } catch {
+                rejected(error)
+                answer = RideOptionsReply(
+                    code: .failure, expirationDate: now.addingTimeInterval(quoter.catalog.quotes.timeToLive),
+                    reason: error.reason.rawValue, detail: error.detail)
+            }
+        } else {
+            answer = RideOptionsReply(
+                code: .failureServiceTemporarilyUnavailable, expirationDate: now.addingTimeInterval(60),
+                reason: "noCatalog", detail: "this worker has no ride-option catalog")
         }
-        do throws(Rejection) {
-            let request = try decoder.rideOptionsRequest(payload: message.payload)
-            return quoter.quote(request, now: now)
-        } catch {
-            let actions = core.engine.reject(error, topic: message.topic, payload: message.payload, now: now)
-            execute(actions, core: &core, client: client, changes: changes, logger: logger)
-            return RideOptionsReply(
-                code: .failure, expirationDate: expiration, reason: error.reason.rawValue, detail: error.detail)
-        }
+        let elapsed = (ContinuousClock.now - started).components
+        metrics.quoteDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        metrics.quoteAnswered(answer.code)
+        return answer
     }
 
     private func reply(to request: MQTTMessage, payload: [UInt8], client: MQTTClient, logger: Logger) {
