@@ -42,8 +42,9 @@ public struct JSONWriter {
     public mutating func key(_ key: StaticString) {
         separator()
         bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        appendStatic(key)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
         needsComma &= ~(1 << UInt64(depth))
     }
 
@@ -64,12 +65,36 @@ public struct JSONWriter {
         separator()
         if value.isFinite {
             if value == value.rounded() && abs(value) < 1e15 {
-                bytes.append(contentsOf: "\(Int64(value)).0".utf8)
+                appendDigits(Int64(value))
+                bytes.append(UInt8(ascii: "."))
+                bytes.append(UInt8(ascii: "0"))
             } else {
-                bytes.append(contentsOf: "\(value)".utf8)
+                // Shortest round-trip digits; a small string, so no allocation.
+                var text = value.description
+                text.withUTF8 { bytes.append(contentsOf: $0) }
             }
         } else {
-            bytes.append(contentsOf: "null".utf8)
+            appendStatic("null")
+        }
+    }
+
+    /// The bytes of a literal, in one append.
+    private mutating func appendStatic(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// A decimal integer without going through `String`.
+    private mutating func appendDigits(_ value: Int64) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var start = 20
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(48 + magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<20]))
         }
     }
 
@@ -83,17 +108,17 @@ public struct JSONWriter {
 
     public mutating func integer(_ value: Int) {
         separator()
-        bytes.append(contentsOf: String(value).utf8)
+        appendDigits(Int64(value))
     }
 
     public mutating func bool(_ value: Bool) {
         separator()
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        if value { appendStatic("true") } else { appendStatic("false") }
     }
 
     public mutating func null() {
         separator()
-        bytes.append(contentsOf: "null".utf8)
+        appendStatic("null")
     }
 
     /// Writes a value that is already JSON.

@@ -158,3 +158,39 @@ struct StatusValidityTests {
 extension JSONValue {
     var arrayCount: Int? { if case .array(let elements) = self { elements.count } else { nil } }
 }
+
+@Suite("JSONWriter: the exact bytes of 3.3")
+struct JSONWriterTests {
+    @Test("3.3: numbers, integers, literals, escapes and nesting are written exactly")
+    func exactBytes() {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("a")
+        writer.number(52.520008)
+        writer.key("b")
+        writer.number(8)
+        writer.key("c")
+        writer.number(-0.5)
+        writer.key("d")
+        writer.integer(-1_234_567)
+        writer.key("e")
+        writer.integer(0)
+        writer.key("f")
+        writer.beginArray()
+        writer.bool(true)
+        writer.bool(false)
+        writer.null()
+        writer.number(.nan)
+        writer.beginObject()
+        writer.endObject()
+        writer.endArray()
+        writer.key(dynamic: "quote\"d")
+        writer.string("line\nbreak\t\\ \u{01}")
+        writer.date("t", t0.addingTimeInterval(0.25))
+        writer.endObject()
+        #expect(
+            String(decoding: writer.bytes, as: UTF8.self)
+                == #"{"a":52.520008,"b":8.0,"c":-0.5,"d":-1234567,"e":0,"f":[true,false,null,null,{}],"quote\"d":"line\nbreak\t\\ \u0001","t":"2026-11-22T09:50:00.250Z"}"#
+        )
+    }
+}
