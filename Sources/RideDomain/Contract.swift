@@ -48,27 +48,56 @@ public struct Topics: Sendable, Equatable {
         case unknown
     }
 
+    /// Runs on every message, so it works on UTF-8 bytes: no splitting into substrings.
     public func parse(_ topic: String) -> Parsed {
-        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
         if topic == rideOptionsRequest { return .rideOptionsRequest }
-        let fleet = fleetPrefix.split(separator: "/").count
-        let rides = ridesPrefix.split(separator: "/").count
-        if levels.count == fleet + 3, topic.hasPrefix(fleetPrefix + "/vehicles/"), levels.last == "position" {
-            return .position(vehicle: String(levels[fleet + 1]))
+        let utf8 = topic.utf8
+        // `{fleetPrefix}/vehicles/{vehicleId}/position|availability`
+        if let rest = Self.after(fleetPrefix, "/vehicles/", in: utf8), let (vehicle, tail) = Self.level(rest, of: topic)
+        {
+            if tail.elementsEqual("position".utf8) { return .position(vehicle: vehicle) }
+            if tail.elementsEqual("availability".utf8) { return .availability(vehicle: vehicle) }
+            return .unknown
         }
-        if levels.count == fleet + 3, topic.hasPrefix(fleetPrefix + "/vehicles/"), levels.last == "availability" {
-            return .availability(vehicle: String(levels[fleet + 1]))
-        }
-        if topic.hasPrefix(ridesPrefix + "/") {
-            if levels.count == rides + 2, let kind = ControlKind(rawValue: String(levels[rides + 1])) {
-                return .control(kind, ride: String(levels[rides]))
+        // `{ridesPrefix}/{ride}/{kind}` and `{ridesPrefix}/{ride}/status/get`
+        if let rest = Self.after(ridesPrefix, "/", in: utf8), let (ride, tail) = Self.level(rest, of: topic) {
+            if !tail.contains(UInt8(ascii: "/")) {
+                if let kind = ControlKind(rawValue: String(decoding: tail, as: UTF8.self)) {
+                    return .control(kind, ride: ride)
+                }
+            } else if tail.elementsEqual("status/get".utf8) {
+                return .statusRequest(ride: ride)
             }
-            if levels.count == rides + 3, levels[rides + 1] == "status", levels[rides + 2] == "get" {
-                return .statusRequest(ride: String(levels[rides]))
-            }
+            return .unknown
         }
-        if levels.count == 3, topic.hasPrefix(serviceName + "/state/") { return .state(ride: String(levels[2])) }
+        // `{serviceName}/state/{ride}`
+        if !serviceName.utf8.contains(UInt8(ascii: "/")), let rest = Self.after(serviceName, "/state/", in: utf8),
+            !rest.contains(UInt8(ascii: "/"))
+        {
+            return .state(ride: String(decoding: rest, as: UTF8.self))
+        }
         return .unknown
+    }
+
+    /// The bytes after `prefix` + `separator`, if the topic starts with them.
+    private static func after(_ prefix: String, _ separator: String, in utf8: String.UTF8View) -> Substring.UTF8View? {
+        var index = utf8.startIndex
+        func match(_ part: String) -> Bool {
+            for byte in part.utf8 {
+                guard index < utf8.endIndex, utf8[index] == byte else { return false }
+                index = utf8.index(after: index)
+            }
+            return true
+        }
+        guard match(prefix), match(separator) else { return nil }
+        return Substring(utf8[index...]).utf8
+    }
+
+    /// The first level of `rest` (up to a `/`, which must follow) and what comes after that `/`.
+    private static func level(_ rest: Substring.UTF8View, of topic: String) -> (String, Substring.UTF8View)? {
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        let name = String(decoding: rest[rest.startIndex..<slash], as: UTF8.self)
+        return (name, Substring(rest[rest.index(after: slash)...]).utf8)
     }
 }
 

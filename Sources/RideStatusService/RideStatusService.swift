@@ -359,14 +359,14 @@ public final class RideStatusService: Service, Sendable {
         var lastReport = ContinuousClock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(50))
-            // Due rides in slices of 64, the lock released between slices: a message (a phase change) waits
+            // Due rides in slices of 16, the lock released between slices: a message (a phase change) waits
             // for at most one slice, not for a whole burst of due rides (C2).
             var more = true
             while more {
                 more = core.withLock { core in
                     guard core.recovered else { return false }
                     let now = Date()
-                    let actions = core.engine.tick(now: now, limit: 64)
+                    let actions = core.engine.tick(now: now, limit: 16)
                     execute(actions, core: &core, client: client, changes: changes, logger: logger)
                     return core.engine.hasDue(now: now)
                 }

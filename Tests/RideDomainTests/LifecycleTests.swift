@@ -137,6 +137,20 @@ struct LifecycleTests {
         #expect(topics.parse("rides/r-1/assign") == .control(.assign, ride: "r-1"))
         #expect(topics.parse("fleet/vehicles/v-1/position") == .position(vehicle: "v-1"))
         #expect(topics.parse("ride-options/request") == .rideOptionsRequest)
+        #expect(topics.parse("fleet/vehicles/v-1/availability") == .availability(vehicle: "v-1"))
+        #expect(topics.parse("ridestatus/state/r-1") == .state(ride: "r-1"))
+        #expect(topics.parse("rides//start") == .control(.start, ride: ""), "the engine rejects the empty id (I1)")
+        for unknown in [
+            "fleet/vehicles/v-1/position/x", "fleet/vehicles/v-1", "fleet/vehicles/v-1/speed", "rides/r-1/status/get/x",
+            "rides/r-1/status", "rides/r-1", "rides/r-1/launch", "ridestatus/state/r-1/x", "other/thing", "",
+            "fleetx/vehicles/v-1/position",
+        ] {
+            #expect(topics.parse(unknown) == .unknown, "\(unknown)")
+        }
+        let custom = Topics(fleetPrefix: "acme/fleet", ridesPrefix: "acme/rides")
+        #expect(custom.parse("acme/fleet/vehicles/v-9/position") == .position(vehicle: "v-9"))
+        #expect(custom.parse("acme/rides/r-9/stop") == .control(.stop, ride: "r-9"))
+        #expect(custom.parse("fleet/vehicles/v-9/position") == .unknown)
         #expect(
             topics.controlFilters == [
                 "rides/+/start", "rides/+/assign", "rides/+/event", "rides/+/cancel", "rides/+/stop",
