@@ -73,6 +73,26 @@ final class MessageBuffer: @unchecked Sendable {
         waiter?.resume(returning: nil)
     }
 
+    /// The next buffered message without suspending, or nil when none is buffered: the consumer's fast path,
+    /// which under load spares a continuation per message.
+    func tryNext() -> MQTTMessage? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard head < items.count else { return nil }
+        let message = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        // A producer held back by `suspendNetwork` may go on.
+        condition.signal()
+        return message
+    }
+
     func next() async -> MQTTMessage? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<MQTTMessage?, Never>) in
@@ -115,7 +135,11 @@ public struct MQTTMessageSequence: AsyncSequence, Sendable {
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let buffer: MessageBuffer
-        public mutating func next() async -> MQTTMessage? { await buffer.next() }
+        /// Suspends only when nothing is buffered; holds no messages itself, so iterators can come and go.
+        public mutating func next() async -> MQTTMessage? {
+            if let message = buffer.tryNext() { return message }
+            return await buffer.next()
+        }
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: buffer) }
