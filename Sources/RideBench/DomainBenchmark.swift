@@ -36,7 +36,7 @@ struct DomainBenchmark: ParsableCommand {
                 if case .accepted(let fix) = TelemetryAcceptance.evaluate(
                     fix, track: track, now: fix.timestamp, configuration: configuration)
                 {
-                    track.last = fix
+                    track.record(fix)
                     accepted += 1
                 }
             }

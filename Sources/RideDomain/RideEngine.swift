@@ -52,8 +52,47 @@ public struct RideEngine: Sendable {
 
     struct VehicleState: Sendable {
         /// Slots in `rideTable`.
-        var rides: [Int]
+        var rides: RideSlots
         var track = VehicleTrack()
+    }
+
+    /// A vehicle's rides: almost always one, kept inline; more only in the rare shared case, without an
+    /// array allocation per vehicle otherwise.
+    struct RideSlots: Sendable, Sequence {
+        private var first: Int
+        private var others: [Int] = []
+
+        init(_ slot: Int) { first = slot }
+
+        var isEmpty: Bool { first < 0 && others.isEmpty }
+
+        func contains(_ slot: Int) -> Bool { first == slot || others.contains(slot) }
+
+        mutating func append(_ slot: Int) {
+            if first < 0 { first = slot } else { others.append(slot) }
+        }
+
+        mutating func remove(_ slot: Int) {
+            if first == slot { first = others.popLast() ?? -1 } else { others.removeAll { $0 == slot } }
+        }
+
+        func makeIterator() -> Iterator { Iterator(first: first, others: others) }
+
+        struct Iterator: IteratorProtocol {
+            let first: Int
+            let others: [Int]
+            var position = -1
+
+            mutating func next() -> Int? {
+                if position < 0 {
+                    position = 0
+                    if first >= 0 { return first }
+                }
+                guard position < others.count else { return nil }
+                position += 1
+                return others[position - 1]
+            }
+        }
     }
 
     /// L3: the active rides of each subscribed vehicle.
@@ -158,7 +197,7 @@ public struct RideEngine: Sendable {
                 into: &actions)
         case .accepted(let accepted):
             counters.fixesAccepted += 1
-            vehicles[slot: slot].track.last = accepted
+            vehicles[slot: slot].track.record(accepted)
             for rideSlot in vehicles[slot: slot].rides {
                 // In place, by slot: no hashing and no copy of the ride per fix.
                 let effect = rideTable[slot: rideSlot].apply(accepted, now: now, configuration: configuration)
@@ -305,7 +344,7 @@ public struct RideEngine: Sendable {
         if let slot = vehicles.slot(of: vehicle) {
             if !vehicles[slot: slot].rides.contains(rideSlot) { vehicles[slot: slot].rides.append(rideSlot) }
         } else {
-            vehicles.insert(VehicleState(rides: [rideSlot]), for: vehicle)
+            vehicles.insert(VehicleState(rides: RideSlots(rideSlot)), for: vehicle)
             actions.append(.subscribe(vehicle: vehicle))
         }
     }
@@ -313,7 +352,7 @@ public struct RideEngine: Sendable {
     /// - Parameter rideSlot: the ride's slot (the ride may already have left the table).
     private mutating func release(vehicle: String, rideSlot: Int, into actions: inout [RideAction]) {
         guard let slot = vehicles.slot(of: vehicle) else { return }
-        vehicles[slot: slot].rides.removeAll { $0 == rideSlot }
+        vehicles[slot: slot].rides.remove(rideSlot)
         if vehicles[slot: slot].rides.isEmpty {
             vehicles.remove(vehicle)
             actions.append(.unsubscribe(vehicle: vehicle))

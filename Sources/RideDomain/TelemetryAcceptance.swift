@@ -1,9 +1,19 @@
 import Foundation
 
-/// The last accepted fixes of one vehicle: what T3, T4 and T7 compare a new fix with.
-public struct VehicleTrack: Sendable, Equatable, Codable {
-    public var last: TelemetryFix?
-    public init(last: TelemetryFix? = nil) { self.last = last }
+/// The last accepted fix of one vehicle, as far as T3, T4 and T7 compare a new fix with it: its time and
+/// place (kept small: one per subscribed vehicle).
+public struct VehicleTrack: Sendable, Equatable {
+    public private(set) var lastTimestamp: Date?
+    public private(set) var lastCoordinate = Coordinate(latitude: 0, longitude: 0)
+
+    public init(last: TelemetryFix? = nil) {
+        if let last { record(last) }
+    }
+
+    public mutating func record(_ fix: TelemetryFix) {
+        lastTimestamp = fix.timestamp
+        lastCoordinate = fix.coordinate
+    }
 }
 
 /// What happened to one decoded fix.
@@ -21,7 +31,7 @@ public enum TelemetryAcceptance {
         _ fix: TelemetryFix, track: VehicleTrack, now: Date, configuration: RideConfiguration
     ) -> FixOutcome {
         // T3 before T2: a late redelivery is a duplicate, never a dead letter.
-        if let last = track.last, fix.timestamp <= last.timestamp { return .duplicate }
+        if let lastTimestamp = track.lastTimestamp, fix.timestamp <= lastTimestamp { return .duplicate }
         let age = now.timeIntervalSince(fix.timestamp)
         if age < -configuration.futureTolerance {
             return .rejected(
@@ -36,9 +46,10 @@ public enum TelemetryAcceptance {
             return .rejected(Rejection(.poorAccuracy, "horizontalAccuracy \(accuracy) m is over maxAccuracy (T5)"))
         }
         var accepted = fix
-        if let last = track.last {
-            let seconds = fix.timestamp.timeIntervalSince(last.timestamp)
-            let metres = last.coordinate.distance(to: fix.coordinate)
+        if let lastTimestamp = track.lastTimestamp {
+            let last = track.lastCoordinate
+            let seconds = fix.timestamp.timeIntervalSince(lastTimestamp)
+            let metres = last.distance(to: fix.coordinate)
             let implied = metres / seconds
             if implied > configuration.maxSpeed {
                 return .rejected(
@@ -46,7 +57,7 @@ public enum TelemetryAcceptance {
             }
             // T7: derive what is absent from the last two accepted fixes.
             if accepted.speed == nil { accepted.speed = implied }
-            if accepted.course == nil && metres > 0.5 { accepted.course = last.coordinate.bearing(to: fix.coordinate) }
+            if accepted.course == nil && metres > 0.5 { accepted.course = last.bearing(to: fix.coordinate) }
         }
         return .accepted(accepted)
     }
