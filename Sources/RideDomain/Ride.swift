@@ -5,8 +5,9 @@ import Foundation
 public struct Ride: Sendable, Equatable, Codable {
     /// The booking, immutable once the ride starts; boxed so that the ride value stays small (it lives
     /// inline in the engine's dictionary and moves on every fix).
-    private var bookingBox: Shared<Booking>
-    public var booking: Booking { bookingBox.value }
+    private var bookingBox: Shared<BookingTerms>
+    /// What the ride keeps of its booking; the vehicle, driver and position live in the ride itself.
+    public var booking: BookingTerms { bookingBox.value }
     public private(set) var phase: RidePhase
     public private(set) var vehicleId: String?
     public private(set) var vehicle: VehicleDetails
@@ -37,7 +38,7 @@ public struct Ride: Sendable, Equatable, Codable {
 
     /// P1: with a vehicle `confirmed` (or the booking's `received`/`confirmed`); without, `received`.
     public init(booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0) {
-        bookingBox = Shared(booking)
+        bookingBox = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
         phase = booking.vehicleId == nil ? .received : (booking.phase ?? .confirmed)
         var details = booking.vehicle
@@ -314,6 +315,31 @@ public struct Ride: Sendable, Equatable, Codable {
 }
 
 /// An immutable value behind a reference: copying the holder copies a pointer, not the value.
+/// The parts of a booking that never change during the ride and that its statuses and fare need. The
+/// vehicle, driver and vehicle position are copied into the ride (they change on `assign` and with fixes),
+/// so the ride does not keep a second copy of them. State written with a whole booking still decodes.
+public struct BookingTerms: Sendable, Equatable, Codable {
+    public var rideIdentifier: String
+    public var rideOption: RideOption
+    public var pickupLocation: Place
+    public var dropOffLocation: Place
+    public var waypoints: [Place]
+    public var scheduledPickupTime: ScheduledTime?
+    public var partySize: Int?
+    public var fare: Fare?
+
+    public init(_ booking: Booking) {
+        rideIdentifier = booking.rideIdentifier
+        rideOption = booking.rideOption
+        pickupLocation = booking.pickupLocation
+        dropOffLocation = booking.dropOffLocation
+        waypoints = booking.waypoints
+        scheduledPickupTime = booking.scheduledPickupTime
+        partySize = booking.partySize
+        fare = booking.fare
+    }
+}
+
 /// The part of a valid status that the booking does not fix (V7).
 struct LastValidStatus: Sendable, Equatable, Codable {
     var phase: RidePhase

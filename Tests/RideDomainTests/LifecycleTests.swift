@@ -99,6 +99,17 @@ struct LifecycleTests {
         let upgraded = try JSONDecoder().decode(Ride.self, from: Data(older.utf8))
         #expect(upgraded.phase == .pickup && upgraded.sequence == ride.sequence)
         #expect(upgraded.lastValidStatus == nil)
+
+        // State written when a ride kept its whole booking (vehicle, driver and position too) decodes into
+        // the booking terms it keeps now.
+        let decoder = InputDecoder()
+        let whole = try JSONEncoder().encode(try decoder.booking(rideIdentifier: "r-1", payload: bookingJSON()))
+        var object = try #require(try JSONSerialization.jsonObject(with: saved) as? [String: Any])
+        object["bookingBox"] = try JSONSerialization.jsonObject(with: whole)
+        let withWholeBooking = try JSONDecoder().decode(
+            Ride.self, from: try JSONSerialization.data(withJSONObject: object))
+        #expect(withWholeBooking.booking == ride.booking)
+        #expect(withWholeBooking.phase == .pickup)
     }
 
     @Test("L6: redelivered duplicates of control messages change nothing")
