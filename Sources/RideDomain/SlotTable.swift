@@ -1,9 +1,13 @@
-/// Values keyed by identifier, stored in an array and reached by an integer slot: the identifier is hashed
+/// Values keyed by identifier, stored in pages and reached by an integer slot: the identifier is hashed
 /// once (at the edge, from a topic), and hot paths then work on slots, in place, without hashing or copying
-/// the value. Slots of removed values are reused.
+/// the value. Slots of removed values are reused. Pages of fixed size grow the table without the slack of
+/// a doubling array (up to half its memory unused, just after a doubling).
 struct SlotTable<Value> {
+    private static var pageBits: Int { 10 }
+    private static var pageSize: Int { 1 << pageBits }
     private var slots: [String: Int] = [:]
-    private var values: [Value?] = []
+    private var pages: [[Value?]] = []
+    private var used = 0
     private var identifiers: [String] = []
     private var free: [Int] = []
 
@@ -16,13 +20,18 @@ struct SlotTable<Value> {
     func contains(_ identifier: String) -> Bool { slots[identifier] != nil }
 
     subscript(identifier: String) -> Value? {
-        slots[identifier].flatMap { values[$0] }
+        slots[identifier].flatMap { self[stored: $0] }
     }
 
     /// The value in a slot that holds one; mutated in place.
     subscript(slot slot: Int) -> Value {
-        get { values[slot]! }
-        _modify { yield &values[slot]! }
+        get { pages[slot >> Self.pageBits][slot & (Self.pageSize - 1)]! }
+        _modify { yield &pages[slot >> Self.pageBits][slot & (Self.pageSize - 1)]! }
+    }
+
+    private subscript(stored slot: Int) -> Value? {
+        get { pages[slot >> Self.pageBits][slot & (Self.pageSize - 1)] }
+        set { pages[slot >> Self.pageBits][slot & (Self.pageSize - 1)] = newValue }
     }
 
     func identifier(at slot: Int) -> String { identifiers[slot] }
@@ -34,11 +43,17 @@ struct SlotTable<Value> {
         let slot: Int
         if let reused = free.popLast() {
             slot = reused
-            values[slot] = value
+            self[stored: slot] = value
             identifiers[slot] = identifier
         } else {
-            slot = values.count
-            values.append(value)
+            slot = used
+            used += 1
+            if slot >> Self.pageBits == pages.count {
+                var page: [Value?] = []
+                page.reserveCapacity(Self.pageSize)
+                pages.append(page)
+            }
+            pages[slot >> Self.pageBits].append(value)
             identifiers.append(identifier)
         }
         slots[identifier] = slot
@@ -48,15 +63,15 @@ struct SlotTable<Value> {
     @discardableResult
     mutating func remove(_ identifier: String) -> Value? {
         guard let slot = slots.removeValue(forKey: identifier) else { return nil }
-        let value = values[slot]
-        values[slot] = nil
+        let value = self[stored: slot]
+        self[stored: slot] = nil
         identifiers[slot] = ""
         free.append(slot)
         return value
     }
 
     /// Every identifier with its value.
-    var dictionary: [String: Value] { slots.mapValues { values[$0]! } }
+    var dictionary: [String: Value] { slots.mapValues { self[stored: $0]! } }
 }
 
 extension SlotTable: Sendable where Value: Sendable {}
