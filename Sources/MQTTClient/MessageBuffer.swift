@@ -78,6 +78,12 @@ final class MessageBuffer: @unchecked Sendable {
     func tryNext() -> MQTTMessage? {
         condition.lock()
         defer { condition.unlock() }
+        return popLocked()
+    }
+
+    /// Takes the oldest buffered message; call with `condition` locked. Wakes a producer held back by
+    /// `suspendNetwork`.
+    private func popLocked() -> MQTTMessage? {
         guard head < items.count else { return nil }
         let message = items[head]
         head += 1
@@ -88,7 +94,6 @@ final class MessageBuffer: @unchecked Sendable {
             items.removeFirst(head)
             head = 0
         }
-        // A producer held back by `suspendNetwork` may go on.
         condition.signal()
         return message
     }
@@ -97,17 +102,7 @@ final class MessageBuffer: @unchecked Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<MQTTMessage?, Never>) in
                 condition.lock()
-                if head < items.count {
-                    let message = items[head]
-                    head += 1
-                    if head == items.count {
-                        items.removeAll(keepingCapacity: true)
-                        head = 0
-                    } else if head >= 1024 && head * 2 >= items.count {
-                        items.removeFirst(head)
-                        head = 0
-                    }
-                    condition.signal()
+                if let message = popLocked() {
                     condition.unlock()
                     continuation.resume(returning: message)
                 } else if finished || Task.isCancelled {
