@@ -43,14 +43,8 @@ public struct RideOptionsReply: Sendable, Equatable {
         writer.beginObject()
         writer.key("code")
         writer.string(code.rawValue)
-        if let reason {
-            writer.key("reason")
-            writer.string(reason)
-        }
-        if let detail {
-            writer.key("detail")
-            writer.string(detail)
-        }
+        writer.ifPresent("reason", reason)
+        writer.ifPresent("detail", detail)
         writer.key("rideOptions")
         writer.beginArray()
         for option in rideOptions { option.write(to: &writer) }

@@ -132,14 +132,8 @@ extension Place {
         writer.number(coordinate.latitude)
         writer.key("longitude")
         writer.number(coordinate.longitude)
-        if let name {
-            writer.key("name")
-            writer.string(name)
-        }
-        if let address {
-            writer.key("address")
-            writer.string(address)
-        }
+        writer.ifPresent("name", name)
+        writer.ifPresent("address", address)
         writer.endObject()
     }
 }
@@ -184,10 +178,7 @@ extension RideOption {
             writer.key("usesMeteredFare")
             writer.bool(usesMeteredFare)
         }
-        if let specialPricing {
-            writer.key("specialPricing")
-            writer.string(specialPricing)
-        }
+        writer.ifPresent("specialPricing", specialPricing)
         if let availablePartySizeOptions {
             writer.key("availablePartySizeOptions")
             writer.beginArray()
@@ -224,6 +215,13 @@ extension JSONWriter {
     public mutating func optional(_ name: StaticString, _ value: String?) {
         key(name)
         if let value { string(value) } else { null() }
+    }
+
+    /// `"key": value`, or nothing at all when the value is absent.
+    public mutating func ifPresent(_ name: StaticString, _ value: String?) {
+        guard let value else { return }
+        key(name)
+        string(value)
     }
 
     /// `"key": "2026-11-22T09:50:01.250Z"` or `"key": null`.
