@@ -110,7 +110,3 @@ struct ClientBenchmark: AsyncParsableCommand {
                 clientMedian, subMedian, 100 * clientMedian / subMedian))
     }
 }
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

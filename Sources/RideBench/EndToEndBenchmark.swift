@@ -109,7 +109,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 round += 1
                 let elapsed = ContinuousClock.now - started
                 let due = Int(
-                    rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                    rate * elapsed.seconds)
                 let stamp = Timestamps.format(Date())
                 while sent < due {
                     let vehicle = sent % rides
@@ -133,14 +133,14 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 next = next.advanced(by: .milliseconds(5))
                 try await Task.sleep(until: next, clock: .continuous)
             }
-            let seconds = Self.seconds(ContinuousClock.now - started)
+            let seconds = (ContinuousClock.now - started).seconds
             // Let the pipeline drain and the worker's metrics (reported each second) catch up.
             try await Task.sleep(for: .seconds(2.5))
             let processed = worker.processedFixes() - before
             bare.terminate(grace: 2)
             let bareCount = (try? Data(contentsOf: bareLog))?.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } ?? 0
             let latencies = probeSent.compactMap { ride, sentAt in
-                observer.firstArrival(ride, phase: "pickup").map { Self.seconds($0 - sentAt) * 1000 }
+                observer.firstArrival(ride, phase: "pickup").map { ($0 - sentAt).seconds * 1000 }
             }.sorted()
             let step = Step(
                 offered: rate, sent: sent, seconds: seconds, processed: processed, bare: bareCount,
@@ -239,10 +239,6 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     func percentile(_ sorted: [Double], _ share: Double) -> Double {
         guard !sorted.isEmpty else { return .nan }
         return sorted[min(sorted.count - 1, Int((Double(sorted.count) * share).rounded(.up)) - 1)]
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     // MARK: Set-up
@@ -365,7 +361,7 @@ final class StatusObserver: @unchecked Sendable {
             if let phase, arrivals["\(ride)/\(phase)"] == nil { arrivals["\(ride)/\(phase)"] = now }
             guard let prefix = gapPrefix, ride.hasPrefix(prefix) else { return }
             if let previous = last[ride] {
-                gaps[ride] = max(gaps[ride] ?? 0, EndToEndBenchmark.seconds(now - previous))
+                gaps[ride] = max(gaps[ride] ?? 0, (now - previous).seconds)
             }
             last[ride] = now
         }
@@ -402,7 +398,7 @@ final class StatusObserver: @unchecked Sendable {
     func maxGap(prefix: String) -> (Double, Int) {
         let now = ContinuousClock.now
         return lock.withLock {
-            let open = last.values.map { EndToEndBenchmark.seconds(now - $0) }
+            let open = last.values.map { (now - $0).seconds }
             return (max(gaps.values.max() ?? 0, open.max() ?? .infinity), last.count)
         }
     }

@@ -4,8 +4,12 @@ import Foundation
 func measure(_ body: () -> Void) -> Double {
     let start = ContinuousClock.now
     body()
-    let elapsed = (ContinuousClock.now - start).components
-    return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    return (ContinuousClock.now - start).seconds
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// This process's resident memory in bytes (`/proc/self/statm`), 0 where that file does not exist.

@@ -112,12 +112,6 @@ public struct RideEngine: Sendable {
         configuration: RideConfiguration = RideConfiguration(), topics: Topics = Topics(),
         catalog: RideOptionCatalog? = nil
     ) {
-        var configuration = configuration
-        for option in catalog?.options ?? [] {
-            for name in option.allNames where configuration.mapAnnotationImages[name] == nil {
-                configuration.mapAnnotationImages[name] = option.mapAnnotationImage
-            }
-        }
         self.configuration = configuration
         self.topics = topics
         self.catalog = catalog

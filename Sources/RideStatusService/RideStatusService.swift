@@ -234,9 +234,7 @@ public final class RideStatusService: Service, Sendable {
                 return handle(message, now: now, core: &core, client: client, changes: changes, logger: logger)
             }
             if published {
-                let elapsed = (ContinuousClock.now - received).components
-                metrics.inputToStatus.recordNanoseconds(
-                    elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+                metrics.inputToStatus.record(ContinuousClock.now - received)
             }
         }
     }
@@ -332,8 +330,7 @@ public final class RideStatusService: Service, Sendable {
                 code: .failureServiceTemporarilyUnavailable, expirationDate: now.addingTimeInterval(60),
                 reason: "noCatalog", detail: "this worker has no ride-option catalog")
         }
-        let elapsed = (ContinuousClock.now - started).components
-        metrics.quoteDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        metrics.quoteDuration.record(ContinuousClock.now - started)
         metrics.quoteAnswered(answer.code)
         return answer
     }

@@ -43,3 +43,11 @@ struct WorkerMetrics: Sendable {
         vehicleSubscriptions.record(engine.subscribedVehicleCount)
     }
 }
+
+extension Timer {
+    /// Records a duration measured on a clock.
+    func record(_ duration: Duration) {
+        let parts = duration.components
+        recordNanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
+    }
+}
