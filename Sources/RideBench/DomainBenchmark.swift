@@ -135,7 +135,7 @@ struct DomainBenchmark: ParsableCommand {
 
         // 4. The cadence scheduler with `rides` rides at a 5 s interval, 50 ms ticks over 60 simulated seconds.
         var scheduler = CadenceScheduler()
-        for index in 0..<rides { scheduler.schedule("r-\(index)", at: Double(index % 5000) / 1000) }
+        for index in 0..<rides { scheduler.schedule(index, at: Double(index % 5000) / 1000) }
         var popped = 0
         let schedulerSeconds = measure {
             var now = 0.0

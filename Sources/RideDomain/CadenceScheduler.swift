@@ -1,25 +1,27 @@
 /// One scheduler for every ride's cadence (C6): a binary min-heap keyed by due time, with lazy deletion.
 ///
-/// `schedule` and `cancel` are O(log n) and O(1); `popDue` is O(log n) per entry. A ride has at most one live
-/// entry (its generation); superseded entries are skipped when they reach the top and the heap is compacted
-/// when they outnumber live ones, so memory stays proportional to active rides.
+/// Rides are named by a small non-negative integer key (the engine's slot of the ride), so that the heap
+/// holds 16-byte entries and liveness is an array lookup, not a hash of the ride's identifier.
+/// `schedule` is O(log n), `cancel` O(1), `popDue` O(log n) per entry. A key has at most one live entry;
+/// superseded entries are skipped when they reach the top, and the heap is compacted when they outnumber
+/// live ones, so memory stays proportional to active rides.
 public struct CadenceScheduler: Sendable {
     struct Entry: Sendable {
         var due: Double
-        var ride: String
-        var generation: UInt64
+        var key: UInt32
+        var generation: UInt32
     }
 
     private var heap: [Entry] = []
-    private var generations: [String: UInt64] = [:]
-    /// One counter for all rides: a generation is never reused, so an entry superseded before its ride was
-    /// popped or cancelled can never come back to life when the ride is scheduled again.
-    private var lastGeneration: UInt64 = 0
+    /// Per key: its latest generation shifted left by one, with bit 0 set while that generation is live.
+    /// A key's generation only ever grows (also across cancel, pop and reuse by another ride), so an entry
+    /// superseded before its key was popped or cancelled can never come back to life.
+    private var marks: [UInt32] = []
+    /// Keys with a live entry.
+    public private(set) var count = 0
 
     public init() {}
 
-    /// Rides with a live entry.
-    public var count: Int { generations.count }
     /// Entries held, live and superseded (for memory measurements).
     public var storedEntries: Int { heap.count }
 
@@ -29,41 +31,54 @@ public struct CadenceScheduler: Sendable {
         return heap.first?.due
     }
 
-    /// (Re)schedules `ride` at `due`, replacing any earlier entry of it.
-    public mutating func schedule(_ ride: String, at due: Double) {
-        lastGeneration &+= 1
-        let generation = lastGeneration
-        generations[ride] = generation
-        push(Entry(due: due, ride: ride, generation: generation))
-        if heap.count > 2 * generations.count + 1024 { compact() }
+    /// (Re)schedules `key` at `due`, replacing any earlier entry of it.
+    public mutating func schedule(_ key: Int, at due: Double) {
+        precondition(key >= 0 && key < Int(UInt32.max), "scheduler keys are slots: 0 ..< 2^32 - 1")
+        if key >= marks.count { marks.append(contentsOf: repeatElement(0, count: key + 1 - marks.count)) }
+        let mark = marks[key]
+        if mark & 1 == 0 { count += 1 }
+        let generation = ((mark >> 1) &+ 1) & 0x7FFF_FFFF
+        marks[key] = generation << 1 | 1
+        push(Entry(due: due, key: UInt32(key), generation: generation))
+        if heap.count > 2 * count + 1024 { compact() }
     }
 
-    public mutating func cancel(_ ride: String) {
-        generations[ride] = nil
+    public mutating func cancel(_ key: Int) {
+        guard isScheduled(key) else { return }
+        marks[key] &= ~1
+        count -= 1
     }
 
-    public func isScheduled(_ ride: String) -> Bool { generations[ride] != nil }
+    public func isScheduled(_ key: Int) -> Bool { key >= 0 && key < marks.count && marks[key] & 1 == 1 }
 
-    /// Removes and returns the rides due at or before `now`, earliest first. Their entries are consumed:
-    /// the caller schedules them again.
-    public mutating func popDue(now: Double, limit: Int = .max) -> [String] {
-        var due: [String] = []
+    /// Removes and returns the keys due at or before `now`, earliest first. Their entries are consumed: the
+    /// caller schedules them again.
+    public mutating func popDue(now: Double, limit: Int = .max) -> [Int] {
+        var due: [Int] = []
         while due.count < limit, let top = heap.first, top.due <= now {
             popTop()
-            if generations[top.ride] == top.generation {
-                generations[top.ride] = nil
-                due.append(top.ride)
+            if isLive(top) {
+                marks[Int(top.key)] &= ~1
+                count -= 1
+                due.append(Int(top.key))
             }
         }
         return due
     }
 
+    private func isLive(_ entry: Entry) -> Bool { Self.isLive(entry, marks: marks) }
+
+    private static func isLive(_ entry: Entry, marks: [UInt32]) -> Bool {
+        marks[Int(entry.key)] == entry.generation << 1 | 1
+    }
+
     private mutating func dropSuperseded() {
-        while let top = heap.first, generations[top.ride] != top.generation { popTop() }
+        while let top = heap.first, !isLive(top) { popTop() }
     }
 
     private mutating func compact() {
-        heap.removeAll { generations[$0.ride] != $0.generation }
+        let marks = marks
+        heap.removeAll { !Self.isLive($0, marks: marks) }
         // Heapify bottom-up.
         var index = heap.count / 2 - 1
         while index >= 0 {

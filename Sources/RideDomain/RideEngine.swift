@@ -268,7 +268,8 @@ public struct RideEngine: Sendable {
     /// other inputs in between (a burst of 10,000 due rides must not delay a phase change, C2).
     public mutating func tick(now: Date, limit: Int = .max) -> [RideAction] {
         var actions: [RideAction] = []
-        for id in scheduler.popDue(now: now.timeIntervalSince1970, limit: limit) {
+        for slot in scheduler.popDue(now: now.timeIntervalSince1970, limit: limit) {
+            let id = rideTable.identifier(at: slot)
             guard var ride = rideTable[id] else { continue }
             switch ride.expire(now: now, configuration: configuration) {
             case .stop:
@@ -316,9 +317,9 @@ public struct RideEngine: Sendable {
         var actions: [RideAction] = []
         let id = ride.rideIdentifier
         guard Identifier.isValid(id), !rideTable.contains(id) else { return actions }
-        rideTable.insert(ride, for: id)
+        let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
-        scheduler.schedule(id, at: now.timeIntervalSince1970)
+        scheduler.schedule(slot, at: now.timeIntervalSince1970)
         return actions
     }
 
@@ -327,7 +328,7 @@ public struct RideEngine: Sendable {
     private mutating func stop(_ id: String, into actions: inout [RideAction]) {
         // L2: unknown or ended rides are a no-op; idempotent.
         guard let rideSlot = rideTable.slot(of: id), let ride = rideTable.remove(id) else { return }
-        scheduler.cancel(id)
+        scheduler.cancel(rideSlot)
         if let vehicle = ride.vehicleId { release(vehicle: vehicle, rideSlot: rideSlot, into: &actions) }
         counters.ridesStopped += 1
         actions.append(.clear(ride: id))
@@ -358,26 +359,27 @@ public struct RideEngine: Sendable {
     private mutating func publish(
         _ id: String, now: Date, phaseChanged: Bool, nextIn share: Double = 1, into actions: inout [RideAction]
     ) {
-        guard var ride = rideTable[id] else { return }
+        guard let slot = rideTable.slot(of: id) else { return }
+        var ride = rideTable[slot: slot]
         let status = ride.nextStatus(now: now, configuration: configuration)
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
             counters.invalidStatuses += 1
             actions.append(.invalidStatus(ride: id, violation: violation))
             if let replacement = ride.replacementStatus(now: now) {
-                rideTable[slot: rideTable.slot(of: id)!] = ride
+                rideTable[slot: slot] = ride
                 counters.statusesPublished += 1
                 actions.append(.publish(replacement, state: ride))
             } else {
-                rideTable[slot: rideTable.slot(of: id)!] = ride
+                rideTable[slot: slot] = ride
             }
         } else {
             ride.recordValid(status)
-            rideTable[slot: rideTable.slot(of: id)!] = ride
+            rideTable[slot: slot] = ride
             counters.statusesPublished += 1
             if phaseChanged { counters.phaseTransitions += 1 }
             actions.append(.publish(status, state: ride))
         }
-        scheduler.schedule(id, at: now.timeIntervalSince1970 + configuration.updateInterval * share)
+        scheduler.schedule(slot, at: now.timeIntervalSince1970 + configuration.updateInterval * share)
     }
 
     /// 3.5: a rejection found outside the engine (quotes, availability): counted, and a dead letter if the

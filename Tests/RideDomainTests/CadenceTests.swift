@@ -111,12 +111,12 @@ struct CadenceTests {
     @Test("C6: one scheduler for all rides; entries stay proportional to rides as they grow to 100,000")
     func oneScheduler() {
         var scheduler = CadenceScheduler()
-        for index in 0..<100_000 { scheduler.schedule("r-\(index)", at: Double(index % 5000) / 1000) }
+        for index in 0..<100_000 { scheduler.schedule(index, at: Double(index % 5000) / 1000) }
         #expect(scheduler.count == 100_000)
         // Reschedule every ride many times: superseded entries are compacted away.
         for round in 1...5 {
             for index in 0..<100_000 {
-                scheduler.schedule("r-\(index)", at: Double(round * 5) + Double(index % 5000) / 1000)
+                scheduler.schedule(index, at: Double(round * 5) + Double(index % 5000) / 1000)
             }
         }
         #expect(scheduler.storedEntries <= 2 * 100_000 + 1024)
@@ -124,16 +124,22 @@ struct CadenceTests {
         #expect(due.count == 100_000)
         #expect(scheduler.count == 0)
         var ordered = CadenceScheduler()
-        for (ride, due) in [("c", 3.0), ("a", 1.0), ("b", 2.0)] { ordered.schedule(ride, at: due) }
-        ordered.cancel("b")
-        #expect(ordered.popDue(now: 10) == ["a", "c"])
+        for (ride, due) in [(3, 3.0), (1, 1.0), (2, 2.0)] { ordered.schedule(ride, at: due) }
+        ordered.cancel(2)
+        #expect(ordered.popDue(now: 10) == [1, 3])
         // A superseded entry stays dead after its ride is popped and scheduled again (no reused generation).
         var revived = CadenceScheduler()
-        revived.schedule("r", at: 5)
-        revived.schedule("r", at: 2)
-        #expect(revived.popDue(now: 2) == ["r"])
-        revived.schedule("r", at: 7)
+        revived.schedule(0, at: 5)
+        revived.schedule(0, at: 2)
+        #expect(revived.popDue(now: 2) == [0])
+        revived.schedule(0, at: 7)
         #expect(revived.popDue(now: 6).isEmpty, "the superseded entry at 5 must not fire")
-        #expect(revived.popDue(now: 7) == ["r"])
+        #expect(revived.popDue(now: 7) == [0])
+        // A slot reused by another ride after a cancel: the first ride's entry stays dead.
+        revived.schedule(0, at: 9)
+        revived.cancel(0)
+        revived.schedule(0, at: 12)
+        #expect(revived.popDue(now: 10).isEmpty, "the cancelled entry at 9 must not fire for the slot's new ride")
+        #expect(revived.popDue(now: 12) == [0])
     }
 }
