@@ -2,32 +2,39 @@ import Foundation
 
 /// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
 /// Methods return whether the phase or the completion status changed (which publishes at once, C2).
-public struct Ride: Sendable, Equatable, Codable {
-    /// The booking, immutable once the ride starts; boxed so that the ride value stays small (it lives
-    /// inline in the engine's dictionary and moves on every fix).
-    private var bookingBox: Shared<BookingTerms>
+public struct Ride: Sendable, Equatable {
+    // Every active ride keeps one of these (issue 3: at most 1 KB each with 100,000 rides). What rarely
+    // changes sits in shared boxes; optional times and measurements take one word each (CompactStorage.swift).
+    // The durable state keeps its own shape (Ride+Durable.swift).
+
+    /// The booking, immutable once the ride starts.
+    private var terms: Shared<BookingTerms>
     /// What the ride keeps of its booking; the vehicle, driver and position live in the ride itself.
-    public var booking: BookingTerms { bookingBox.value }
+    public var booking: BookingTerms { terms.value }
     public private(set) var phase: RidePhase
     public private(set) var vehicleId: String?
-    public private(set) var vehicle: VehicleDetails
-    public private(set) var driver: Driver?
-    public private(set) var location: VehicleLocation?
-    public private(set) var lastFixAcceptedAt: Date?
+    /// Vehicle details and driver, shared with the V7 snapshot until the next `assign`.
+    private var crew: Shared<Crew>
+    public var vehicle: VehicleDetails { crew.value.vehicle }
+    public var driver: Driver? { crew.value.driver }
+    @PackedLocation public private(set) var location: VehicleLocation?
+    @NaNBoxed public private(set) var lastFixAcceptedAt: Date?
     public private(set) var startedAt: Date
     public private(set) var sequence: Int
-    public private(set) var lastIssuedAt: Date?
-    public private(set) var completion: CompletionStatus?
-    public private(set) var completedAt: Date?
-    public private(set) var pickupArrivedAt: Date?
-    public private(set) var estimatedPickupEndDate: Date?
-    public private(set) var ongoingSince: Date?
+    @NaNBoxed public private(set) var lastIssuedAt: Date?
+    /// Set once, on completion; shared with the V7 snapshot.
+    private var completionBox: Shared<CompletionStatus>?
+    public var completion: CompletionStatus? { completionBox?.value }
+    @NaNBoxed public private(set) var completedAt: Date?
+    @NaNBoxed public private(set) var pickupArrivedAt: Date?
+    @NaNBoxed public private(set) var estimatedPickupEndDate: Date?
+    @NaNBoxed public private(set) var ongoingSince: Date?
     public private(set) var drivenMetres: Double
-    public private(set) var smoothedSpeed: Double?
+    @NaNBoxed public private(set) var smoothedSpeed: Double?
     public private(set) var estimatedPickupDate: Date
-    public private(set) var estimatedDropOffDate: Date?
+    @NaNBoxed public private(set) var estimatedDropOffDate: Date?
     /// V7: what the last valid status said beyond the booking, boxed; the booking's part never changes,
-    /// so the status is rebuilt from both rather than kept whole (half the memory, and half the durable state).
+    /// so the status is rebuilt from both rather than kept whole.
     private var lastValid: Shared<LastValidStatus>?
     /// V7: the last status that passed validation.
     public var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
@@ -38,15 +45,14 @@ public struct Ride: Sendable, Equatable, Codable {
 
     /// P1: with a vehicle `confirmed` (or the booking's `received`/`confirmed`); without, `received`.
     public init(booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0) {
-        bookingBox = Shared(BookingTerms(booking))
+        terms = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
         phase = booking.vehicleId == nil ? .received : (booking.phase ?? .confirmed)
         var details = booking.vehicle
         if (details.mapAnnotationImage ?? "").isEmpty {
             details.mapAnnotationImage = configuration.mapAnnotationImages[booking.rideOption.name]
         }
-        vehicle = details
-        driver = booking.driver
+        crew = Shared(Crew(vehicle: details, driver: booking.driver))
         location = booking.vehicleLocation
         startedAt = now
         self.sequence = sequence
@@ -68,14 +74,18 @@ public struct Ride: Sendable, Equatable, Codable {
         let replaced = vehicleId == assignment.vehicleId ? nil : vehicleId
         if replaced != nil { location = nil }
         vehicleId = assignment.vehicleId
-        if let details = assignment.vehicle {
-            let fallback = vehicle.mapAnnotationImage
-            vehicle = details
-            if (vehicle.mapAnnotationImage ?? "").isEmpty {
-                vehicle.mapAnnotationImage = fallback ?? configuration.mapAnnotationImages[booking.rideOption.name]
+        if assignment.vehicle != nil || assignment.driver != nil {
+            var updated = crew.value
+            if var details = assignment.vehicle {
+                if (details.mapAnnotationImage ?? "").isEmpty {
+                    details.mapAnnotationImage =
+                        vehicle.mapAnnotationImage ?? configuration.mapAnnotationImages[booking.rideOption.name]
+                }
+                updated.vehicle = details
             }
+            if let driver = assignment.driver { updated.driver = driver }
+            crew = Shared(updated)
         }
-        if let driver = assignment.driver { self.driver = driver }
         if let known = assignment.vehicleLocation { location = known }
         let changed = phase == .received
         if changed { phase = .confirmed }
@@ -206,10 +216,15 @@ public struct Ride: Sendable, Equatable, Codable {
 
     /// V7: remembers a status that passed validation.
     public mutating func recordValid(_ status: RideStatus) {
+        // The status was built from this ride: its vehicle, driver and completion are the ride's boxes,
+        // shared rather than copied (a restored snapshot's may differ, and then get their own).
+        let crew = Crew(vehicle: status.vehicle, driver: status.driver)
+        let completion = status.completionStatus.map { $0 == completionBox?.value ? completionBox! : Shared($0) }
         lastValid = Shared(
             LastValidStatus(
-                phase: status.phase, completionStatus: status.completionStatus, vehicleLocation: status.vehicleLocation,
-                vehicle: status.vehicle, driver: status.driver, optionPickupDate: status.rideOption.estimatedPickupDate,
+                phase: status.phase, completion: completion, vehicleLocation: status.vehicleLocation,
+                crew: crew == self.crew.value ? self.crew : Shared(crew),
+                optionPickupDate: status.rideOption.estimatedPickupDate,
                 estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
                 estimatedDropOffDate: status.estimatedDropOffDate, sequence: status.sequence, issuedAt: status.issuedAt,
                 stale: status.stale))
@@ -219,8 +234,9 @@ public struct Ride: Sendable, Equatable, Codable {
         var option = booking.rideOption
         option.estimatedPickupDate = last.optionPickupDate
         return RideStatus(
-            rideIdentifier: booking.rideIdentifier, phase: last.phase, completionStatus: last.completionStatus,
-            vehicleLocation: last.vehicleLocation, vehicle: last.vehicle, driver: last.driver, rideOption: option,
+            rideIdentifier: booking.rideIdentifier, phase: last.phase, completionStatus: last.completion?.value,
+            vehicleLocation: last.vehicleLocation, vehicle: last.crew.value.vehicle, driver: last.crew.value.driver,
+            rideOption: option,
             estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
             estimatedDropOffDate: last.estimatedDropOffDate, pickupLocation: booking.pickupLocation,
             dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
@@ -278,7 +294,7 @@ public struct Ride: Sendable, Equatable, Codable {
 
     private mutating func finish(_ status: CompletionStatus, now: Date) {
         phase = .completed
-        completion = status
+        completionBox = Shared(status)
         completedAt = now
         if estimatedDropOffDate.map({ $0 < estimatedPickupDate }) ?? false {
             estimatedDropOffDate = estimatedPickupDate
@@ -314,61 +330,124 @@ public struct Ride: Sendable, Equatable, Codable {
     }
 }
 
-/// An immutable value behind a reference: copying the holder copies a pointer, not the value.
-/// The parts of a booking that never change during the ride and that its statuses and fare need. The
-/// vehicle, driver and vehicle position are copied into the ride (they change on `assign` and with fixes),
-/// so the ride does not keep a second copy of them. State written with a whole booking still decodes.
-public struct BookingTerms: Sendable, Equatable, Codable {
-    public var rideIdentifier: String
-    public var rideOption: RideOption
-    public var pickupLocation: Place
-    public var dropOffLocation: Place
-    public var waypoints: [Place]
-    public var scheduledPickupTime: ScheduledTime?
-    public var partySize: Int?
-    public var fare: Fare?
+// MARK: - Durable state (L5)
 
-    public init(_ booking: Booking) {
-        rideIdentifier = booking.rideIdentifier
-        rideOption = booking.rideOption
-        pickupLocation = booking.pickupLocation
-        dropOffLocation = booking.dropOffLocation
-        waypoints = booking.waypoints
-        scheduledPickupTime = booking.scheduledPickupTime
-        partySize = booking.partySize
-        fare = booking.fare
+// The durable state keeps the shape it had when every field was stored as written here, so that state
+// written by older versions decodes and other tools can read it: the compact storage is this process's
+// business only. State from before V7 (a `lastValidBox` field) decodes without a snapshot, and state with a
+// whole booking in `bookingBox` decodes into the booking terms.
+extension Ride: Codable {
+    private struct Durable: Codable {
+        var bookingBox: BookingTerms
+        var phase: RidePhase
+        var vehicleId: String?
+        var vehicle: VehicleDetails
+        var driver: Driver?
+        var location: VehicleLocation?
+        var lastFixAcceptedAt: Date?
+        var startedAt: Date
+        var sequence: Int
+        var lastIssuedAt: Date?
+        var completion: CompletionStatus?
+        var completedAt: Date?
+        var pickupArrivedAt: Date?
+        var estimatedPickupEndDate: Date?
+        var ongoingSince: Date?
+        var drivenMetres: Double
+        var smoothedSpeed: Double?
+        var estimatedPickupDate: Date
+        var estimatedDropOffDate: Date?
+        var lastValid: LastValidStatus.Durable?
+        var legMetres: Double
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let durable = try Durable(from: decoder)
+        terms = Shared(durable.bookingBox)
+        phase = durable.phase
+        vehicleId = durable.vehicleId
+        crew = Shared(Crew(vehicle: durable.vehicle, driver: durable.driver))
+        location = durable.location
+        lastFixAcceptedAt = durable.lastFixAcceptedAt
+        startedAt = durable.startedAt
+        sequence = durable.sequence
+        lastIssuedAt = durable.lastIssuedAt
+        completionBox = durable.completion.map(Shared.init)
+        completedAt = durable.completedAt
+        pickupArrivedAt = durable.pickupArrivedAt
+        estimatedPickupEndDate = durable.estimatedPickupEndDate
+        ongoingSince = durable.ongoingSince
+        drivenMetres = durable.drivenMetres
+        smoothedSpeed = durable.smoothedSpeed
+        estimatedPickupDate = durable.estimatedPickupDate
+        estimatedDropOffDate = durable.estimatedDropOffDate
+        legMetres = durable.legMetres
+        lastValid = nil
+        if let last = durable.lastValid {
+            lastValid = Shared(
+                LastValidStatus(
+                    phase: last.phase,
+                    completion: last.completionStatus.map { $0 == completion ? completionBox! : Shared($0) },
+                    vehicleLocation: last.vehicleLocation,
+                    crew: Crew(vehicle: last.vehicle, driver: last.driver) == crew.value
+                        ? crew : Shared(Crew(vehicle: last.vehicle, driver: last.driver)),
+                    optionPickupDate: last.optionPickupDate, estimatedPickupDate: last.estimatedPickupDate,
+                    estimatedPickupEndDate: last.estimatedPickupEndDate,
+                    estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
+                    stale: last.stale))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        let last = lastValid?.value
+        try Durable(
+            bookingBox: booking, phase: phase, vehicleId: vehicleId, vehicle: vehicle, driver: driver,
+            location: location, lastFixAcceptedAt: lastFixAcceptedAt, startedAt: startedAt, sequence: sequence,
+            lastIssuedAt: lastIssuedAt, completion: completion, completedAt: completedAt,
+            pickupArrivedAt: pickupArrivedAt, estimatedPickupEndDate: estimatedPickupEndDate,
+            ongoingSince: ongoingSince, drivenMetres: drivenMetres, smoothedSpeed: smoothedSpeed,
+            estimatedPickupDate: estimatedPickupDate, estimatedDropOffDate: estimatedDropOffDate,
+            lastValid: last.map {
+                LastValidStatus.Durable(
+                    phase: $0.phase, completionStatus: $0.completion?.value, vehicleLocation: $0.vehicleLocation,
+                    vehicle: $0.crew.value.vehicle, driver: $0.crew.value.driver, optionPickupDate: $0.optionPickupDate,
+                    estimatedPickupDate: $0.estimatedPickupDate, estimatedPickupEndDate: $0.estimatedPickupEndDate,
+                    estimatedDropOffDate: $0.estimatedDropOffDate, sequence: $0.sequence, issuedAt: $0.issuedAt,
+                    stale: $0.stale)
+            }, legMetres: legMetres
+        ).encode(to: encoder)
     }
 }
 
 /// The part of a valid status that the booking does not fix (V7).
-struct LastValidStatus: Sendable, Equatable, Codable {
+struct LastValidStatus: Sendable, Equatable {
     var phase: RidePhase
-    var completionStatus: CompletionStatus?
-    var vehicleLocation: VehicleLocation?
-    var vehicle: VehicleDetails
-    var driver: Driver?
+    var completion: Shared<CompletionStatus>?
+    @PackedLocation var vehicleLocation: VehicleLocation?
+    var crew: Shared<Crew>
     var optionPickupDate: Date
-    var estimatedPickupDate: Date?
-    var estimatedPickupEndDate: Date?
-    var estimatedDropOffDate: Date?
+    @NaNBoxed var estimatedPickupDate: Date?
+    @NaNBoxed var estimatedPickupEndDate: Date?
+    @NaNBoxed var estimatedDropOffDate: Date?
     var sequence: Int
     var issuedAt: Date
     var stale: Bool
 }
 
-final class Shared<Value: Sendable & Equatable & Codable>: Sendable, Equatable, Codable {
-    let value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    init(from decoder: any Decoder) throws {
-        value = try decoder.singleValueContainer().decode(Value.self)
+extension LastValidStatus {
+    /// The snapshot's durable shape (L5).
+    struct Durable: Codable {
+        var phase: RidePhase
+        var completionStatus: CompletionStatus?
+        var vehicleLocation: VehicleLocation?
+        var vehicle: VehicleDetails
+        var driver: Driver?
+        var optionPickupDate: Date
+        var estimatedPickupDate: Date?
+        var estimatedPickupEndDate: Date?
+        var estimatedDropOffDate: Date?
+        var sequence: Int
+        var issuedAt: Date
+        var stale: Bool
     }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(value)
-    }
-
-    static func == (lhs: Shared, rhs: Shared) -> Bool { lhs === rhs || lhs.value == rhs.value }
 }

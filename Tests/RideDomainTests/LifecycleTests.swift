@@ -112,6 +112,38 @@ struct LifecycleTests {
         #expect(withWholeBooking.phase == .pickup)
     }
 
+    /// Durable state written by the release before the compact ride storage (kept in `Golden/`): an ongoing
+    /// ride after a reassignment, and a completed one with its payment.
+    @Test(
+        "L5: durable state written by the previous release decodes, and encodes back to the same document",
+        arguments: ["durable-state-ongoing", "durable-state-completed"])
+    func durableStateFromPreviousRelease(name: String) throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Golden/\(name).json")
+        let written = try Data(contentsOf: url)
+        let ride = try JSONDecoder().decode(Ride.self, from: written)
+        #expect(ride.vehicleId == "v-2" && ride.vehicle.registrationPlate == "B-RS 2001")
+        #expect(ride.driver?.displayName == "Grace H.")
+        #expect(ride.booking.fare?.perKilometer == Decimal(string: "1.10"))
+        #expect(ride.booking.rideOption.usesMeteredFare == true, "an option with more than a name keeps it all")
+        #expect(ride.lastValidStatus?.sequence == ride.sequence)
+        if ride.phase == .completed {
+            // P5: 2.50 + 1.10 x 0.985 km driven + 0.20 x 6.62 min = 4.906, rounded to the cent.
+            #expect(ride.completion?.paymentAmount?.amountString == "4.91")
+            #expect(ride.lastValidStatus?.completionStatus == ride.completion)
+        } else {
+            #expect(ride.phase == .ongoing && ride.completion == nil)
+            #expect(ride.location?.speed == 11 && ride.smoothedSpeed != nil)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let again = try encoder.encode(ride)
+        let before = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
+        let after = try #require(try JSONSerialization.jsonObject(with: again) as? NSDictionary)
+        #expect(before == after, "the durable shape (L5) is this release's and the previous one's")
+        #expect(try JSONDecoder().decode(Ride.self, from: again) == ride)
+    }
+
     @Test("L6: redelivered duplicates of control messages change nothing")
     func duplicates() {
         var harness = Harness()

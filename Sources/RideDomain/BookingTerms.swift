@@ -1,0 +1,94 @@
+import Foundation
+
+/// The parts of a booking that never change during the ride and that its statuses and fare need. The
+/// vehicle, driver and vehicle position are copied into the ride (they change on `assign` and with fixes),
+/// so the ride does not keep a second copy of them. State written with a whole booking still decodes.
+///
+/// Every active ride keeps one, so the ride option and the fare are stored compactly: an option that carries
+/// only its name and pickup estimate (as most bookings do) takes 24 bytes instead of 168, and a fare is a
+/// pointer instead of 80 bytes inline.
+public struct BookingTerms: Sendable, Equatable {
+    public let rideIdentifier: String
+    private let option: OptionStorage
+    public var rideOption: RideOption { option.value }
+    public let pickupLocation: Place
+    public let dropOffLocation: Place
+    public let waypoints: [Place]
+    public let scheduledPickupTime: ScheduledTime?
+    public let partySize: Int?
+    private let fareBox: Shared<Fare>?
+    public var fare: Fare? { fareBox?.value }
+
+    private enum OptionStorage: Sendable, Equatable {
+        /// An option with nothing but its name and pickup estimate.
+        case named(String, pickup: Date)
+        case full(Shared<RideOption>)
+
+        init(_ option: RideOption) {
+            let minimal = RideOption(name: option.name, estimatedPickupDate: option.estimatedPickupDate)
+            self = option == minimal ? .named(option.name, pickup: option.estimatedPickupDate) : .full(Shared(option))
+        }
+
+        var value: RideOption {
+            switch self {
+            case .named(let name, let pickup): return RideOption(name: name, estimatedPickupDate: pickup)
+            case .full(let option): return option.value
+            }
+        }
+    }
+
+    public init(_ booking: Booking) {
+        self.init(
+            rideIdentifier: booking.rideIdentifier, rideOption: booking.rideOption,
+            pickupLocation: booking.pickupLocation, dropOffLocation: booking.dropOffLocation,
+            waypoints: booking.waypoints, scheduledPickupTime: booking.scheduledPickupTime,
+            partySize: booking.partySize, fare: booking.fare)
+    }
+
+    init(
+        rideIdentifier: String, rideOption: RideOption, pickupLocation: Place, dropOffLocation: Place,
+        waypoints: [Place], scheduledPickupTime: ScheduledTime?, partySize: Int?, fare: Fare?
+    ) {
+        self.rideIdentifier = rideIdentifier
+        option = OptionStorage(rideOption)
+        self.pickupLocation = pickupLocation
+        self.dropOffLocation = dropOffLocation
+        self.waypoints = waypoints
+        self.scheduledPickupTime = scheduledPickupTime
+        self.partySize = partySize
+        fareBox = fare.map(Shared.init)
+    }
+}
+
+// The durable state's field names (L5), as they were when these were stored properties.
+extension BookingTerms: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case rideIdentifier, rideOption, pickupLocation, dropOffLocation, waypoints, scheduledPickupTime, partySize
+        case fare
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            rideIdentifier: try container.decode(String.self, forKey: .rideIdentifier),
+            rideOption: try container.decode(RideOption.self, forKey: .rideOption),
+            pickupLocation: try container.decode(Place.self, forKey: .pickupLocation),
+            dropOffLocation: try container.decode(Place.self, forKey: .dropOffLocation),
+            waypoints: try container.decode([Place].self, forKey: .waypoints),
+            scheduledPickupTime: try container.decodeIfPresent(ScheduledTime.self, forKey: .scheduledPickupTime),
+            partySize: try container.decodeIfPresent(Int.self, forKey: .partySize),
+            fare: try container.decodeIfPresent(Fare.self, forKey: .fare))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rideIdentifier, forKey: .rideIdentifier)
+        try container.encode(rideOption, forKey: .rideOption)
+        try container.encode(pickupLocation, forKey: .pickupLocation)
+        try container.encode(dropOffLocation, forKey: .dropOffLocation)
+        try container.encode(waypoints, forKey: .waypoints)
+        try container.encodeIfPresent(scheduledPickupTime, forKey: .scheduledPickupTime)
+        try container.encodeIfPresent(partySize, forKey: .partySize)
+        try container.encodeIfPresent(fare, forKey: .fare)
+    }
+}
