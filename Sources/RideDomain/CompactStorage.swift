@@ -88,3 +88,25 @@ struct Crew: Sendable, Equatable {
     var vehicle: VehicleDetails
     var driver: Driver?
 }
+
+/// One copy of each of a few strings that repeat across rides (a ride option's map annotation image URL is
+/// the same 40-odd bytes in every booking of that option). Bounded: past `limit` distinct values, strings
+/// are kept as they come, so that unusual input cannot grow the table without end.
+struct StringInterner: Sendable {
+    private var strings: Set<String> = []
+    let limit: Int
+
+    init(limit: Int = 1024) { self.limit = limit }
+
+    /// Distinct strings stored.
+    var count: Int { strings.count }
+
+    /// The stored copy equal to `string`, stored first if there is room.
+    mutating func intern(_ string: String) -> String {
+        if let stored = strings.firstIndex(of: string) { return strings[stored] }
+        if strings.count < limit { strings.insert(string) }
+        return string
+    }
+
+    mutating func intern(_ string: String?) -> String? { string.map { intern($0) } }
+}

@@ -100,6 +100,8 @@ public struct RideEngine: Sendable {
         vehicles.dictionary.mapValues { Set($0.rides.map { rideTable.identifier(at: $0) }) }
     }
     private var scheduler = CadenceScheduler()
+    /// One copy of each map annotation image URL, however many rides show it.
+    private var images = StringInterner()
     private var limiter: DeadLetterLimiter
     public private(set) var counters = RideCounters()
 
@@ -209,7 +211,8 @@ public struct RideEngine: Sendable {
     ) throws(Rejection) {
         switch kind {
         case .start:
-            let booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
+            var booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
+            booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
             guard !rideTable.contains(id) else {
                 counters.duplicateStarts += 1  // L1
                 return
@@ -219,7 +222,9 @@ public struct RideEngine: Sendable {
             if let vehicle = booking.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
             publish(id, now: now, phaseChanged: true, into: &actions)
         case .assign:
-            let assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
+            var assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
+            let image = images.intern(assignment.vehicle?.mapAnnotationImage)
+            assignment.vehicle?.mapAnnotationImage = image
             guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
             let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
             rideTable[slot: rideTable.slot(of: id)!] = ride

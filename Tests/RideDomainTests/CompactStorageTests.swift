@@ -1,0 +1,48 @@
+import Foundation
+import PropertyBased
+import Testing
+
+@testable import RideDomain
+
+/// The compact storage every active ride uses must keep exactly the values it is given (L5: phase,
+/// sequence and last location intact; E1 and P5 read these times and measurements back).
+@Suite("Compact ride storage")
+struct CompactStorageTests {
+    struct Holder {
+        @NaNBoxed var time: Date?
+        @NaNBoxed var measure: Double?
+        @PackedLocation var location: VehicleLocation?
+    }
+
+    @Test("L5: optional times, measurements and positions read back exactly, nil included")
+    func roundTrips() async {
+        let optionalDouble = Gen.double(in: -1e9...1e9).optional
+        await propertyCheck(
+            count: 1000, input: optionalDouble, optionalDouble, Gen.double(in: -90...90), optionalDouble
+        ) { seconds, measure, latitude, course in
+            let time = seconds.map { Date(timeIntervalSince1970: $0) }
+            let location = VehicleLocation(
+                coordinate: Coordinate(latitude: latitude, longitude: 13.4), course: course, speed: measure,
+                horizontalAccuracy: nil, timestamp: time ?? Date(timeIntervalSince1970: 0))
+            var holder = Holder(time: time, measure: measure, location: location)
+            #expect(holder.time == time && holder.measure == measure && holder.location == location)
+            holder.location = nil
+            holder.time = nil
+            #expect(holder.location == nil && holder.time == nil)
+        }
+        #expect(Holder(time: nil, measure: -0.0, location: nil).measure == 0)
+    }
+
+    @Test("the interner keeps one copy per distinct string, and at most its limit")
+    func interner() {
+        var interner = StringInterner(limit: 2)
+        let image = "https://assets.example/cars/compact.png"
+        #expect(interner.intern(String(image.utf8.map { Character(Unicode.Scalar($0)) })) == image)
+        #expect(interner.intern(image) == image)
+        #expect(interner.count == 1)
+        _ = interner.intern("https://assets.example/cars/suv.png")
+        #expect(interner.intern("https://assets.example/cars/van.png") == "https://assets.example/cars/van.png")
+        #expect(interner.count == 2, "past the limit strings are kept as they come")
+        #expect(interner.intern(nil as String?) == nil)
+    }
+}
