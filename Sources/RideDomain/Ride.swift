@@ -22,6 +22,9 @@ public struct Ride: Sendable, Equatable {
     public private(set) var startedAt: Date
     public private(set) var sequence: Int
     @NaNBoxed public private(set) var lastIssuedAt: Date?
+    /// Seconds from the status before to the latest one (the cadence gap a subscriber saw, C1); nil for
+    /// the first status, and for the first after a restart too (not durable).
+    @NaNBoxed public private(set) var cadenceGap: Double?
     /// Set once, on completion; shared with the V7 snapshot.
     private var completionBox: Shared<CompletionStatus>?
     public var completion: CompletionStatus? { completionBox?.value }
@@ -201,6 +204,7 @@ public struct Ride: Sendable, Equatable {
         updateEstimates(now: now, configuration: configuration)
         sequence += 1
         let issuedAt = max(now, lastIssuedAt ?? now)
+        cadenceGap = lastIssuedAt.map { issuedAt.timeIntervalSince($0) }
         lastIssuedAt = issuedAt
         var option = booking.rideOption
         option.estimatedPickupDate = estimatedPickupDate
@@ -249,6 +253,7 @@ public struct Ride: Sendable, Equatable {
         guard var status = lastValidStatus else { return nil }
         sequence += 1
         let issuedAt = max(now, lastIssuedAt ?? now)
+        cadenceGap = lastIssuedAt.map { issuedAt.timeIntervalSince($0) }
         lastIssuedAt = issuedAt
         status.sequence = sequence
         status.issuedAt = issuedAt

@@ -29,7 +29,6 @@ public final class RideStatusService: Service, Sendable {
         var recovered = false
         var recoveryNonce = ""
         var stash: [MQTTMessage] = []
-        var lastPublished: [String: Date] = [:]
         var reportedCounters = RideCounters()
         /// One encoder for the durable state of every publish, rather than one per publish.
         let stateEncoder = JSONEncoder()
@@ -410,16 +409,12 @@ public final class RideStatusService: Service, Sendable {
                         topic: topics.status(ride: status.rideIdentifier), payload: status.encoded(), qos: .atLeastOnce,
                         retain: true)
                     published = true
-                    if let previous = core.lastPublished[status.rideIdentifier] {
-                        metrics.cadenceGap.recordNanoseconds(Int64(status.issuedAt.timeIntervalSince(previous) * 1e9))
-                    }
-                    core.lastPublished[status.rideIdentifier] = status.issuedAt
+                    if let gap = state.cadenceGap { metrics.cadenceGap.recordNanoseconds(Int64(gap * 1e9)) }
                 } catch {
                     logger.error(
                         "status publish failed", metadata: ["ride.id": "\(status.rideIdentifier)", "error": "\(error)"])
                 }
             case .clear(let ride):
-                core.lastPublished[ride] = nil
                 try? client.publishWithoutWaiting(
                     topic: topics.status(ride: ride), payload: [], qos: .atLeastOnce, retain: true)
                 try? client.publishWithoutWaiting(
