@@ -7,7 +7,7 @@ BROKER_PORT ?= 1883
 RIDES ?= 50
 VEHICLES ?= 50
 
-.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
 
 all: build
 
@@ -37,13 +37,13 @@ test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter MQTTClientTests
 
 lint:
-	$(SWIFT) format lint --strict --recursive Sources Tests
+	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Package.swift
 
 format:
-	$(SWIFT) format format --in-place --recursive Sources Tests
+	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Package.swift
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
-bench: bench-client bench-domain bench-quotes bench-e2e
+bench: bench-client bench-domain bench-ordo bench-quotes bench-e2e
 
 bench-client: deps
 	$(SWIFT) build -c release --product ride-bench
@@ -52,6 +52,10 @@ bench-client: deps
 bench-domain: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench domain
+
+## bench-ordo: the domain's hot paths under ordo-one/benchmark (percentiles, mallocs per operation); its own package
+bench-ordo: deps
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 ## bench-e2e: load harness: the release worker and a bare mosquitto_sub under rising fix rates, then 10,000 rides
 bench-e2e: deps
