@@ -220,18 +220,21 @@ public struct Ride: Sendable, Equatable {
 
     /// V7: remembers a status that passed validation.
     public mutating func recordValid(_ status: RideStatus) {
-        // The status was built from this ride: its vehicle, driver and completion are the ride's boxes,
-        // shared rather than copied (a restored snapshot's may differ, and then get their own).
-        let crew = Crew(vehicle: status.vehicle, driver: status.driver)
-        let completion = status.completionStatus.map { $0 == completionBox?.value ? completionBox! : Shared($0) }
-        lastValid = Shared(
+        lastValid = snapshot(LastValidStatus.Durable(status))
+    }
+
+    /// A V7 snapshot that shares the ride's crew and completion boxes where it says the same (a status
+    /// built from this ride always does; a restored snapshot may differ, and then gets its own).
+    private func snapshot(_ last: LastValidStatus.Durable) -> Shared<LastValidStatus> {
+        let lastCrew = Crew(vehicle: last.vehicle, driver: last.driver)
+        let completion = last.completionStatus.map { $0 == completionBox?.value ? completionBox! : Shared($0) }
+        return Shared(
             LastValidStatus(
-                phase: status.phase, completion: completion, vehicleLocation: status.vehicleLocation,
-                crew: crew == self.crew.value ? self.crew : Shared(crew),
-                optionPickupDate: status.rideOption.estimatedPickupDate,
-                estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
-                estimatedDropOffDate: status.estimatedDropOffDate, sequence: status.sequence, issuedAt: status.issuedAt,
-                stale: status.stale))
+                phase: last.phase, completion: completion, vehicleLocation: last.vehicleLocation,
+                crew: lastCrew == crew.value ? crew : Shared(lastCrew), optionPickupDate: last.optionPickupDate,
+                estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
+                estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
+                stale: last.stale))
     }
 
     private func status(from last: LastValidStatus) -> RideStatus {
@@ -339,11 +342,14 @@ public struct Ride: Sendable, Equatable {
 
 // The durable state keeps the shape it had when every field was stored as written here, so that state
 // written by older versions decodes and other tools can read it: the compact storage is this process's
-// business only. State from before V7 (a `lastValidBox` field) decodes without a snapshot, and state with a
-// whole booking in `bookingBox` decodes into the booking terms.
+// business only. Every earlier shape decodes: the first releases' whole `booking` and whole
+// `lastValidStatus`, a whole booking in `bookingBox`, and a `lastValidBox` field (decoded without a
+// snapshot).
 extension Ride: Codable {
     private struct Durable: Codable {
-        var bookingBox: BookingTerms
+        var bookingBox: BookingTerms?
+        /// The first releases kept the whole booking under this name (read, never written).
+        var booking: BookingTerms?
         var phase: RidePhase
         var vehicleId: String?
         var vehicle: VehicleDetails
@@ -363,12 +369,18 @@ extension Ride: Codable {
         var estimatedPickupDate: Date
         var estimatedDropOffDate: Date?
         var lastValid: LastValidStatus.Durable?
+        /// The first releases kept the whole last valid status (read, never written).
+        var lastValidStatus: RideStatus?
         var legMetres: Double
     }
 
     public init(from decoder: any Decoder) throws {
         let durable = try Durable(from: decoder)
-        terms = Shared(durable.bookingBox)
+        guard let booking = durable.bookingBox ?? durable.booking else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "no booking: neither bookingBox nor booking"))
+        }
+        terms = Shared(booking)
         phase = durable.phase
         vehicleId = durable.vehicleId
         crew = Shared(Crew(vehicle: durable.vehicle, driver: durable.driver))
@@ -388,18 +400,8 @@ extension Ride: Codable {
         estimatedDropOffDate = durable.estimatedDropOffDate
         legMetres = durable.legMetres
         lastValid = nil
-        if let last = durable.lastValid {
-            lastValid = Shared(
-                LastValidStatus(
-                    phase: last.phase,
-                    completion: last.completionStatus.map { $0 == completion ? completionBox! : Shared($0) },
-                    vehicleLocation: last.vehicleLocation,
-                    crew: Crew(vehicle: last.vehicle, driver: last.driver) == crew.value
-                        ? crew : Shared(Crew(vehicle: last.vehicle, driver: last.driver)),
-                    optionPickupDate: last.optionPickupDate, estimatedPickupDate: last.estimatedPickupDate,
-                    estimatedPickupEndDate: last.estimatedPickupEndDate,
-                    estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
-                    stale: last.stale))
+        if let last = durable.lastValid ?? durable.lastValidStatus.map(LastValidStatus.Durable.init) {
+            lastValid = snapshot(last)
         }
     }
 
@@ -442,6 +444,7 @@ struct LastValidStatus: Sendable, Equatable {
 extension LastValidStatus {
     /// The snapshot's durable shape (L5).
     struct Durable: Codable {
+
         var phase: RidePhase
         var completionStatus: CompletionStatus?
         var vehicleLocation: VehicleLocation?
@@ -454,5 +457,17 @@ extension LastValidStatus {
         var sequence: Int
         var issuedAt: Date
         var stale: Bool
+    }
+}
+
+extension LastValidStatus.Durable {
+    /// What a status says beyond the booking.
+    init(_ status: RideStatus) {
+        self.init(
+            phase: status.phase, completionStatus: status.completionStatus, vehicleLocation: status.vehicleLocation,
+            vehicle: status.vehicle, driver: status.driver, optionPickupDate: status.rideOption.estimatedPickupDate,
+            estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
+            estimatedDropOffDate: status.estimatedDropOffDate, sequence: status.sequence, issuedAt: status.issuedAt,
+            stale: status.stale)
     }
 }

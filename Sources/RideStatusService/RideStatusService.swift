@@ -250,7 +250,9 @@ public final class RideStatusService: Service, Sendable {
                 changes.yield(.subscribe(settings.topics.position(vehicle: vehicle)))
             }
         } catch {
-            logger.error("unreadable ride state skipped", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+            logger.error(
+                "unreadable ride state skipped (L5); it stays retained for a worker that can read it",
+                metadata: ["topic": "\(message.topic)", "error": "\(error)"])
         }
     }
 
