@@ -343,8 +343,8 @@ public struct Ride: Sendable, Equatable {
 // The durable state keeps the shape it had when every field was stored as written here, so that state
 // written by older versions decodes and other tools can read it: the compact storage is this process's
 // business only. Every earlier shape decodes: the first releases' whole `booking` and whole
-// `lastValidStatus`, a whole booking in `bookingBox`, and a `lastValidBox` field (decoded without a
-// snapshot).
+// `lastValidStatus` (and the very first's missing `legMetres`), a whole booking in `bookingBox`, and a
+// `lastValidBox` field (decoded without a snapshot).
 extension Ride: Codable {
     private struct Durable: Codable {
         var bookingBox: BookingTerms?
@@ -371,7 +371,8 @@ extension Ride: Codable {
         var lastValid: LastValidStatus.Durable?
         /// The first releases kept the whole last valid status (read, never written).
         var lastValidStatus: RideStatus?
-        var legMetres: Double
+        /// Derived from the booking; the first release did not keep it.
+        var legMetres: Double?
     }
 
     public init(from decoder: any Decoder) throws {
@@ -398,7 +399,8 @@ extension Ride: Codable {
         smoothedSpeed = durable.smoothedSpeed
         estimatedPickupDate = durable.estimatedPickupDate
         estimatedDropOffDate = durable.estimatedDropOffDate
-        legMetres = durable.legMetres
+        legMetres =
+            durable.legMetres ?? booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         lastValid = nil
         if let last = durable.lastValid ?? durable.lastValidStatus.map(LastValidStatus.Durable.init) {
             lastValid = snapshot(last)

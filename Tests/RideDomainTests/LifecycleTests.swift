@@ -147,6 +147,11 @@ struct LifecycleTests {
             #expect(before["booking"] != nil && before["lastValidStatus"] != nil)
             #expect(after["bookingBox"] != nil && after["lastValid"] != nil)
             #expect(after["booking"] == nil && after["lastValidStatus"] == nil)
+            // The very first release wrote the same document without `legMetres` (derived from the booking).
+            let first = try #require(before.mutableCopy() as? NSMutableDictionary)
+            first.removeObject(forKey: "legMetres")
+            let fromFirst = try JSONDecoder().decode(Ride.self, from: try JSONSerialization.data(withJSONObject: first))
+            #expect(fromFirst == ride)
         }
         #expect(try JSONDecoder().decode(Ride.self, from: again) == ride)
     }
