@@ -21,6 +21,9 @@ sed -e "s|^listener 1883.*|listener $port 127.0.0.1|" \
     config/mosquitto.conf > var/mosquitto/mosquitto.conf
 [ "$(id -u)" -eq 0 ] && echo "user root" >> var/mosquitto/mosquitto.conf
 
+# Each child runs in a session of its own (setsid): Ctrl-C reaches the whole foreground process group, and
+# mosquitto would otherwise exit at once, before the worker has said offline and flushed (L8). The children
+# are stopped here instead, in order.
 pids=()
 cleanup() {
     trap - INT TERM EXIT
@@ -37,17 +40,17 @@ trap cleanup INT TERM EXIT
 
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 echo "==> starting mosquitto on 127.0.0.1:$port (log: var/log/mosquitto.log)"
-"$mosquitto_bin" -c var/mosquitto/mosquitto.conf &
+setsid "$mosquitto_bin" -c var/mosquitto/mosquitto.conf &
 pids+=($!)
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
 echo "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:9466/metrics)"
-"$bin/ride-status-worker" --broker "mqtt://127.0.0.1:$port" --state-dir var/worker >> var/log/worker.log 2>&1 &
+setsid "$bin/ride-status-worker" --broker "mqtt://127.0.0.1:$port" --state-dir var/worker >> var/log/worker.log 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:9466/readyz >/dev/null 2>&1 && break; sleep 0.1; done
 
 echo "==> starting fleet-sim with $vehicles vehicles (log: var/log/fleet-sim.log)"
-"$bin/fleet-sim" --broker "mqtt://127.0.0.1:$port" --vehicles "$vehicles" --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1 &
+setsid "$bin/fleet-sim" --broker "mqtt://127.0.0.1:$port" --vehicles "$vehicles" --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1 &
 pids+=($!)
 
 echo "==> live view (Ctrl-C stops everything)"

@@ -68,8 +68,11 @@ extension MQTTClient {
 
     func handleDisconnect(code: Int32) {
         state.withLock { $0.connected = false }
-        let reason = code == 0 ? "disconnected by client" : (code < 0x80 ? Self.describe(code) : reasonText(code))
-        eventContinuation.yield(.disconnected(reason: reason))
+        guard code != 0 else {
+            eventContinuation.yield(.closed)
+            return
+        }
+        eventContinuation.yield(.disconnected(reason: code < 0x80 ? Self.describe(code) : reasonText(code)))
     }
 
     func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {

@@ -54,8 +54,10 @@ public struct MQTTProperties: Sendable, Equatable {
 public enum MQTTConnectionEvent: Sendable, Equatable {
     /// CONNACK success; `sessionPresent` tells whether the broker kept the session.
     case connected(sessionPresent: Bool)
-    /// The connection ended; `reason` is libmosquitto's or the broker's text.
+    /// The connection ended; `reason` is libmosquitto's or the broker's text. The client reconnects.
     case disconnected(reason: String)
+    /// The client disconnected on request (`disconnect()`); it does not reconnect.
+    case closed
     /// A connection attempt failed; the client retries after `retryIn`.
     case connectFailed(reason: String, retryIn: Duration)
     /// The broker refused the credentials or the client; the client stops retrying.

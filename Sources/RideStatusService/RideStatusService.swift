@@ -141,6 +141,9 @@ public final class RideStatusService: Service, Sendable {
             case .disconnected(let reason):
                 readiness.withLock { $0.connected = false }
                 logger.warning("broker connection lost; reconnecting", metadata: ["reason": "\(reason)"])
+            case .closed:
+                readiness.withLock { $0.connected = false }
+                logger.info("disconnected from the broker")
             case .connectFailed(let reason, let retryIn):
                 logger.notice("broker not reachable yet", metadata: ["reason": "\(reason)", "retry.in": "\(retryIn)"])
             case .refused(let error):
