@@ -25,12 +25,21 @@ struct FleetSimCommand: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds (0: run until Ctrl-C).") var duration: Double = 0
     @Option(help: "Replay a recorded trace (GPX, or CSV of time,latitude,longitude) as one extra vehicle.")
     var replay: String?
+    @Option(
+        help: """
+            Prefix of the ride identifiers. Default: r-<run>-, different for every run, so that rides an \
+            earlier run left in the worker (restored from durable state, L5) are not booked again.
+            """)
+    var ridePrefix: String?
     @Option(help: "Centre of the simulated city, latitude,longitude.") var center = "52.5200,13.4050"
     @Option(help: "Radius of the simulated city in metres.") var radius: Double = 2500
 
     func validate() throws {
         guard (1...100_000).contains(vehicles) else { throw ValidationError("--vehicles must be 1...100000") }
         guard rate > 0 && rate <= 10 else { throw ValidationError("--rate must be in (0, 10]") }
+        if let ridePrefix, !Identifier.isValid(ridePrefix + "1000000") {
+            throw ValidationError("--ride-prefix must make ride identifiers of letters, digits and . _ : - (3.2)")
+        }
         guard (0...1).contains(badInputRate), (0...1).contains(ownTracksShare), (0...1).contains(cancelRate) else {
             throw ValidationError("rates and shares must be in 0...1")
         }
@@ -60,7 +69,8 @@ struct FleetSimCommand: AsyncParsableCommand {
         var world = World(
             seed: seed, vehicles: vehicles, center: Coordinate(latitude: parts[0], longitude: parts[1]), radius: radius,
             ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate,
-            quoteReplies: replyTopic)
+            quoteReplies: replyTopic,
+            ridePrefix: ridePrefix ?? "r-\(String(UInt64(Date().timeIntervalSince1970) % 46_656, radix: 36))-")
         if let replay { try world.addReplay(try Trace.load(path: replay)) }
         logger.info("simulating", metadata: ["vehicles": "\(vehicles)", "seed": "\(seed)", "rate": "\(rate)/s"])
         let started = ContinuousClock.now

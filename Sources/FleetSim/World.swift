@@ -47,6 +47,8 @@ struct World {
     let radius: Double
     let cancelRate: Double
     let badInputRate: Double
+    /// Ride identifiers are this prefix and a counter.
+    let ridePrefix: String
     var rideCounter = 0
     var ridesStarted = 0
     var ridesStopped = 0
@@ -62,9 +64,10 @@ struct World {
 
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
-        cancelRate: Double, badInputRate: Double, quoteReplies: String = "fleet-sim/quotes"
+        cancelRate: Double, badInputRate: Double, quoteReplies: String = "fleet-sim/quotes", ridePrefix: String = "r-"
     ) {
         random = SeededRandom(seed: seed)
+        self.ridePrefix = ridePrefix
         self.quoteReplies = quoteReplies
         self.center = center
         self.radius = radius
@@ -226,7 +229,7 @@ struct World {
     /// ask in German, so they book by a localized name.
     private mutating func askForOptions(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
         rideCounter += 1
-        let ride = "r-\(rideCounter)"
+        let ride = "\(ridePrefix)\(rideCounter)"
         let pickup = vehicle.position.moved(
             metres: Double.random(in: 400...1500, using: &random), bearing: Double.random(in: 0..<360, using: &random))
         var dropOff = randomPlace()
@@ -298,7 +301,7 @@ struct World {
                 #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius","mapAnnotationImage":"https://assets.example/cars/compact.png"}"#
         }
         let booking =
-            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)\#(optionPart),"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(ride.dropFirst(2))"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},\#(vehicleDetails),"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":\#(partySize)}"#
+            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)\#(optionPart),"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(ride.dropFirst(ridePrefix.count))"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},\#(vehicleDetails),"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":\#(partySize)}"#
         out.append(
             OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
         if assignLater {
