@@ -132,9 +132,13 @@ public struct FleetIndex: Sendable {
         let maxRing = Int((maxDistance / ringStep).rounded(.up)) + 1
         let row0 = Int64((point.latitude / cellDegrees).rounded(.down))
         let column0 = Int64((point.longitude / cellDegrees).rounded(.down))
-        let maxSquared = maxDistance * maxDistance
+        // A flat-earth distance rejects the far vehicles cheaply (with 1 % to spare: near the limit it differs
+        // from the great circle); the ranking and the limit use the great-circle distance of E1 itself, so a
+        // vehicle just inside `maxDistance` is never lost to the approximation.
+        let roughLimit = maxDistance * 1.01 + 1
+        let roughSquared = roughLimit * roughLimit
 
-        var best: [(squared: Double, member: Member)] = []
+        var best: [(distance: Double, member: Member)] = []
         best.reserveCapacity(limit + 1)
         var seen = 0
         func consider(_ members: [Member]) {
@@ -142,15 +146,16 @@ public struct FleetIndex: Sendable {
             for member in members where member.updated >= minimumTime {
                 let dy = (member.latitude - point.latitude) * Self.metresPerDegree
                 let dx = (member.longitude - point.longitude) * Self.metresPerDegree * cosLatitude
-                let squared = dx * dx + dy * dy
-                guard squared <= maxSquared else { continue }
+                guard dx * dx + dy * dy <= roughSquared else { continue }
+                let distance = point.distance(to: Coordinate(latitude: member.latitude, longitude: member.longitude))
+                guard distance <= maxDistance else { continue }
                 if best.count == limit {
-                    guard squared < best[limit - 1].squared else { continue }
+                    guard distance < best[limit - 1].distance else { continue }
                     best.removeLast()
                 }
                 var index = best.count
-                while index > 0 && best[index - 1].squared > squared { index -= 1 }
-                best.insert((squared, member), at: index)
+                while index > 0 && best[index - 1].distance > distance { index -= 1 }
+                best.insert((distance, member), at: index)
             }
         }
         for ring in 0...maxRing {
@@ -167,16 +172,17 @@ public struct FleetIndex: Sendable {
                     if let members = grid[Self.key(row, column0 + r)] { consider(members) }
                 }
             }
-            // Anything in ring + 1 is at least `ring` whole cells away.
-            let bound = Double(ring) * ringStep
-            if best.count == limit && best[limit - 1].squared <= bound * bound { break }
+            // Anything in ring + 1 is at least `ring` whole cells away (less a margin: on a parallel the
+            // great circle is a little shorter than the cells' width).
+            let bound = Double(ring) * ringStep * 0.999
+            if best.count == limit && best[limit - 1].distance <= bound { break }
             if seen == classCounts[classID] || bound > maxDistance { break }
         }
         return best.compactMap { entry in
             guard let record = records[Int(entry.member.slot)] else { return nil }
             let coordinate = Coordinate(latitude: entry.member.latitude, longitude: entry.member.longitude)
             return Candidate(
-                vehicleId: record.id, coordinate: coordinate, distance: point.distance(to: coordinate),
+                vehicleId: record.id, coordinate: coordinate, distance: entry.distance,
                 speed: record.speed, updated: Date(timeIntervalSince1970: entry.member.updated))
         }
     }

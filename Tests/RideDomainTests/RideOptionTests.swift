@@ -380,38 +380,47 @@ struct RideOptionTests {
 struct FleetIndexTests {
     @Test("3.4: nearest vehicles equal a brute-force search, through moves and removals")
     func matchesBruteForce() async {
-        await propertyCheck(count: 60, input: Gen.int(in: 1...400), Gen.int(in: 0...1_000_000)) {
-            vehicles, seed in
-            var random = SeededRandom(seed: UInt64(vehicles * 7919 + seed))
-            var index = FleetIndex(cellDegrees: 0.01)
-            var truth: [String: (Coordinate, String)] = [:]
-            let center = Coordinate(latitude: 52.52, longitude: 13.40)
-            for step in 0..<(vehicles * 2) {
-                let id = "v-\(Int(random.next() % UInt64(vehicles)))"
-                if random.next() % 5 == 0 {
-                    index.remove(vehicleId: id)
-                    truth[id] = nil
-                } else {
-                    let spot = center.moved(
-                        metres: Double(random.next() % 8000), bearing: Double(random.next() % 360))
-                    let vehicleClass = random.next() % 3 == 0 ? "SUV" : "Compact"
-                    index.update(vehicleId: id, vehicleClass: vehicleClass, coordinate: spot, speed: nil, at: t0)
-                    truth[id] = (spot, vehicleClass)
-                }
-                _ = step
+        await propertyCheck(count: 200, input: Gen.int(in: 1...400), Gen.int(in: 0...1_000_000)) { vehicles, seed in
+            Self.compareWithBruteForce(vehicles: vehicles, seed: seed)
+        }
+    }
+
+    @Test("3.4: a vehicle just inside the search radius by the great circle is found (a case CI found)")
+    func greatCircleEdge() {
+        // The only vehicle in reach lay just inside 5,000 m by the great circle and just outside by the
+        // flat-earth distance the index used to rank with.
+        Self.compareWithBruteForce(vehicles: 26, seed: 650_793)
+    }
+
+    static func compareWithBruteForce(vehicles: Int, seed: Int) {
+        var random = SeededRandom(seed: UInt64(vehicles * 7919 + seed))
+        var index = FleetIndex(cellDegrees: 0.01)
+        var truth: [String: (Coordinate, String)] = [:]
+        let center = Coordinate(latitude: 52.52, longitude: 13.40)
+        for _ in 0..<(vehicles * 2) {
+            let id = "v-\(Int(random.next() % UInt64(vehicles)))"
+            if random.next() % 5 == 0 {
+                index.remove(vehicleId: id)
+                truth[id] = nil
+            } else {
+                let spot = center.moved(
+                    metres: Double(random.next() % 8000), bearing: Double(random.next() % 360))
+                let vehicleClass = random.next() % 3 == 0 ? "SUV" : "Compact"
+                index.update(vehicleId: id, vehicleClass: vehicleClass, coordinate: spot, speed: nil, at: t0)
+                truth[id] = (spot, vehicleClass)
             }
-            #expect(index.count == truth.count)
-            for _ in 0..<5 {
-                let query = center.moved(metres: Double(random.next() % 9000), bearing: Double(random.next() % 360))
-                let found = index.nearest("Compact", to: query, limit: 3, maxDistance: 5000, notBefore: t0)
-                let expected = truth.filter { $0.value.1 == "Compact" }
-                    .map { (id: $0.key, distance: query.distance(to: $0.value.0)) }
-                    .filter { $0.distance <= 5000 }.sorted { $0.distance < $1.distance }.prefix(3)
-                #expect(found.count == expected.count)
-                for (got, want) in zip(found, expected) {
-                    // Equal distances may swap order; compare distances, which the ranking is about.
-                    #expect(abs(got.distance - want.distance) < 0.5, "\(got.vehicleId) vs \(want.id)")
-                }
+        }
+        #expect(index.count == truth.count)
+        for _ in 0..<5 {
+            let query = center.moved(metres: Double(random.next() % 9000), bearing: Double(random.next() % 360))
+            let found = index.nearest("Compact", to: query, limit: 3, maxDistance: 5000, notBefore: t0)
+            let expected = truth.filter { $0.value.1 == "Compact" }
+                .map { (id: $0.key, distance: query.distance(to: $0.value.0)) }
+                .filter { $0.distance <= 5000 }.sorted { $0.distance < $1.distance }.prefix(3)
+            #expect(found.count == expected.count)
+            for (got, want) in zip(found, expected) {
+                // Equal distances may swap order; compare distances, which the ranking is about.
+                #expect(abs(got.distance - want.distance) < 0.5, "\(got.vehicleId) vs \(want.id)")
             }
         }
     }
