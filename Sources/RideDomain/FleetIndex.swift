@@ -132,11 +132,12 @@ public struct FleetIndex: Sendable {
         let maxRing = Int((maxDistance / ringStep).rounded(.up)) + 1
         let row0 = Int64((point.latitude / cellDegrees).rounded(.down))
         let column0 = Int64((point.longitude / cellDegrees).rounded(.down))
-        // A flat-earth distance rejects the far vehicles cheaply (with 1 % to spare: near the limit it differs
-        // from the great circle); the ranking and the limit use the great-circle distance of E1 itself, so a
-        // vehicle just inside `maxDistance` is never lost to the approximation.
-        let roughLimit = maxDistance * 1.01 + 1
-        let roughSquared = roughLimit * roughLimit
+        // A flat-earth distance rejects vehicles cheaply: those beyond the limit, or farther than the worst of
+        // a full list, each with 1 % to spare (near those bounds it differs from the great circle). Ranking,
+        // limit and result use the great-circle distance of E1 itself, so a vehicle just inside `maxDistance`
+        // is never lost to the approximation.
+        func rough(_ metres: Double) -> Double { (metres * 1.01 + 1) * (metres * 1.01 + 1) }
+        var cutoff = rough(maxDistance)
 
         var best: [(distance: Double, member: Member)] = []
         best.reserveCapacity(limit + 1)
@@ -146,7 +147,7 @@ public struct FleetIndex: Sendable {
             for member in members where member.updated >= minimumTime {
                 let dy = (member.latitude - point.latitude) * Self.metresPerDegree
                 let dx = (member.longitude - point.longitude) * Self.metresPerDegree * cosLatitude
-                guard dx * dx + dy * dy <= roughSquared else { continue }
+                guard dx * dx + dy * dy <= cutoff else { continue }
                 let distance = point.distance(to: Coordinate(latitude: member.latitude, longitude: member.longitude))
                 guard distance <= maxDistance else { continue }
                 if best.count == limit {
@@ -156,6 +157,7 @@ public struct FleetIndex: Sendable {
                 var index = best.count
                 while index > 0 && best[index - 1].distance > distance { index -= 1 }
                 best.insert((distance, member), at: index)
+                if best.count == limit { cutoff = min(cutoff, rough(best[limit - 1].distance)) }
             }
         }
         for ring in 0...maxRing {
