@@ -408,7 +408,6 @@ extension Ride: Codable {
     }
 
     public func encode(to encoder: any Encoder) throws {
-        let last = lastValid?.value
         try Durable(
             bookingBox: booking, phase: phase, vehicleId: vehicleId, vehicle: vehicle, driver: driver,
             location: location, lastFixAcceptedAt: lastFixAcceptedAt, startedAt: startedAt, sequence: sequence,
@@ -416,14 +415,7 @@ extension Ride: Codable {
             pickupArrivedAt: pickupArrivedAt, estimatedPickupEndDate: estimatedPickupEndDate,
             ongoingSince: ongoingSince, drivenMetres: drivenMetres, smoothedSpeed: smoothedSpeed,
             estimatedPickupDate: estimatedPickupDate, estimatedDropOffDate: estimatedDropOffDate,
-            lastValid: last.map {
-                LastValidStatus.Durable(
-                    phase: $0.phase, completionStatus: $0.completion?.value, vehicleLocation: $0.vehicleLocation,
-                    vehicle: $0.crew.value.vehicle, driver: $0.crew.value.driver, optionPickupDate: $0.optionPickupDate,
-                    estimatedPickupDate: $0.estimatedPickupDate, estimatedPickupEndDate: $0.estimatedPickupEndDate,
-                    estimatedDropOffDate: $0.estimatedDropOffDate, sequence: $0.sequence, issuedAt: $0.issuedAt,
-                    stale: $0.stale)
-            }, legMetres: legMetres
+            lastValid: lastValid.map { LastValidStatus.Durable($0.value) }, legMetres: legMetres
         ).encode(to: encoder)
     }
 }
@@ -463,6 +455,16 @@ extension LastValidStatus {
 }
 
 extension LastValidStatus.Durable {
+    /// A snapshot as it is kept durably.
+    init(_ last: LastValidStatus) {
+        self.init(
+            phase: last.phase, completionStatus: last.completion?.value, vehicleLocation: last.vehicleLocation,
+            vehicle: last.crew.value.vehicle, driver: last.crew.value.driver, optionPickupDate: last.optionPickupDate,
+            estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
+            estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
+            stale: last.stale)
+    }
+
     /// What a status says beyond the booking.
     init(_ status: RideStatus) {
         self.init(
