@@ -197,10 +197,9 @@ public struct RideEngine: Sendable {
             for rideSlot in vehicles[slot: slot].rides {
                 // In place, by slot: no hashing and no copy of the ride per fix.
                 let effect = rideTable[slot: rideSlot].apply(accepted, now: now, configuration: configuration)
-                let id = rideTable.identifier(at: rideSlot)
                 // C2 on a phase change; C3: a fresh fix clears `stale` at once.
                 if effect.phaseChanged || effect.staleCleared {
-                    publish(id, now: now, phaseChanged: effect.phaseChanged, into: &actions)
+                    publish(rideSlot, now: now, phaseChanged: effect.phaseChanged, into: &actions)
                 }
             }
         }
@@ -212,41 +211,50 @@ public struct RideEngine: Sendable {
         switch kind {
         case .start:
             var booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
-            booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
             guard !rideTable.contains(id) else {
                 counters.duplicateStarts += 1  // L1
                 return
             }
-            rideTable.insert(Ride(booking: booking, now: now, configuration: configuration), for: id)
+            booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
+            let slot = rideTable.insert(Ride(booking: booking, now: now, configuration: configuration), for: id)
             counters.ridesStarted += 1
             if let vehicle = booking.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
-            publish(id, now: now, phaseChanged: true, into: &actions)
+            publish(slot, now: now, phaseChanged: true, into: &actions)
         case .assign:
             var assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
+            let slot = try activeSlot(of: id)
             let image = images.intern(assignment.vehicle?.mapAnnotationImage)
             assignment.vehicle?.mapAnnotationImage = image
-            guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            // On a copy: a refused input leaves the ride exactly as it was.
+            var ride = rideTable[slot: slot]
             let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
-            rideTable[slot: rideTable.slot(of: id)!] = ride
-            if let replaced { release(vehicle: replaced, rideSlot: rideTable.slot(of: id)!, into: &actions) }
+            rideTable[slot: slot] = ride
+            if let replaced { release(vehicle: replaced, rideSlot: slot, into: &actions) }
             retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
-            publish(id, now: now, phaseChanged: changed, into: &actions)
+            publish(slot, now: now, phaseChanged: changed, into: &actions)
         case .event:
             let event = try decoder.event(rideIdentifier: id, payload: payload)
-            guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            let slot = try activeSlot(of: id)
+            var ride = rideTable[slot: slot]
             let changed = try ride.handle(event, now: now, configuration: configuration)
-            rideTable[slot: rideTable.slot(of: id)!] = ride
-            if changed { publish(id, now: now, phaseChanged: true, into: &actions) }
+            rideTable[slot: slot] = ride
+            if changed { publish(slot, now: now, phaseChanged: true, into: &actions) }
         case .cancel:
             let cancellation = try decoder.cancellation(rideIdentifier: id, payload: payload)
-            guard var ride = rideTable[id] else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+            let slot = try activeSlot(of: id)
+            var ride = rideTable[slot: slot]
             let changed = try ride.cancel(cancellation, now: now)
-            rideTable[slot: rideTable.slot(of: id)!] = ride
-            if changed { publish(id, now: now, phaseChanged: true, into: &actions) }
+            rideTable[slot: slot] = ride
+            if changed { publish(slot, now: now, phaseChanged: true, into: &actions) }
         case .stop:
             _ = try decoder.stop(rideIdentifier: id, payload: payload)
             stop(id, into: &actions)
         }
+    }
+
+    private func activeSlot(of id: String) throws(Rejection) -> Int {
+        guard let slot = rideTable.slot(of: id) else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+        return slot
     }
 
     /// Booking by name (3.4): a ride option named by any of the catalog's names (any case, localized too)
@@ -273,17 +281,15 @@ public struct RideEngine: Sendable {
     /// other inputs in between (a burst of 10,000 due rides must not delay a phase change, C2).
     public mutating func tick(now: Date, limit: Int = .max) -> [RideAction] {
         var actions: [RideAction] = []
+        // A popped slot always holds its ride: stopping a ride cancels its entry.
         for slot in scheduler.popDue(now: now.timeIntervalSince1970, limit: limit) {
-            let id = rideTable.identifier(at: slot)
-            guard var ride = rideTable[id] else { continue }
-            switch ride.expire(now: now, configuration: configuration) {
+            switch rideTable[slot: slot].expire(now: now, configuration: configuration) {
             case .stop:
-                stop(id, into: &actions)
+                stop(rideTable.identifier(at: slot), into: &actions)
             case .missedPickup:
-                rideTable[slot: rideTable.slot(of: id)!] = ride
-                publish(id, now: now, phaseChanged: true, into: &actions)
+                publish(slot, now: now, phaseChanged: true, into: &actions)
             case .none:
-                publish(id, now: now, phaseChanged: false, into: &actions)
+                publish(slot, now: now, phaseChanged: false, into: &actions)
             }
         }
         return actions
@@ -301,7 +307,8 @@ public struct RideEngine: Sendable {
         // not stay in step and come due in one burst every interval from now on.
         let ids = rideTable.keys.sorted()
         for (index, id) in ids.enumerated() {
-            publish(id, now: now, phaseChanged: false, nextIn: Double(index + 1) / Double(ids.count), into: &actions)
+            guard let slot = rideTable.slot(of: id) else { continue }
+            publish(slot, now: now, phaseChanged: false, nextIn: Double(index + 1) / Double(ids.count), into: &actions)
         }
         return actions
     }
@@ -362,27 +369,23 @@ public struct RideEngine: Sendable {
     /// - Parameter nextIn: the share of the interval until the ride's next status (1: a whole interval; less
     ///   staggers rides that would otherwise all come due together, still within C1).
     private mutating func publish(
-        _ id: String, now: Date, phaseChanged: Bool, nextIn share: Double = 1, into actions: inout [RideAction]
+        _ slot: Int, now: Date, phaseChanged: Bool, nextIn share: Double = 1, into actions: inout [RideAction]
     ) {
-        guard let slot = rideTable.slot(of: id) else { return }
-        var ride = rideTable[slot: slot]
-        let status = ride.nextStatus(now: now, configuration: configuration)
+        let id = rideTable.identifier(at: slot)
+        // In place, by slot: the ride is neither looked up again nor copied out and back.
+        let status = rideTable[slot: slot].nextStatus(now: now, configuration: configuration)
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
             counters.invalidStatuses += 1
             actions.append(.invalidStatus(ride: id, violation: violation))
-            if let replacement = ride.replacementStatus(now: now) {
-                rideTable[slot: slot] = ride
+            if let replacement = rideTable[slot: slot].replacementStatus(now: now) {
                 counters.statusesPublished += 1
-                actions.append(.publish(replacement, state: ride))
-            } else {
-                rideTable[slot: slot] = ride
+                actions.append(.publish(replacement, state: rideTable[slot: slot]))
             }
         } else {
-            ride.recordValid(status)
-            rideTable[slot: slot] = ride
+            rideTable[slot: slot].recordValid(status)
             counters.statusesPublished += 1
             if phaseChanged { counters.phaseTransitions += 1 }
-            actions.append(.publish(status, state: ride))
+            actions.append(.publish(status, state: rideTable[slot: slot]))
         }
         scheduler.schedule(slot, at: now.timeIntervalSince1970 + configuration.updateInterval * share)
     }
