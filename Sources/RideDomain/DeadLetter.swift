@@ -48,21 +48,29 @@ public struct DeadLetter: Sendable, Equatable {
     }
 }
 
-/// Dead letters per reason per second (3.5): a token bucket per reason; every rejection is still counted.
+/// Dead letters per reason per second (3.5): at most `limit` of one reason in any one-second window, never
+/// fewer than 1; every rejection is still counted by the engine.
+///
+/// A sliding window over the times of the last `limit` dead letters, rather than a token bucket: a bucket
+/// that is full at the start of a second and refills during it lets up to twice the limit through in one
+/// window (15 in one second was measured under a flood).
 public struct DeadLetterLimiter: Sendable {
-    private var buckets: [RejectionReason: (tokens: Double, updated: Date)] = [:]
-    public let perSecond: Double
+    /// Per reason, the times of its last `limit` dead letters, oldest first.
+    private var recent: [RejectionReason: [Date]] = [:]
+    public let limit: Int
 
-    public init(perSecond: Double) { self.perSecond = max(1, perSecond) }
+    public init(perSecond: Double) { limit = perSecond.isFinite ? max(1, Int(perSecond)) : 1 }
 
-    /// Whether a dead letter of `reason` may be sent at `now`.
+    /// Whether a dead letter of `reason` may be sent at `now` (and, if so, records it).
     public mutating func allow(_ reason: RejectionReason, now: Date) -> Bool {
-        var bucket = buckets[reason] ?? (perSecond, now)
-        bucket.tokens = min(perSecond, bucket.tokens + max(0, now.timeIntervalSince(bucket.updated)) * perSecond)
-        bucket.updated = now
-        let allowed = bucket.tokens >= 1
-        if allowed { bucket.tokens -= 1 }
-        buckets[reason] = bucket
-        return allowed
+        var times = recent[reason, default: []]
+        if times.count >= limit {
+            // Any window of one second holds at most `limit` when the one sent `limit` letters ago has left it.
+            guard now.timeIntervalSince(times[times.count - limit]) >= 1 else { return false }
+            times.removeFirst(times.count - limit + 1)
+        }
+        times.append(now)
+        recent[reason] = times
+        return true
     }
 }

@@ -131,8 +131,9 @@ public struct InputDecoder: Sendable {
         if let fareFields = try fields.optionalObject("fare") {
             let currency = try fareFields.currency("currencyCode")
             fare = Fare(
-                baseCharge: try fareFields.amount("baseCharge"), perKilometer: try fareFields.amount("perKilometer"),
-                perMinute: try fareFields.amount("perMinute"), currencyCode: currency)
+                baseCharge: try fareFields.amount("baseCharge", prefix: "fare.", nonNegative: true),
+                perKilometer: try fareFields.amount("perKilometer", prefix: "fare.", nonNegative: true),
+                perMinute: try fareFields.amount("perMinute", prefix: "fare.", nonNegative: true), currencyCode: currency)
         }
         let booking = Booking(
             rideIdentifier: rideIdentifier, vehicleId: vehicleId, phase: phase, rideOption: rideOption,
@@ -150,9 +151,6 @@ public struct InputDecoder: Sendable {
         }
         if let phase = booking.phase, phase != .received && phase != .confirmed {
             throw Rejection(.invalidBooking, "a booking starts in phase received or confirmed, not \(phase.rawValue)")
-        }
-        if booking.phase == .confirmed && booking.vehicleId == nil {
-            throw Rejection(.invalidBooking, "phase confirmed needs a vehicleId")
         }
         if let range = booking.rideOption.priceRange, range.minimumPrice > range.maximumPrice {
             throw Rejection(.invalidBooking, "rideOption.priceRange minimumPrice is above maximumPrice")
@@ -199,8 +197,7 @@ public struct InputDecoder: Sendable {
         var fee: Money? = nil
         if let feeFields = try fields.optionalObject("cancellationFee") {
             let currency = try feeFields.currency("currencyCode")
-            let amount = try feeFields.amount("amount")
-            guard amount >= 0 else { throw Rejection(.invalidField, "cancellationFee.amount is negative") }
+            let amount = try feeFields.amount("amount", prefix: "cancellationFee.", nonNegative: true)
             fee = Money(amount: amount, currencyCode: currency).rounded
         }
         return Cancellation(canceledBy: canceledBy, cancellationFee: fee, reason: try fields.optionalString("reason"))
@@ -264,7 +261,8 @@ public struct InputDecoder: Sendable {
         if let range = try fields.optionalObject("priceRange") {
             let currency = try range.currency("currencyCode")
             option.priceRange = PriceRange(
-                minimumPrice: try range.amount("minimumPrice"), maximumPrice: try range.amount("maximumPrice"),
+                minimumPrice: try range.amount("minimumPrice", prefix: "rideOption.priceRange.", nonNegative: true),
+                maximumPrice: try range.amount("maximumPrice", prefix: "rideOption.priceRange.", nonNegative: true),
                 currencyCode: currency)
         }
         option.disclaimerMessage = try fields.optionalString("disclaimerMessage")
@@ -372,13 +370,20 @@ struct Fields {
     }
 
     /// Money amounts are decimal strings (3.5: a JSON number is `invalidField`).
-    func amount(_ key: String) throws(Rejection) -> Decimal {
-        guard let value = json[key], !value.isNull else { throw Rejection(.missingField, "\(key) is required") }
+    /// - Parameter nonNegative: V6: prices, fares and fees are never negative (only a fare line item may be,
+    ///   as a discount); a negative one is refused here, at intake, rather than by every status of the ride.
+    func amount(_ key: String, prefix: String = "", nonNegative: Bool = false) throws(Rejection) -> Decimal {
+        guard let value = json[key], !value.isNull else {
+            throw Rejection(.missingField, "\(prefix)\(key) is required")
+        }
         guard let text = value.stringValue else {
-            throw Rejection(.invalidField, "\(key) must be a decimal string, not a JSON number")
+            throw Rejection(.invalidField, "\(prefix)\(key) must be a decimal string, not a JSON number")
         }
         guard let amount = Money.parseAmount(text) else {
-            throw Rejection(.invalidField, "\(key) '\(text)' is not a decimal")
+            throw Rejection(.invalidField, "\(prefix)\(key) '\(text)' is not a decimal")
+        }
+        if nonNegative && amount < 0 {
+            throw Rejection(.invalidField, "\(prefix)\(key) '\(text)' is negative (V6)")
         }
         return amount
     }

@@ -54,7 +54,11 @@ public struct PartySizeOption: Sendable, Equatable, Codable {
 
 /// `INRideOption`.
 public struct RideOption: Sendable, Equatable, Codable {
+    /// V4: for an option of the worker's catalog, the catalog's canonical name.
     public var name: String
+    /// The booking's own spelling of a catalog option's name, when it differs from the canonical `name`
+    /// (project addition, CONTRACT-NOTES.md).
+    public var localizedName: String?
     public var estimatedPickupDate: Date
     public var priceRange: PriceRange?
     public var disclaimerMessage: String?

@@ -156,7 +156,7 @@ public struct Ride: Sendable, Equatable {
             arriveAtPickup(now: now, configuration: configuration)
         case (.passengerOnBoard, .confirmed), (.passengerOnBoard, .approachingPickup), (.passengerOnBoard, .pickup):
             startRide(now: now)
-        case (.arrivedAtDropOff, .ongoing):
+        case (.arrivedAtDropOff, .pickup), (.arrivedAtDropOff, .ongoing):  // P5: steps may be skipped
             complete(now: now, configuration: configuration)
         default:
             throw Rejection(.eventNotAllowed, "\(event.kind.rawValue) is not allowed in phase \(phase.rawValue) (P8)")

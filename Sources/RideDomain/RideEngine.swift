@@ -216,7 +216,9 @@ public struct RideEngine: Sendable {
                 return
             }
             booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
-            let slot = rideTable.insert(Ride(booking: booking, now: now, configuration: configuration), for: id)
+            let ride = Ride(booking: booking, now: now, configuration: configuration)
+            try checkPublishable(ride, now: now, reason: .invalidBooking)
+            let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1
             if let vehicle = booking.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
             publish(slot, now: now, phaseChanged: true, into: &actions)
@@ -228,6 +230,7 @@ public struct RideEngine: Sendable {
             // On a copy: a refused input leaves the ride exactly as it was.
             var ride = rideTable[slot: slot]
             let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
+            try checkPublishable(ride, now: now, reason: .invalidField)
             rideTable[slot: slot] = ride
             if let replaced { release(vehicle: replaced, rideSlot: slot, into: &actions) }
             retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
@@ -252,6 +255,17 @@ public struct RideEngine: Sendable {
         }
     }
 
+    /// V4-V6 at intake: a booking (or an assignment) whose next status would fail validation is refused
+    /// with the rule's detail, rather than taken in to publish nothing: V7 has no valid status to fall back
+    /// on for a new ride, so it would stay silent until L4 removes it.
+    private func checkPublishable(_ ride: Ride, now: Date, reason: RejectionReason) throws(Rejection) {
+        var trial = ride
+        let status = trial.nextStatus(now: now, configuration: configuration)
+        if let violation = StatusValidator.violation(of: status, bookedRide: ride.rideIdentifier) {
+            throw Rejection(reason, "\(violation.detail) (\(violation.rule))")
+        }
+    }
+
     private func activeSlot(of id: String) throws(Rejection) -> Int {
         guard let slot = rideTable.slot(of: id) else { throw Rejection(.unknownRide, "ride \(id) is not active") }
         return slot
@@ -263,6 +277,11 @@ public struct RideEngine: Sendable {
     private func resolveOption(of booking: Booking) -> Booking {
         guard let catalog, let option = catalog.option(named: booking.rideOption.name) else { return booking }
         var resolved = booking
+        // V4: the catalog's canonical name downstream; the booking's own spelling stays as `localizedName`.
+        if option.name != booking.rideOption.name {
+            resolved.rideOption.localizedName = booking.rideOption.name
+            resolved.rideOption.name = option.name
+        }
         if resolved.vehicle.mapAnnotationImage == nil {
             resolved.vehicle.mapAnnotationImage = option.mapAnnotationImage
         }

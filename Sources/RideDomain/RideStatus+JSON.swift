@@ -157,6 +157,7 @@ extension RideOption {
         writer.beginObject()
         writer.key("name")
         writer.string(name)
+        writer.ifPresent("localizedName", localizedName)
         writer.date("estimatedPickupDate", estimatedPickupDate)
         writer.key("priceRange")
         if let priceRange { priceRange.write(to: &writer) } else { writer.null() }

@@ -128,9 +128,9 @@ public enum StatusValidator {
         {
             return StatusViolation(rule: "V6", detail: "priceRange is negative or not ISO 4217")
         }
-        for item in status.rideOption.fareLineItems where invalid(item.price, item.currencyCode) {
-            return StatusViolation(
-                rule: "V6", detail: "fare line item \(item.price) \(item.currencyCode) is negative or not ISO 4217")
+        // V6: a line item may be negative (a discount); its currency must still be ISO 4217.
+        for item in status.rideOption.fareLineItems where !Money.isValidCurrencyCode(item.currencyCode) {
+            return StatusViolation(rule: "V6", detail: "fare line item currency \(item.currencyCode) is not ISO 4217")
         }
         if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
             return StatusViolation(rule: "V6", detail: "estimatedDropOffDate is before estimatedPickupDate")

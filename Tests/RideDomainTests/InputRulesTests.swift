@@ -77,6 +77,55 @@ struct InputRulesTests {
         #expect(harness.send("rides/r-3/start", bytes(samePlace), at: t0).reasons == [.invalidBooking])
     }
 
+    @Test("V6 at intake: negative prices, fares and fees are invalidField naming the field; a discount line item is fine")
+    func negativeMoney() throws {
+        var harness = Harness()
+        let negativeMinimum = String(decoding: bookingJSON(ride: "r-1"), as: UTF8.self)
+            .replacingOccurrences(of: #""minimumPrice":"12.00""#, with: #""minimumPrice":"-12.00""#)
+        let range = harness.send("rides/r-1/start", bytes(negativeMinimum), at: t0).deadLetters
+        #expect(range.map(\.reason) == [.invalidField])
+        #expect(range.first?.detail.contains("rideOption.priceRange.minimumPrice") == true)
+        let negativeBase = bookingJSON(
+            ride: "r-2",
+            fare: #","fare":{"baseCharge":"-100.00","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}"#)
+        let fare = harness.send("rides/r-2/start", negativeBase, at: t0).deadLetters
+        #expect(fare.map(\.reason) == [.invalidField])
+        #expect(fare.first?.detail.contains("fare.baseCharge") == true)
+        #expect(harness.engine.activeRideCount == 0, "neither booking was taken in")
+        // A negative line item is a discount (V6): accepted, and every status of the ride is valid.
+        let discount = String(decoding: bookingJSON(ride: "r-3"), as: UTF8.self)
+            .replacingOccurrences(
+                of: #""fareLineItems":[{"title":"Base fare","price":"2.50","currencyCode":"EUR"}]"#,
+                with: #""fareLineItems":[{"title":"Base fare","price":"2.50","currencyCode":"EUR"},{"title":"Promo","price":"-1.00","currencyCode":"EUR"}]"#)
+        let accepted = harness.send("rides/r-3/start", bytes(discount), at: t0)
+        #expect(accepted.deadLetters.isEmpty)
+        let status = try #require(accepted.statuses.first)
+        #expect(status.rideOption.fareLineItems.map(\.price) == [Decimal(string: "2.50")!, -1])
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-3") == nil)
+        let fee = harness.send(
+            "rides/r-3/cancel", bytes(#"{"canceledBy":"user","cancellationFee":{"amount":"-5","currencyCode":"EUR"}}"#),
+            at: t0)
+        #expect(fee.reasons == [.invalidField])
+        #expect(fee.deadLetters.first?.detail.contains("cancellationFee.amount") == true)
+    }
+
+    @Test("3.5: the dead-letter limit holds in every one-second window, for any arrival times")
+    func deadLetterWindow() {
+        var generator = SeededRandom(seed: 11)
+        for limit in [1, 3, 10] {
+            var limiter = DeadLetterLimiter(perSecond: Double(limit))
+            var sent: [Double] = []
+            var time = 0.0
+            for _ in 0..<5_000 {
+                time += Double(generator.next() % 1_000) / 4_000  // 0 to 0.25 s apart
+                if limiter.allow(.malformedJSON, now: t0.addingTimeInterval(time)) { sent.append(time) }
+            }
+            // The window that starts at each sent letter holds at most `limit`: the one `limit` later is 1 s on.
+            for index in sent.indices.dropLast(limit) { #expect(sent[index + limit] - sent[index] >= 1 - 1e-6) }
+            #expect(sent.count > 100, "the limiter still lets letters through")
+        }
+    }
+
     @Test("3.5: dead letters carry topic, reason, detail, size and a UTF-8 or base64 prefix; rate limited per reason")
     func deadLetterShapeAndRateLimit() throws {
         let letter = DeadLetter(

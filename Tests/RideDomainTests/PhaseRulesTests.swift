@@ -49,6 +49,37 @@ struct PhaseRulesTests {
                 == [.invalidField])
     }
 
+    @Test("P1: a booking without vehicleId starts received whatever phase it carries, and is never a dead letter")
+    func bookedBeforeAssigned() throws {
+        var harness = Harness()
+        // The contract's own example booking says "phase": "confirmed"; dispatch books first and assigns later.
+        let actions = harness.send(
+            "rides/r-1/start", bookingJSON(ride: "r-1", vehicle: nil, extra: #","phase":"confirmed""#), at: t0)
+        #expect(actions.deadLetters.isEmpty, "\(actions.deadLetters)")
+        #expect(harness.phase("r-1") == .received)
+        #expect(actions.statuses.map(\.phase) == [.received])
+        let assigned = harness.send("rides/r-1/assign", bytes(#"{"vehicleId":"v-9"}"#), at: t0.addingTimeInterval(3))
+        #expect(assigned.statuses.map(\.phase) == [.confirmed])
+        #expect(assigned.contains(.subscribe(vehicle: "v-9")))
+    }
+
+    @Test("P5: arrivedAtDropOff in pickup completes the ride (steps may be skipped); before pickup it is P8")
+    func dropOffFromPickup() throws {
+        var harness = Harness()
+        harness.start()
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(60))
+        #expect(harness.phase() == .pickup)
+        let actions = harness.event("arrivedAtDropOff", at: t0.addingTimeInterval(700))
+        #expect(actions.deadLetters.isEmpty)
+        let status = try #require(actions.statuses.first)
+        #expect(status.phase == .completed)
+        let completion = try #require(status.completionStatus)
+        #expect(completion.completed && !completion.canceled)
+        // The booking's fare: base 2.50, no distance driven and no ride time without passengerOnBoard.
+        #expect(completion.paymentAmount == Money(amount: Decimal(string: "2.50")!, currencyCode: "EUR"))
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+    }
+
     @Test("P2: approachingPickup by distance (500 m) or by estimated time (120 s)")
     func approaching() {
         var harness = Harness()

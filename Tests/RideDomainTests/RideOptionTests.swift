@@ -355,7 +355,7 @@ struct RideOptionTests {
 
     // MARK: Booking by name
 
-    @Test("3.4: a booking naming a quoted option by its localized name gets the catalog's image and fare (V5, P5)")
+    @Test("3.4: a booking naming a quoted option by its localized name gets the catalog's image, fare and name (V4, V5, P5)")
     func bookingByLocalizedName() throws {
         var harness = Harness()
         harness.engine = RideEngine(catalog: catalog)
@@ -364,7 +364,9 @@ struct RideOptionTests {
             .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
         let actions = harness.send("rides/r-1/start", bytes(text), at: t0)
         let status = try #require(actions.statuses.first, "\(actions)")
-        #expect(status.rideOption.name == "kompakt", "the rider's own name is kept")
+        // V4: the catalog's canonical name downstream; the rider's spelling stays as localizedName.
+        #expect(status.rideOption.name == "Compact")
+        #expect(status.rideOption.localizedName == "kompakt")
         #expect(status.vehicle.mapAnnotationImage == "https://assets.example/compact.png")
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
         let completed = try #require(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(60)).statuses.first)

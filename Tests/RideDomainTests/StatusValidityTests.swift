@@ -100,22 +100,58 @@ struct StatusValidityTests {
         #expect(StatusValidator.violation(of: dates, bookedRide: "r-1")?.rule == "V6")
     }
 
+    @Test("V5 at intake: a booking that could never publish is invalidBooking; an assignment that would is invalidField")
+    func neverPublishableRefused() throws {
+        var harness = Harness()
+        let noImage = String(decoding: bookingJSON(ride: "r-1"), as: UTF8.self)
+            .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
+        // With a vehicle it starts confirmed, where V5 needs an image that neither the booking nor the
+        // configuration gives: refused, instead of taken in to publish nothing for up to 6 h.
+        let refused = harness.send("rides/r-1/start", bytes(noImage), at: t0).deadLetters
+        #expect(refused.map(\.reason) == [.invalidBooking])
+        #expect(refused.first?.detail.contains("mapAnnotationImage") == true)
+        #expect(refused.first?.detail.contains("V5") == true)
+        #expect(harness.engine.activeRideCount == 0)
+        // Without a vehicle it is received (V5 does not apply yet); an assign that brings no image is refused
+        // and leaves the ride as it was, one that brings one confirms it.
+        let received = bytes(
+            String(decoding: bookingJSON(ride: "r-2", vehicle: nil), as: UTF8.self)
+                .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: ""))
+        #expect(harness.send("rides/r-2/start", received, at: t0).statuses.map(\.phase) == [.received])
+        let bare = harness.send("rides/r-2/assign", bytes(#"{"vehicleId":"v-2"}"#), at: t0.addingTimeInterval(1))
+        #expect(bare.reasons == [.invalidField])
+        #expect(bare.statuses.isEmpty && !bare.contains(.subscribe(vehicle: "v-2")))
+        #expect(harness.phase("r-2") == .received && harness.engine.rides["r-2"]?.vehicleId == nil)
+        let withImage = harness.send(
+            "rides/r-2/assign", bytes(#"{"vehicleId":"v-2","vehicle":{"mapAnnotationImage":"https://a.example/c.png"}}"#),
+            at: t0.addingTimeInterval(2))
+        #expect(withImage.statuses.map(\.phase) == [.confirmed])
+    }
+
     @Test(
         "V7: an invalid status is never published; the last valid one is republished, logged with its rule and counted")
     func fallback() throws {
+        // Intake refuses what could never publish, so an invalid status can only come from state the intake
+        // checks never saw: here a ride state whose image went missing (an older release, a hand edit).
         var harness = Harness()
-        let noImage = String(decoding: bookingJSON(vehicle: nil), as: UTF8.self)
-            .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
-        let first = harness.send("rides/r-1/start", bytes(noImage), at: t0).statuses
-        #expect(first.map(\.phase) == [.received])
-        let actions = harness.send("rides/r-1/assign", bytes(#"{"vehicleId":"v-1"}"#), at: t0.addingTimeInterval(1))
+        let first = try #require(harness.start().statuses.first)
+        let ride = try #require(harness.engine.rides["r-1"])
+        var document = try #require(
+            try JSONSerialization.jsonObject(with: try JSONEncoder().encode(ride)) as? [String: Any])
+        var vehicle = try #require(document["vehicle"] as? [String: Any])
+        #expect(vehicle.removeValue(forKey: "mapAnnotationImage") != nil)
+        document["vehicle"] = vehicle
+        let state = try JSONSerialization.data(withJSONObject: document)
+        var restarted = Harness()
+        restarted.engine.restore(try JSONDecoder().decode(Ride.self, from: state), now: t0.addingTimeInterval(1))
+        let actions = restarted.engine.publishAll(now: t0.addingTimeInterval(1))
         let invalid = actions.compactMap { if case .invalidStatus(_, let violation) = $0 { violation } else { nil } }
         #expect(invalid.map(\.rule) == ["V5"])
         let republished = actions.statuses
         #expect(republished.count == 1)
-        #expect(republished.first?.phase == .received, "the last valid status in its place")
-        #expect((republished.first?.sequence ?? 0) > (first.first?.sequence ?? 0))
-        #expect(harness.engine.counters.invalidStatuses == 1)
+        #expect(republished.first?.vehicle.mapAnnotationImage == first.vehicle.mapAnnotationImage, "the last valid one")
+        #expect((republished.first?.sequence ?? 0) > first.sequence)
+        #expect(restarted.engine.counters.invalidStatuses == 1)
     }
 
     @Test("3.3: exact field names, RFC 3339 UTC milliseconds, money as strings, nulls as in the example")

@@ -140,7 +140,9 @@ struct RideOptionsEndToEndTests {
                 !observer.statuses("r-de").isEmpty
             }
             let status = try #require(observer.statuses("r-de").first)
-            #expect(status["rideOption"]?["name"]?.stringValue == "Kompakt")
+            // V4: the catalog's canonical name; the rider's spelling stays as localizedName.
+            #expect(status["rideOption"]?["name"]?.stringValue == "Compact")
+            #expect(status["rideOption"]?["localizedName"]?.stringValue == "Kompakt")
             #expect(status["vehicle"]?["mapAnnotationImage"]?.stringValue == "https://assets.example/cars/compact.png")
             await observer.stop()
             _ = worker.terminate()
