@@ -133,7 +133,8 @@ public struct InputDecoder: Sendable {
             fare = Fare(
                 baseCharge: try fareFields.amount("baseCharge", prefix: "fare.", nonNegative: true),
                 perKilometer: try fareFields.amount("perKilometer", prefix: "fare.", nonNegative: true),
-                perMinute: try fareFields.amount("perMinute", prefix: "fare.", nonNegative: true), currencyCode: currency)
+                perMinute: try fareFields.amount("perMinute", prefix: "fare.", nonNegative: true),
+                currencyCode: currency)
         }
         let booking = Booking(
             rideIdentifier: rideIdentifier, vehicleId: vehicleId, phase: phase, rideOption: rideOption,

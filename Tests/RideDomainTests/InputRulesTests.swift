@@ -77,7 +77,8 @@ struct InputRulesTests {
         #expect(harness.send("rides/r-3/start", bytes(samePlace), at: t0).reasons == [.invalidBooking])
     }
 
-    @Test("V6 at intake: negative prices, fares and fees are invalidField naming the field; a discount line item is fine")
+    @Test(
+        "V6 at intake: negative prices, fares and fees are invalidField naming the field; a discount line item is fine")
     func negativeMoney() throws {
         var harness = Harness()
         let negativeMinimum = String(decoding: bookingJSON(ride: "r-1"), as: UTF8.self)
@@ -96,7 +97,9 @@ struct InputRulesTests {
         let discount = String(decoding: bookingJSON(ride: "r-3"), as: UTF8.self)
             .replacingOccurrences(
                 of: #""fareLineItems":[{"title":"Base fare","price":"2.50","currencyCode":"EUR"}]"#,
-                with: #""fareLineItems":[{"title":"Base fare","price":"2.50","currencyCode":"EUR"},{"title":"Promo","price":"-1.00","currencyCode":"EUR"}]"#)
+                with:
+                    #""fareLineItems":[{"title":"Base fare","price":"2.50","currencyCode":"EUR"},{"title":"Promo","price":"-1.00","currencyCode":"EUR"}]"#
+            )
         let accepted = harness.send("rides/r-3/start", bytes(discount), at: t0)
         #expect(accepted.deadLetters.isEmpty)
         let status = try #require(accepted.statuses.first)

@@ -355,7 +355,7 @@ struct RideOptionTests {
 
     // MARK: Booking by name
 
-    @Test("3.4: a booking naming a quoted option by its localized name gets the catalog's image, fare and name (V4, V5, P5)")
+    @Test("3.4: a booking by an option's localized name gets the catalog's image, fare and name (V4, V5, P5)")
     func bookingByLocalizedName() throws {
         var harness = Harness()
         harness.engine = RideEngine(catalog: catalog)

@@ -100,7 +100,8 @@ struct StatusValidityTests {
         #expect(StatusValidator.violation(of: dates, bookedRide: "r-1")?.rule == "V6")
     }
 
-    @Test("V5 at intake: a booking that could never publish is invalidBooking; an assignment that would is invalidField")
+    @Test(
+        "V5 at intake: a booking that could never publish is invalidBooking; an assignment that would is invalidField")
     func neverPublishableRefused() throws {
         var harness = Harness()
         let noImage = String(decoding: bookingJSON(ride: "r-1"), as: UTF8.self)
@@ -116,14 +117,16 @@ struct StatusValidityTests {
         // and leaves the ride as it was, one that brings one confirms it.
         let received = bytes(
             String(decoding: bookingJSON(ride: "r-2", vehicle: nil), as: UTF8.self)
-                .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: ""))
+                .replacingOccurrences(of: #","mapAnnotationImage":"https://assets.example/cars/compact.png""#, with: "")
+        )
         #expect(harness.send("rides/r-2/start", received, at: t0).statuses.map(\.phase) == [.received])
         let bare = harness.send("rides/r-2/assign", bytes(#"{"vehicleId":"v-2"}"#), at: t0.addingTimeInterval(1))
         #expect(bare.reasons == [.invalidField])
         #expect(bare.statuses.isEmpty && !bare.contains(.subscribe(vehicle: "v-2")))
         #expect(harness.phase("r-2") == .received && harness.engine.rides["r-2"]?.vehicleId == nil)
         let withImage = harness.send(
-            "rides/r-2/assign", bytes(#"{"vehicleId":"v-2","vehicle":{"mapAnnotationImage":"https://a.example/c.png"}}"#),
+            "rides/r-2/assign",
+            bytes(#"{"vehicleId":"v-2","vehicle":{"mapAnnotationImage":"https://a.example/c.png"}}"#),
             at: t0.addingTimeInterval(2))
         #expect(withImage.statuses.map(\.phase) == [.confirmed])
     }
