@@ -60,6 +60,12 @@ extension MQTTClient {
             let rc = mosquitto_subscribe_v5(handle, nil, filter, qos.rawValue, 0, nil)
             if rc != 0 { logger.error("MQTT resubscribe failed", metadata: ["filter": "\(filter)", "rc": "\(rc)"]) }
         }
+        // C5: held publishes leave once libmosquitto's resends of older messages are acknowledged (now, when
+        // there are none), never ahead of them.
+        state.withLock { state in
+            state.resendDeadline = ContinuousClock.now.advanced(by: configuration.orderedResendTimeout)
+            if state.resend.connected(inFlight: state.inFlightQoS1) { releaseHeld(state: &state) }
+        }
         logger.info(
             isReconnect ? "MQTT reconnected" : "MQTT connected", metadata: ["session.present": "\(flags & 1 == 1)"])
         for waiter in waiters { waiter.resume() }
@@ -67,7 +73,10 @@ extension MQTTClient {
     }
 
     func handleDisconnect(code: Int32) {
-        state.withLock { $0.connected = false }
+        state.withLock { state in
+            state.connected = false
+            state.resend.disconnected()
+        }
         guard code != 0 else {
             eventContinuation.yield(.closed)
             return
@@ -78,6 +87,7 @@ extension MQTTClient {
     func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {
         let waiter = state.withLock { state in
             state.inFlightQoS1.remove(mid)
+            if state.resend.acknowledged(mid, connected: state.connected) { releaseHeld(state: &state) }
             return state.waiters.removeValue(forKey: mid)
         }
         guard let waiter else { return }

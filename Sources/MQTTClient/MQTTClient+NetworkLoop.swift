@@ -29,12 +29,14 @@ extension MQTTClient {
             let rc = mosquitto_loop(handle, 100, 1)
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 if state.withLock({ $0.connected }) { delay = configuration.initialReconnectDelay }
+                releaseHeldAfterTimeout()
                 continue
             }
             socketOpen = false
             let wasConnected = state.withLock { state in
                 defer {
                     state.connected = false
+                    state.resend.disconnected()
                     state.lastError = Self.describe(rc)
                 }
                 return state.connected
@@ -67,6 +69,24 @@ extension MQTTClient {
         }
         return mosquitto_connect_bind_v5(
             handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
+    }
+
+    /// Releases held publishes when a reconnect's resends stay unacknowledged for `orderedResendTimeout`:
+    /// the order is then at risk, but holding every later publish for ever would stop the worker.
+    private func releaseHeldAfterTimeout() {
+        let outstanding: Int? = state.withLock { state in
+            guard state.connected, state.resend.isHolding, let deadline = state.resendDeadline,
+                ContinuousClock.now >= deadline
+            else { return nil }
+            let outstanding = state.resend.outstandingResends
+            releaseHeld(state: &state)
+            return outstanding
+        }
+        if let outstanding {
+            logger.warning(
+                "resends after reconnecting not acknowledged in time; held publishes sent anyway",
+                metadata: ["unacknowledged": "\(outstanding)", "timeout": "\(configuration.orderedResendTimeout)"])
+        }
     }
 
     /// Sleeps in short slices so that a shutdown is not held up by a long backoff.

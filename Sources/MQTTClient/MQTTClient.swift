@@ -34,6 +34,9 @@ public final class MQTTClient: @unchecked Sendable {
         var subscriptions: [String: MQTTQoS] = [:]
         var waiters: [Int32: CheckedContinuation<Void, any Error>] = [:]
         var inFlightQoS1: Set<Int32> = []
+        /// Publishes held back while the connection is down or resends are outstanding (``OrderedResend``).
+        var resend = OrderedResend()
+        var resendDeadline: ContinuousClock.Instant?
         var connectWaiters:
             [(id: Int, deadline: ContinuousClock.Instant, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextWaiterID = 0
@@ -148,18 +151,26 @@ public final class MQTTClient: @unchecked Sendable {
     /// Messages dropped by the incoming buffer's policy (always 0 with `suspendNetwork`).
     public var droppedMessages: Int { buffer.dropped }
 
-    /// QoS 1 messages sent and not yet acknowledged.
-    public var unacknowledgedCount: Int { state.withLock { $0.inFlightQoS1.count } }
+    /// QoS 1 messages sent and not yet acknowledged, plus messages held back until a reconnect's resends
+    /// are acknowledged.
+    public var unacknowledgedCount: Int { state.withLock { $0.inFlightQoS1.count + $0.resend.heldCount } }
+
+    /// Publishes held back while disconnected; a retained publish replaced by a newer one to the same topic
+    /// before it left counts once (``OrderedResend``).
+    public var heldCount: Int { state.withLock { $0.resend.heldCount } }
+
+    /// Retained publishes that a newer one to the same topic replaced while both were held back.
+    public var coalescedCount: Int { state.withLock { $0.resend.coalesced } }
 
     /// Waits until every QoS 1 publish is acknowledged, or `timeout` passes. Returns whether all were.
     @discardableResult
     public func flush(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while ContinuousClock.now < deadline {
-            if state.withLock({ $0.inFlightQoS1.isEmpty }) { return true }
+            if state.withLock({ $0.inFlightQoS1.isEmpty && $0.resend.heldCount == 0 }) { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        return state.withLock { $0.inFlightQoS1.isEmpty }
+        return state.withLock { $0.inFlightQoS1.isEmpty && $0.resend.heldCount == 0 }
     }
 
     /// Flushes QoS 1 traffic (up to `flushTimeout`), sends DISCONNECT (so no will is published), stops the
@@ -223,27 +234,58 @@ public final class MQTTClient: @unchecked Sendable {
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
         waiter: CheckedContinuation<Void, any Error>?
     ) throws(MQTTError) -> Int32 {
-        var list: OpaquePointer? = nil
-        defer { mosquitto_property_free_all(&list) }
-        if configuration.protocolVersion == .v5 { try Self.encode(properties, into: &list) }
+        let message = OrderedResend.Publish(
+            topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter)
         // The lock is held across the C call so that the PUBACK callback (network thread) cannot look for
         // the waiter before it is registered. The callback takes no libmosquitto mutex that this call needs.
-        let (rc, mid): (Int32, Int32) = state.withLock { state in
-            var mid: Int32 = 0
-            let rc = payload.withUnsafeBytes { bytes in
-                mosquitto_publish_v5(
-                    handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, qos.rawValue, retain, list)
+        let result: Result<Int32, MQTTError> = state.withLock { state in
+            // C5: while the connection is down, or a reconnect's resends are not yet acknowledged, a new publish
+            // waits its turn here; libmosquitto would otherwise send it ahead of the older messages it resends.
+            if state.resend.isHolding {
+                state.resend.hold(message)
+                return .success(0)
             }
-            // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.
-            let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
-            if queued && qos == .atLeastOnce {
-                state.inFlightQoS1.insert(mid)
-                if let waiter { state.waiters[mid] = waiter }
+            do throws(MQTTError) {
+                return .success(try publishNow(message, state: &state))
+            } catch {
+                return .failure(error)
             }
-            return (queued ? MOSQ_ERR_SUCCESS.rawValue : rc, mid)
         }
-        try check(rc, "publish to \(topic)")
+        return try result.get()
+    }
+
+    /// Hands one message to libmosquitto and tracks it until its acknowledgement. Call with `state` locked.
+    func publishNow(_ message: OrderedResend.Publish, state: inout State) throws(MQTTError) -> Int32 {
+        var list: OpaquePointer? = nil
+        defer { mosquitto_property_free_all(&list) }
+        if configuration.protocolVersion == .v5 { try Self.encode(message.properties, into: &list) }
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(
+                handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
+                message.retain, list)
+        }
+        // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.
+        let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (message.qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
+        if queued && message.qos == .atLeastOnce {
+            state.inFlightQoS1.insert(mid)
+            if let waiter = message.waiter { state.waiters[mid] = waiter }
+        }
+        try check(queued ? MOSQ_ERR_SUCCESS.rawValue : rc, "publish to \(message.topic)")
         return mid
+    }
+
+    /// Sends every held-back message in the order it was published, once ``OrderedResend`` allows. Call with
+    /// `state` locked, on the network thread.
+    func releaseHeld(state: inout State) {
+        for message in state.resend.release() {
+            do {
+                _ = try publishNow(message, state: &state)
+            } catch {
+                logger.error("held publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+                message.waiter?.resume(throwing: error)
+            }
+        }
     }
 
     static func encode(_ properties: MQTTProperties, into list: inout OpaquePointer?) throws(MQTTError) {

@@ -72,6 +72,9 @@ public struct MQTTConfiguration: Sendable {
     /// Sends each packet at once instead of letting Nagle's algorithm hold small ones back for the
     /// peer's delayed acknowledgement (about 40 ms on Linux): a phase change must not wait (C2).
     public var tcpNoDelay = true
+    /// After a reconnect, new publishes wait until libmosquitto's resends of older messages are acknowledged,
+    /// so they never overtake them (``MQTTClient``'s ordered resend); past this time they leave anyway.
+    public var orderedResendTimeout: Duration = .seconds(10)
 
     public init(
         host: String = "127.0.0.1",

@@ -89,6 +89,22 @@ public final class TestBroker: @unchecked Sendable {
         process.waitForExit(timeout: 5)
     }
 
+    /// Kills the broker (SIGKILL, so it loses what it had not saved) and starts it again on the same port.
+    public func restartLosingData() async throws {
+        kill()
+        try await launch()
+    }
+
+    /// Freezes the broker with SIGSTOP: connections stay open, nothing is read or answered (a hung broker).
+    public func freeze() {
+        if let pid { _ = Glibc.kill(pid, SIGSTOP) }
+    }
+
+    /// Lets a frozen broker run again (SIGCONT).
+    public func thaw() {
+        if let pid { _ = Glibc.kill(pid, SIGCONT) }
+    }
+
     /// Stops the broker and starts it again on the same port with the same configuration and data.
     public func restart() async throws {
         terminate()
@@ -109,7 +125,13 @@ public final class TestBroker: @unchecked Sendable {
         self.process = nil
         lock.unlock()
         guard let process, process.isRunning else { return }
-        process.terminate()
+        process.signal(SIGTERM)
+        // A frozen broker handles SIGTERM only once it runs again.
+        process.signal(SIGCONT)
+        if !process.waitForExit(timeout: 5) {
+            process.signal(SIGKILL)
+            process.waitForExit(timeout: 5)
+        }
     }
 
     private func writeConfiguration() throws {

@@ -297,6 +297,52 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test(
+        "C4, C5: broker frozen across a tick, then restarted (cleanly, then losing its data): no older status after a newer one, retained the newest",
+        arguments: [false, true])
+    func orderingAcrossBrokerRestart(losingData: Bool) async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 1)
+            try await worker.start()
+            // A persistent session: what the broker takes in while this observer reconnects still reaches it,
+            // in the order the broker received it.
+            let observer = try await Observer(broker, filters: ["rides/+/status"], persistentSession: true)
+            let rides = (0..<20).map { "r-c5-\($0)" }
+            for ride in rides { try await observer.publish("rides/\(ride)/start", booking(ride: ride, vehicle: nil)) }
+            try await observer.waitFor("every ride") { _ in rides.allSatisfy { !observer.statuses($0).isEmpty } }
+            try await Task.sleep(for: .milliseconds(1_500))  // the broker saves the observer's session (1 s)
+            broker.freeze()
+            try await Task.sleep(for: .milliseconds(1_500))  // a cadence tick: statuses in flight, unacknowledged
+            if losingData { try await broker.restartLosingData() } else { try await broker.restart() }
+            try await observer.waitFor("statuses after the restart", timeout: 10) { _ in
+                observer.client.reconnectCount > 0 && observer.messages.filter { !$0.retain }.count > 60
+            }
+            try await Task.sleep(for: .milliseconds(2_500))
+            var regressions: [String] = []
+            var newest: [String: Int] = [:]
+            for message in observer.messages where !message.retain && !message.payload.isEmpty {
+                guard let json = try? JSONParser.parse(message.payload), let ride = json["rideIdentifier"]?.stringValue,
+                    let sequence = json.sequence
+                else { continue }
+                if let seen = newest[ride], sequence < seen { regressions.append("\(ride): \(sequence) after \(seen)") }
+                newest[ride] = max(newest[ride] ?? 0, sequence)
+            }
+            #expect(regressions.isEmpty, "C5: an older status after a newer one: \(regressions)")
+            // The retained status is the newest (a new subscriber gets it first), never one the worker superseded.
+            let late = try await Observer(broker, filters: ["rides/+/status"])
+            try await late.waitFor("retained statuses") { _ in rides.allSatisfy { !late.statuses($0).isEmpty } }
+            for ride in rides {
+                let retained = try #require(late.statuses(ride).first?.sequence)
+                #expect(
+                    retained >= (newest[ride] ?? 0),
+                    "C5: \(ride) retained \(retained), newest seen \(newest[ride] ?? 0)")
+            }
+            await late.stop()
+            await observer.stop()
+            #expect(worker.terminate().code == 0)
+        }
+    }
+
     @Test("cadence: 200 rides at a 1 s interval, maximum gap at most interval + 0.5 s (C1, C6)")
     func cadence() async throws {
         try await withTestBroker { broker in

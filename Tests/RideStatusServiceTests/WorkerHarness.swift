@@ -93,10 +93,13 @@ final class Observer: @unchecked Sendable {
     private var received: [MQTTMessage] = []
     private var task: Task<Void, Never>?
 
-    init(_ broker: TestBroker, filters: [String]) async throws {
+    /// - Parameter persistentSession: keep the session on the broker, so that what the broker receives while
+    ///   this observer is reconnecting is delivered to it afterwards, in the broker's order.
+    init(_ broker: TestBroker, filters: [String], persistentSession: Bool = false) async throws {
         client = try MQTTClient(
             configuration: MQTTConfiguration(
-                host: broker.host, port: broker.port, clientID: "obs-\(UUID().uuidString.prefix(8))", cleanStart: true),
+                host: broker.host, port: broker.port, clientID: "obs-\(UUID().uuidString.prefix(8))",
+                cleanStart: !persistentSession),
             logger: quietLogger)
         try await client.connect(timeout: .seconds(5))
         for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
