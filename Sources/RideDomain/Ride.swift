@@ -399,8 +399,10 @@ extension Ride: Codable {
         smoothedSpeed = durable.smoothedSpeed
         estimatedPickupDate = durable.estimatedPickupDate
         estimatedDropOffDate = durable.estimatedDropOffDate
+        // A2: a stored value that is not a distance is derived again rather than trusted.
         legMetres =
-            durable.legMetres ?? booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
+            durable.legMetres.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+            ?? booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         lastValid = nil
         if let last = durable.lastValid ?? durable.lastValidStatus.map(LastValidStatus.Durable.init) {
             lastValid = snapshot(last)

@@ -343,6 +343,21 @@ public struct RideEngine: Sendable {
         return Array(#"{"code":"failure","reason":"unknownRide"}"#.utf8)
     }
 
+    /// L5, A2: takes back a ride from its retained state message on `topic` (the state topic of `ride`),
+    /// checked as fresh input is; a state that fails is dead-lettered with the rule in its detail, and
+    /// left alone (it stays retained for a person to look at). No status is published here.
+    public mutating func restore(topic: String, ride: String, payload: [UInt8], now: Date) -> [RideAction] {
+        do throws(Rejection) {
+            let restored = try Ride.restored(
+                topicRide: ride, payload: payload, now: now, configuration: configuration)
+            return restore(restored, now: now)
+        } catch {
+            var actions: [RideAction] = []
+            reject(error, topic: topic, payload: payload, now: now, into: &actions)
+            return actions
+        }
+    }
+
     /// L5: takes back a ride from durable state (no publish; call ``publishAll(now:)`` once recovered).
     public mutating func restore(_ ride: Ride, now: Date) -> [RideAction] {
         var actions: [RideAction] = []

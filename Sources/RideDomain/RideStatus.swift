@@ -104,7 +104,7 @@ public enum StatusValidator {
         if isBlank(status.rideOption.name) {
             return StatusViolation(rule: "V4", detail: "rideOption.name is empty")
         }
-        if !status.rideOption.estimatedPickupDate.timeIntervalSince1970.isFinite {
+        if !Timestamps.isRepresentable(status.rideOption.estimatedPickupDate) {
             return StatusViolation(rule: "V4", detail: "rideOption.estimatedPickupDate is not a valid time")
         }
         if status.phase >= .confirmed && (status.vehicle.mapAnnotationImage ?? "").isEmpty {
@@ -131,6 +131,10 @@ public enum StatusValidator {
         // V6: a line item may be negative (a discount); its currency must still be ISO 4217.
         for item in status.rideOption.fareLineItems where !Money.isValidCurrencyCode(item.currencyCode) {
             return StatusViolation(rule: "V6", detail: "fare line item currency \(item.currencyCode) is not ISO 4217")
+        }
+        let dates = [status.estimatedPickupDate, status.estimatedPickupEndDate, status.estimatedDropOffDate]
+        if !dates.allSatisfy({ $0.map(Timestamps.isRepresentable) ?? true }) {
+            return StatusViolation(rule: "V6", detail: "an estimated date is not a valid time")
         }
         if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
             return StatusViolation(rule: "V6", detail: "estimatedDropOffDate is before estimatedPickupDate")

@@ -12,7 +12,11 @@ public enum Timestamps {
 
     /// Appends `date` as RFC 3339 UTC with milliseconds (24 ASCII bytes), without building a `String`.
     public static func append(_ date: Date, to bytes: inout [UInt8]) {
-        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        // Never traps: a time outside years 0001-9999 (no valid input yields one; A2 and V6 refuse them) is
+        // written clamped to that range, NaN as the epoch.
+        let seconds = date.timeIntervalSince1970
+        let bounded = seconds.isNaN ? 0 : min(max(seconds, earliestSeconds), latestSeconds)
+        let totalMilliseconds = Int64((bounded * 1000).rounded())
         var days = totalMilliseconds / 86_400_000
         var millisecondsOfDay = totalMilliseconds % 86_400_000
         if millisecondsOfDay < 0 {
@@ -51,6 +55,16 @@ public enum Timestamps {
             put(UInt8(ascii: "Z"))
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<index]))
         }
+    }
+
+    /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range RFC 3339's four-digit years write.
+    static let earliestSeconds: Double = -62_135_596_800
+    static let latestSeconds: Double = 253_402_300_799.999
+
+    /// Whether `date` is a time RFC 3339 can write (V4, V6: "a valid time"; A2).
+    public static func isRepresentable(_ date: Date) -> Bool {
+        let seconds = date.timeIntervalSince1970
+        return seconds >= earliestSeconds && seconds <= latestSeconds
     }
 
     /// Parses an RFC 3339 date-time with `Z` or a numeric offset and optional fraction.

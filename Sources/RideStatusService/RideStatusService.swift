@@ -222,8 +222,8 @@ public final class RideStatusService: Service, Sendable {
             let published = core.withLock { core -> Bool in
                 if !core.recovered {
                     switch settings.topics.parse(message.topic) {
-                    case .state:
-                        restore(message, now: now, core: &core, changes: changes, logger: logger)
+                    case .state(let ride):
+                        restore(message, ride: ride, now: now, core: &core, client: client, changes: changes)
                     case .unknown where message.topic.hasSuffix("/recovery"):
                         if String(decoding: message.payload, as: UTF8.self) == core.recoveryNonce {
                             finishRecovery(client, workerID: workerID, core: &core, changes: changes, logger: logger)
@@ -241,22 +241,22 @@ public final class RideStatusService: Service, Sendable {
         }
     }
 
+    /// L5, A2: one retained ride state; what fails the checks is logged (naming A2), dead-lettered and left
+    /// retained. A zero-length message is a deleted state: nothing to restore.
     private func restore(
-        _ message: MQTTMessage, now: Date, core: inout Core, changes: AsyncStream<SubscriptionChange>.Continuation,
-        logger: Logger
+        _ message: MQTTMessage, ride: String, now: Date, core: inout Core, client: MQTTClient,
+        changes: AsyncStream<SubscriptionChange>.Continuation
     ) {
         guard !message.payload.isEmpty else { return }
-        do {
-            let ride = try JSONDecoder().decode(Ride.self, from: Data(message.payload))
-            let actions = core.engine.restore(ride, now: now)
-            for case .subscribe(let vehicle) in actions {
-                changes.yield(.subscribe(settings.topics.position(vehicle: vehicle)))
-            }
-        } catch {
+        let actions = core.engine.restore(topic: message.topic, ride: ride, payload: message.payload, now: now)
+        for case .deadLetter(let letter) in actions {
             logger.error(
-                "unreadable ride state skipped (L5); it stays retained for a worker that can read it",
-                metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+                "ride state refused (A2); it stays retained and the ride is not resumed",
+                metadata: [
+                    "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
+                ])
         }
+        execute(actions, core: &core, client: client, changes: changes, logger: logger)
     }
 
     /// Handles one message; returns whether it caused a status publish.

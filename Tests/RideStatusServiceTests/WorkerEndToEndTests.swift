@@ -215,6 +215,62 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test("A2, L5: retained states with a 2^63-1 sequence, a '+' vehicle or another ride's id never stop the worker")
+    func hostileDurableState() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-a2", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/deadletter"])
+            try await observer.publish("rides/r-good/start", booking(ride: "r-good", vehicle: "v-good"))
+            try await observer.waitFor("confirmed") { _ in !observer.statuses("r-good").isEmpty }
+            worker.kill()
+            // The worker's own state, read back from a broker anyone may have written to.
+            let state = try await Observer(broker, filters: ["ridestatus/state/r-good"])
+            let stored = try await state.waitFor("the good ride's state") { !$0.isEmpty }
+            let text = String(decoding: try #require(stored.first).payload, as: UTF8.self)
+            await state.stop()
+            let sequence = try #require(try JSONParser.parse(Array(text.utf8)).sequence)
+            let hostile = [
+                (
+                    "r-max",
+                    text.replacingOccurrences(
+                        of: #""sequence":\#(sequence),"#, with: #""sequence":9223372036854775807,"#
+                    )
+                    .replacingOccurrences(of: "r-good", with: "r-max")
+                ),
+                (
+                    "r-plus",
+                    text.replacingOccurrences(of: "v-good", with: "+").replacingOccurrences(
+                        of: "r-good", with: "r-plus")
+                ),
+                ("r-other", text),
+            ]
+            for (ride, payload) in hostile {
+                try await observer.publish("ridestatus/state/\(ride)", payload, retain: true)
+            }
+            observer.clear()
+            for _ in 0..<2 {
+                try await worker.start()
+                try await observer.waitFor("the good ride resumes") { _ in !observer.statuses("r-good").isEmpty }
+                worker.kill()
+                observer.clear()
+            }
+            try await worker.start()
+            let letters = try await observer.waitFor("three dead letters naming A2") { messages in
+                messages.filter { $0.topic == "ridestatus/deadletter" }.count >= 3
+            }.filter { $0.topic == "ridestatus/deadletter" }.map { String(decoding: $0.payload, as: UTF8.self) }
+            #expect(letters.allSatisfy { $0.contains("A2") }, Comment(rawValue: letters.joined(separator: "\n")))
+            #expect(
+                letters.contains { $0.contains("identifierMismatch") }
+                    && letters.contains { $0.contains("invalidIdentifier") })
+            #expect(worker.readyStatus() == 200, "alive and ready after three starts")
+            #expect(worker.logText.contains("ride state refused (A2)"))
+            #expect(observer.statuses("r-max").isEmpty && observer.statuses("r-plus").isEmpty)
+            await observer.stop()
+            #expect(worker.terminate().code == 0)
+        }
+    }
+
     @Test("control messages sent while the worker is down are processed on return; duplicates change nothing (L6)")
     func controlWhileDown() async throws {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in

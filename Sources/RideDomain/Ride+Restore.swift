@@ -1,0 +1,132 @@
+import Foundation
+
+// MARK: - Restoring durable state (L5, A2)
+
+extension Ride {
+    /// The largest `sequence` a ride may carry: 2^53 - 1, the largest integer every JSON reader keeps exactly.
+    /// A stored sequence above it could never be continued without loss (or, at `Int.max`, without trapping).
+    public static let maxSequence = 9_007_199_254_740_991
+
+    /// A2, L5: a ride read back from its retained state on `ridestatus/state/{ride}`, checked as fresh input is:
+    /// I1 for every identifier, the topic's ride id equal to the payload's, ranges for sequence, dates, money and
+    /// places. The worker takes nothing on trust from its broker.
+    /// - Parameter topicRide: the ride identifier in the state message's topic.
+    /// - Throws: a ``Rejection`` whose detail names the rule (A2 and the rule of the field).
+    public static func restored(
+        topicRide: String, payload: [UInt8], now: Date, configuration: RideConfiguration
+    ) throws(Rejection) -> Ride {
+        try checkIdentifier(topicRide, field: "the state topic's ride")
+        // A ride's state is bigger than its booking (it holds the last valid status too), but bounded.
+        let limit = 4 * configuration.maxPayloadBytes
+        guard payload.count <= limit else {
+            throw Rejection(.payloadTooLarge, "ride state of \(payload.count) bytes is over \(limit) (A2, I2)")
+        }
+        guard !payload.isEmpty else { throw Rejection(.malformedJSON, "ride state is empty (A2, I2)") }
+        let ride: Ride
+        do {
+            ride = try JSONDecoder().decode(Ride.self, from: Data(payload))
+        } catch {
+            throw Rejection(.malformedJSON, "ride state does not decode: \(Self.summary(of: error)) (A2, L5)")
+        }
+        try ride.checkRestorable(topicRide: topicRide, now: now, configuration: configuration)
+        return ride
+    }
+
+    /// A2: every identifier, range and place of a restored ride, as fresh input would be checked.
+    func checkRestorable(topicRide: String, now: Date, configuration: RideConfiguration) throws(Rejection) {
+        try Self.checkIdentifier(rideIdentifier, field: "rideIdentifier")
+        guard rideIdentifier == topicRide else {
+            throw Rejection(
+                .identifierMismatch, "ride state for '\(rideIdentifier)' on the topic of '\(topicRide)' (A2, I3)")
+        }
+        if let vehicleId { try Self.checkIdentifier(vehicleId, field: "vehicleId") }
+        guard (0...Self.maxSequence).contains(sequence) else {
+            throw Rejection(.invalidField, "sequence \(sequence) is outside 0...\(Self.maxSequence) (A2, C5)")
+        }
+        if let last = lastValidStatus, last.sequence > sequence || last.sequence < 0 {
+            throw Rejection(.invalidField, "lastValid.sequence \(last.sequence) is above sequence \(sequence) (A2, C5)")
+        }
+        // Times: each one RFC 3339 can write; what already happened cannot lie in the future.
+        let latest = now.addingTimeInterval(configuration.futureTolerance)
+        let happened: [(String, Date?)] = [
+            ("startedAt", startedAt), ("lastIssuedAt", lastIssuedAt), ("lastFixAcceptedAt", lastFixAcceptedAt),
+            ("completedAt", completedAt), ("pickupArrivedAt", pickupArrivedAt), ("ongoingSince", ongoingSince),
+            ("location.timestamp", location?.timestamp),
+        ]
+        for case (let field, let date?) in happened where !Timestamps.isRepresentable(date) || date > latest {
+            throw Rejection(.invalidField, "\(field) \(date.timeIntervalSince1970) is not a past time (A2, T2)")
+        }
+        let estimates: [(String, Date?)] = [
+            ("estimatedPickupDate", estimatedPickupDate), ("estimatedDropOffDate", estimatedDropOffDate),
+            ("estimatedPickupEndDate", estimatedPickupEndDate),
+            ("rideOption.estimatedPickupDate", booking.rideOption.estimatedPickupDate),
+        ]
+        for case (let field, let date?) in estimates where !Timestamps.isRepresentable(date) {
+            throw Rejection(.invalidField, "\(field) is not a valid time (A2, V6)")
+        }
+        guard drivenMetres.isFinite && drivenMetres >= 0 else {
+            throw Rejection(.invalidField, "drivenMetres \(drivenMetres) is not a distance (A2)")
+        }
+        if let speed = smoothedSpeed, !(speed.isFinite && speed >= 0) {
+            throw Rejection(.invalidField, "smoothedSpeed \(speed) is not a speed (A2, T6)")
+        }
+        // Places (T1).
+        let places: [(String, Coordinate?)] = [
+            ("pickupLocation", booking.pickupLocation.coordinate),
+            ("dropOffLocation", booking.dropOffLocation.coordinate), ("location", location?.coordinate),
+            ("lastValid.vehicleLocation", lastValidStatus?.vehicleLocation?.coordinate),
+        ]
+        for case (let field, let coordinate?) in places where !coordinate.isValid {
+            throw Rejection(.invalidCoordinates, "\(field) is not a valid position (A2, T1)")
+        }
+        // Money (V6): what the ride can still charge or show is never negative and always ISO 4217.
+        var amounts: [(String, Decimal, String)] = []
+        if let fare = booking.fare {
+            amounts += [
+                ("fare.baseCharge", fare.baseCharge, fare.currencyCode),
+                ("fare.perKilometer", fare.perKilometer, fare.currencyCode),
+                ("fare.perMinute", fare.perMinute, fare.currencyCode),
+            ]
+        }
+        if let range = booking.rideOption.priceRange {
+            amounts += [
+                ("priceRange.minimumPrice", range.minimumPrice, range.currencyCode),
+                ("priceRange.maximumPrice", range.maximumPrice, range.currencyCode),
+            ]
+        }
+        if let payment = completion?.paymentAmount {
+            amounts.append(("completion.paymentAmount", payment.amount, payment.currencyCode))
+        }
+        for (field, amount, code) in amounts where amount < 0 || !Money.isValidCurrencyCode(code) {
+            throw Rejection(.invalidField, "\(field) \(amount) \(code) is negative or not ISO 4217 (A2, V6)")
+        }
+        // V3: the phase and the completion status agree.
+        guard (phase == .completed) == (completion != nil) else {
+            throw Rejection(.invalidField, "phase \(phase.rawValue) and completion disagree (A2, V3)")
+        }
+    }
+
+    /// I1 for an identifier of a ride state, never echoed into a topic.
+    private static func checkIdentifier(_ value: String, field: String) throws(Rejection) {
+        guard Identifier.isValid(value) else {
+            throw Rejection(.invalidIdentifier, "\(field) in ride state breaks I1 (A2, I1)")
+        }
+    }
+
+    /// A decoding error in one line: the field's path and what was wrong, not Foundation's whole description.
+    private static func summary(of error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "the document" : keys.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            return "\(path(context)): \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return "\(path(context)).\(key.stringValue) is missing"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import RideDomain
+import Testing
+
+/// A2, L5: the worker's own durable state, read back from the broker, passes the checks fresh input does.
+@Suite("A2: durable state is checked like fresh input")
+struct DurableStateTrustTests {
+    /// A valid state document of an ongoing ride, as a mutable JSON object.
+    func stateDocument() throws -> [String: Any] {
+        var harness = Harness()
+        harness.start()
+        harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 800, bearing: 90), speed: 8)
+        let ride = try #require(harness.engine.rides["r-1"])
+        return try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(ride)) as? [String: Any])
+    }
+
+    func restore(_ document: [String: Any], topicRide: String = "r-1") throws -> Result<Ride, Rejection> {
+        let payload = Array(try JSONSerialization.data(withJSONObject: document))
+        do throws(Rejection) {
+            return .success(
+                try Ride.restored(
+                    topicRide: topicRide, payload: payload, now: t0.addingTimeInterval(10),
+                    configuration: RideConfiguration()))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func rejection(_ document: [String: Any], topicRide: String = "r-1") throws -> Rejection? {
+        if case .failure(let rejection) = try restore(document, topicRide: topicRide) { return rejection }
+        return nil
+    }
+
+    @Test("A2, L5: a valid state restores with its phase, sequence and location")
+    func validRestores() throws {
+        let ride = try restore(try stateDocument()).get()
+        #expect(ride.sequence >= 1 && ride.location != nil && ride.vehicleId == "v-1")
+    }
+
+    @Test("A2, C5: a sequence outside 0...2^53-1 is refused, never an arithmetic trap at the next status")
+    func sequenceRange() throws {
+        for value in [Int.max, -1, Ride.maxSequence + 1] {
+            var document = try stateDocument()
+            document["sequence"] = value
+            let refused = try #require(try rejection(document))
+            #expect(refused.reason == .invalidField && refused.detail.contains("A2"), "\(value): \(refused)")
+        }
+        var atMost = try stateDocument()
+        atMost["sequence"] = Ride.maxSequence - 1
+        var ride = try restore(atMost).get()
+        #expect(
+            ride.nextStatus(now: t0.addingTimeInterval(11), configuration: RideConfiguration()).sequence
+                == Ride.maxSequence)
+    }
+
+    @Test("A2, I1, I3: every identifier checked, and the topic's ride id equal to the payload's")
+    func identifiers() throws {
+        var wildcard = try stateDocument()
+        wildcard["vehicleId"] = "+"
+        #expect(try rejection(wildcard)?.reason == .invalidIdentifier, "never subscribed as fleet/vehicles/+/...")
+        #expect(try rejection(try stateDocument(), topicRide: "r-2")?.reason == .identifierMismatch)
+        #expect(try rejection(try stateDocument(), topicRide: "a/b")?.reason == .invalidIdentifier)
+    }
+
+    @Test("A2, T1, T2, V6: places, past times, estimates and money in range")
+    func ranges() throws {
+        var future = try stateDocument()
+        future["startedAt"] = (future["startedAt"] as? Double ?? 0) + 86_400
+        #expect(try rejection(future)?.detail.contains("startedAt") == true)
+        var huge = try stateDocument()
+        huge["estimatedDropOffDate"] = 1e300
+        #expect(try rejection(huge)?.detail.contains("estimatedDropOffDate") == true)
+        var place = try stateDocument()
+        var location = try #require(place["location"] as? [String: Any])
+        var coordinate = try #require(location["coordinate"] as? [String: Any])
+        coordinate["latitude"] = 123.4
+        location["coordinate"] = coordinate
+        place["location"] = location
+        #expect(try rejection(place)?.reason == .invalidCoordinates)
+        var money = try stateDocument()
+        var booking = try #require(money["bookingBox"] as? [String: Any])
+        var fare = try #require(booking["fare"] as? [String: Any])
+        fare["baseCharge"] = -100
+        booking["fare"] = fare
+        money["bookingBox"] = booking
+        #expect(try rejection(money)?.detail.contains("fare.baseCharge") == true)
+        var distance = try stateDocument()
+        distance["drivenMetres"] = -5
+        #expect(try rejection(distance)?.detail.contains("drivenMetres") == true)
+    }
+
+    @Test("A2, I2: empty, oversized or undecodable state is refused with a one-line reason")
+    func undecodable() throws {
+        func refuse(_ payload: [UInt8]) -> Rejection? {
+            do throws(Rejection) {
+                _ = try Ride.restored(
+                    topicRide: "r-1", payload: payload, now: t0, configuration: RideConfiguration())
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(refuse([])?.reason == .malformedJSON)
+        #expect(refuse(Array(repeating: 0x20, count: 70_000))?.reason == .payloadTooLarge)
+        let missing = try #require(refuse(bytes(#"{"phase":"confirmed"}"#)))
+        #expect(missing.reason == .malformedJSON && !missing.detail.contains("\n"), "\(missing.detail)")
+    }
+
+    @Test("A2: the engine dead-letters a refused state and keeps every healthy ride")
+    func engineLeavesItAlone() throws {
+        var engine = RideEngine()
+        var good = try stateDocument()
+        good["sequence"] = 7
+        let goodActions = engine.restore(
+            topic: "ridestatus/state/r-1", ride: "r-1",
+            payload: Array(try JSONSerialization.data(withJSONObject: good)),
+            now: t0.addingTimeInterval(10))
+        #expect(goodActions == [.subscribe(vehicle: "v-1")])
+        var bad = try stateDocument()
+        bad["sequence"] = Int.max
+        let badActions = engine.restore(
+            topic: "ridestatus/state/r-1", ride: "r-1", payload: Array(try JSONSerialization.data(withJSONObject: bad)),
+            now: t0.addingTimeInterval(10))
+        #expect(badActions.reasons == [.invalidField])
+        #expect(engine.activeRideCount == 1 && engine.ride("r-1")?.sequence == 7)
+    }
+}
