@@ -56,8 +56,9 @@ struct FleetSimCommand: AsyncParsableCommand {
             logger: logger)
         logger.info("connecting", metadata: ["broker": "\(broker)"])
         try await client.connect(timeout: .seconds(30))
-        // Quote replies (3.4) come back on this simulator's own topic; they are handed to the world each tick.
-        let replyTopic = "fleet-sim/\(seed)-\(UInt32.random(in: 0...UInt32.max))/quotes"
+        // Quote replies (3.4) come back on this simulator's own topic under the reply prefix (A1); they are
+        // handed to the world each tick.
+        let replyTopic = "\(Topics().replyPrefix)/fleet-sim-\(seed)-\(UInt32.random(in: 0...UInt32.max))/quotes"
         try await client.subscribe(replyTopic, qos: .atLeastOnce)
         let inbox = QuoteInbox()
         let reader = Task {

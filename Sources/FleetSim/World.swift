@@ -64,7 +64,8 @@ struct World {
 
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
-        cancelRate: Double, badInputRate: Double, quoteReplies: String = "fleet-sim/quotes", ridePrefix: String = "r-"
+        cancelRate: Double, badInputRate: Double, quoteReplies: String = "replies/fleet-sim/quotes",
+        ridePrefix: String = "r-"
     ) {
         random = SeededRandom(seed: seed)
         self.ridePrefix = ridePrefix

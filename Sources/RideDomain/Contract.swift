@@ -7,15 +7,36 @@ public struct Topics: Sendable, Equatable {
     public var ridesPrefix: String
     public var serviceName: String
     public var rideOptionsPrefix: String
+    /// A1: replies go only to Response Topics under this prefix.
+    public var replyPrefix: String
 
     public init(
         fleetPrefix: String = "fleet", ridesPrefix: String = "rides", serviceName: String = "ridestatus",
-        rideOptionsPrefix: String = "ride-options"
+        rideOptionsPrefix: String = "ride-options", replyPrefix: String = "replies"
     ) {
         self.fleetPrefix = fleetPrefix
         self.ridesPrefix = ridesPrefix
         self.serviceName = serviceName
         self.rideOptionsPrefix = rideOptionsPrefix
+        self.replyPrefix = replyPrefix
+    }
+
+    /// A1: where a reply to a request (L7, 3.4) may go: a topic name (no wildcard, no NUL) under
+    /// `{replyPrefix}/`, never onto a topic of the contract. Otherwise the rejection to dead-letter.
+    public func replyTopicProblem(_ responseTopic: String?) -> Rejection? {
+        guard let responseTopic else {
+            return Rejection(.missingField, "the request has no Response Topic (A1)")
+        }
+        let shown = String(responseTopic.prefix(128))
+        let under =
+            responseTopic.utf8.count > replyPrefix.utf8.count + 1
+            && responseTopic.hasPrefix(replyPrefix + "/")
+        let clean = !responseTopic.utf8.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 == 0 }
+        guard under, clean, responseTopic.utf8.count <= 65_535 else {
+            return Rejection(
+                .invalidField, "Response Topic '\(shown)' is not a topic under '\(replyPrefix)/' (A1)")
+        }
+        return nil
     }
 
     public func position(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/position" }

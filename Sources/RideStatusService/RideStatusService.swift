@@ -267,17 +267,20 @@ public final class RideStatusService: Service, Sendable {
     ) -> Bool {
         switch settings.topics.parse(message.topic) {
         case .statusRequest(let ride):
-            reply(to: message, payload: core.engine.statusReply(for: ride), client: client, logger: logger)
+            if let refused = reply(to: message, payload: core.engine.statusReply(for: ride), client: client) {
+                let actions = core.engine.reject(refused, topic: message.topic, payload: message.payload, now: now)
+                execute(actions, core: &core, client: client, changes: changes, logger: logger)
+            }
             return false
         case .rideOptionsRequest:
             // Only messages stashed during recovery come here; later ones are answered outside the lock.
             var rejection: Rejection?
             let answer = quote(message, quoter: core.quoter, now: now) { rejection = $0 }
-            if let rejection {
-                let actions = core.engine.reject(rejection, topic: message.topic, payload: message.payload, now: now)
+            for refused in [rejection, reply(to: message, payload: answer.encoded(), client: client)].compactMap({ $0 })
+            {
+                let actions = core.engine.reject(refused, topic: message.topic, payload: message.payload, now: now)
                 execute(actions, core: &core, client: client, changes: changes, logger: logger)
             }
-            reply(to: message, payload: answer.encoded(), client: client, logger: logger)
             return false
         case .availability(let vehicle):
             guard core.quoter != nil else { return false }
@@ -304,13 +307,14 @@ public final class RideStatusService: Service, Sendable {
     ) {
         var rejection: Rejection?
         let answer = quote(message, quoter: quoter, now: now) { rejection = $0 }
-        if let rejection {
-            core.withLock { core in
-                let actions = core.engine.reject(rejection, topic: message.topic, payload: message.payload, now: now)
+        let refusals = [rejection, reply(to: message, payload: answer.encoded(), client: client)].compactMap { $0 }
+        guard !refusals.isEmpty else { return }
+        core.withLock { core in
+            for refused in refusals {
+                let actions = core.engine.reject(refused, topic: message.topic, payload: message.payload, now: now)
                 execute(actions, core: &core, client: client, changes: changes, logger: logger)
             }
         }
-        reply(to: message, payload: answer.encoded(), client: client, logger: logger)
     }
 
     /// 3.4: a quote from the catalog and the live fleet, or a failure reply that says why. A malformed
@@ -339,17 +343,16 @@ public final class RideStatusService: Service, Sendable {
         return answer
     }
 
-    private func reply(to request: MQTTMessage, payload: [UInt8], client: MQTTClient, logger: Logger) {
-        guard let responseTopic = request.properties.responseTopic, !responseTopic.contains("+"),
-            !responseTopic.contains("#")
-        else {
-            logger.debug("request without a usable response topic ignored", metadata: ["topic": "\(request.topic)"])
-            return
-        }
+    /// A1: publishes a reply on the request's Response Topic with its Correlation Data, only when that topic
+    /// lies under the reply prefix. Returns the rejection to dead-letter otherwise (no reply is sent).
+    private func reply(to request: MQTTMessage, payload: [UInt8], client: MQTTClient) -> Rejection? {
+        let responseTopic = request.properties.responseTopic
+        if let problem = settings.topics.replyTopicProblem(responseTopic) { return problem }
         try? client.publishWithoutWaiting(
-            topic: responseTopic, payload: payload, qos: .atLeastOnce,
+            topic: responseTopic ?? "", payload: payload, qos: .atLeastOnce,
             properties: MQTTProperties(
                 correlationData: request.properties.correlationData, contentType: "application/json"))
+        return nil
     }
 
     // MARK: Cadence

@@ -64,6 +64,7 @@ public struct WorkerSettings: Sendable {
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
         "topics.serviceName": { $0.topics.serviceName = $1 },
         "topics.rideOptionsPrefix": { $0.topics.rideOptionsPrefix = $1 },
+        "topics.replyPrefix": { $0.topics.replyPrefix = $1 },
         "rideOptions.catalog": { $0.rideOptionsCatalogPath = $1 },
         "rides.updateInterval": { $0.ride.updateInterval = try number($1, "rides.updateInterval", 0.1...20) },
         "rides.staleAfter": { $0.ride.staleAfter = try number($1, "rides.staleAfter", 1...3600) },

@@ -112,6 +112,25 @@ struct InputRulesTests {
         #expect(fee.deadLetters.first?.detail.contains("cancellationFee.amount") == true)
     }
 
+    @Test("A1: replies only to topic names under the reply prefix, never onto a contract topic")
+    func replyTopics() {
+        let topics = Topics()
+        #expect(topics.replyTopicProblem("replies/app-7/status") == nil)
+        #expect(topics.replyTopicProblem("replies/x") == nil)
+        for refused in [
+            "rides/r-2/status", "ridestatus/state/r-2", "fleet/vehicles/v-1/position", "replies/", "replies",
+            "replies/+", "replies/#", "repliesX/a", "replies/a\u{0}b", "ridestatus/deadletter",
+        ] {
+            #expect(topics.replyTopicProblem(refused)?.reason == .invalidField, "\(refused)")
+            #expect(topics.replyTopicProblem(refused)?.detail.contains("A1") == true)
+        }
+        #expect(topics.replyTopicProblem(nil)?.reason == .missingField)
+        var custom = Topics()
+        custom.replyPrefix = "clients/answers"
+        #expect(custom.replyTopicProblem("clients/answers/a") == nil)
+        #expect(custom.replyTopicProblem("replies/a") != nil)
+    }
+
     @Test("3.5: the dead-letter limit holds in every one-second window, for any arrival times")
     func deadLetterWindow() {
         var generator = SeededRandom(seed: 11)

@@ -12,7 +12,7 @@ let shippedCatalog = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 /// Quotes (3.4) through the built worker and a real mosquitto.
 @Suite("ride options end to end (3.4)", .serialized)
 struct RideOptionsEndToEndTests {
-    static let replies = "clients/rider/quotes"
+    static let replies = "replies/rider/quotes"
 
     func quoteWorker(_ broker: TestBroker) throws -> WorkerProcess {
         try WorkerProcess(broker: broker, interval: 5, extra: ["--set", "rideOptions.catalog=\(shippedCatalog)"])

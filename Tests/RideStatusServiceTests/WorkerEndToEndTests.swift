@@ -437,22 +437,69 @@ struct WorkerEndToEndTests {
         try await withTestBroker { broker in
             let worker = try WorkerProcess(broker: broker, interval: 5)
             try await worker.start()
-            let observer = try await Observer(broker, filters: ["rides/+/status", "clients/me/replies"])
+            let observer = try await Observer(broker, filters: ["rides/+/status", "replies/me"])
             try await observer.publish("rides/r-get/start", booking(ride: "r-get", vehicle: "v-get"))
             try await observer.waitFor("status") { _ in !observer.statuses("r-get").isEmpty }
-            let request = MQTTProperties(responseTopic: "clients/me/replies", correlationData: [1, 2, 3])
+            let request = MQTTProperties(responseTopic: "replies/me", correlationData: [1, 2, 3])
             try await observer.publish("rides/r-get/status/get", "{}", properties: request)
             try await observer.publish(
                 "rides/r-none/status/get", "",
-                properties: MQTTProperties(responseTopic: "clients/me/replies", correlationData: [9]))
+                properties: MQTTProperties(responseTopic: "replies/me", correlationData: [9]))
             let replies = try await observer.waitFor("two replies") {
-                $0.filter { $0.topic == "clients/me/replies" }.count == 2
+                $0.filter { $0.topic == "replies/me" }.count == 2
             }
-            .filter { $0.topic == "clients/me/replies" }
+            .filter { $0.topic == "replies/me" }
             let current = try #require(replies.first { $0.properties.correlationData == [1, 2, 3] })
             #expect((try JSONParser.parse(current.payload))["rideIdentifier"]?.stringValue == "r-get")
             let unknown = try #require(replies.first { $0.properties.correlationData == [9] })
             #expect(String(decoding: unknown.payload, as: UTF8.self) == #"{"code":"failure","reason":"unknownRide"}"#)
+            await observer.stop()
+            _ = worker.terminate()
+        }
+    }
+
+    @Test("A1: a reply goes only under replies/; another ride's status topic as Response Topic gets a dead letter")
+    func repliesOnlyUnderThePrefix() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, interval: 20)
+            try await worker.start()
+            // Everything on the broker, to see that no reply lands anywhere.
+            let observer = try await Observer(broker, filters: ["#"])
+            for ride in ["r-a1", "r-b1"] {
+                try await observer.publish("rides/\(ride)/start", booking(ride: ride, vehicle: "v-\(ride)"))
+            }
+            try await observer.waitFor("statuses") { _ in
+                !observer.statuses("r-a1").isEmpty && !observer.statuses("r-b1").isEmpty
+            }
+            observer.clear()
+            // Ride A's status, driver's phone included, onto ride B's status topic: refused.
+            for target in ["rides/r-b1/status", "ridestatus/state/r-b1", "fleet/vehicles/v-x/position", "replies/+"] {
+                try await observer.publish(
+                    "rides/r-a1/status/get", "{}",
+                    properties: MQTTProperties(responseTopic: target, correlationData: [7]))
+            }
+            try await observer.publish(
+                "ride-options/request", #"{}"#, properties: MQTTProperties(responseTopic: "rides/r-b1/status"))
+            let letters = try await observer.waitFor("five dead letters (A1)") {
+                $0.filter { $0.topic == "ridestatus/deadletter" }.count >= 5
+            }.filter { $0.topic == "ridestatus/deadletter" }.compactMap { try? JSONParser.parse($0.payload) }
+            let a1 = letters.filter { ($0["detail"]?.stringValue ?? "").contains("(A1)") }
+            #expect(a1.count == 5)
+            #expect(a1.allSatisfy { $0["reason"]?.stringValue == "invalidField" })
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(observer.statuses("r-b1").isEmpty, "nothing landed on ride B's status topic")
+            #expect(
+                !observer.messages.contains {
+                    $0.properties.correlationData == [7] && !$0.topic.hasSuffix("/status/get")
+                },
+                "no reply anywhere")
+            // Under the prefix it answers.
+            try await observer.publish(
+                "rides/r-a1/status/get", "{}",
+                properties: MQTTProperties(responseTopic: "replies/app-1", correlationData: [8]))
+            try await observer.waitFor("the reply under replies/") { messages in
+                messages.contains { $0.topic == "replies/app-1" && $0.properties.correlationData == [8] }
+            }
             await observer.stop()
             _ = worker.terminate()
         }
