@@ -56,8 +56,9 @@ extension MQTTClient {
             defer { state.connectWaiters.removeAll() }
             return (state.subscriptions, state.connectWaiters.map(\.continuation), state.connects > 1)
         }
-        for (filter, qos) in subscriptions {
-            let rc = mosquitto_subscribe_v5(handle, nil, filter, qos.rawValue, 0, nil)
+        for (filter, subscription) in subscriptions {
+            let rc = mosquitto_subscribe_v5(
+                handle, nil, filter, subscription.qos.rawValue, optionBits(subscription.options), nil)
             if rc != 0 { logger.error("MQTT resubscribe failed", metadata: ["filter": "\(filter)", "rc": "\(rc)"]) }
         }
         // C5: held publishes leave once libmosquitto's resends of older messages are acknowledged (now, when

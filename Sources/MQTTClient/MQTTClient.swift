@@ -31,7 +31,7 @@ public final class MQTTClient: @unchecked Sendable {
     public let events: AsyncStream<MQTTConnectionEvent>
 
     struct State {
-        var subscriptions: [String: MQTTQoS] = [:]
+        var subscriptions: [String: (qos: MQTTQoS, options: MQTTSubscribeOptions)] = [:]
         var waiters: [Int32: CheckedContinuation<Void, any Error>] = [:]
         var inFlightQoS1: Set<Int32> = []
         /// Publishes held back while the connection is down or resends are outstanding (``OrderedResend``).
@@ -322,16 +322,18 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Subscribes and waits for SUBACK. The filter is remembered and subscribed again after every reconnect;
     /// while disconnected it returns at once and the subscription is made on the next CONNACK.
-    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) async throws {
+    public func subscribe(
+        _ filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscribeOptions = MQTTSubscribeOptions()
+    ) async throws {
         guard mosquitto_sub_topic_check(filter) == MOSQ_ERR_SUCCESS.rawValue else {
             throw MQTTError.invalidConfiguration("'\(filter)' is not a valid topic filter")
         }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let rc: Int32 = state.withLock { state in
-                state.subscriptions[filter] = qos
+                state.subscriptions[filter] = (qos, options)
                 guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
                 var mid: Int32 = 0
-                let rc = mosquitto_subscribe_v5(handle, &mid, filter, qos.rawValue, 0, nil)
+                let rc = mosquitto_subscribe_v5(handle, &mid, filter, qos.rawValue, optionBits(options), nil)
                 if rc == MOSQ_ERR_SUCCESS.rawValue { state.waiters[mid] = continuation }
                 return rc
             }
@@ -363,7 +365,19 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// The filters the client restores after a reconnect.
-    public var subscriptions: [String: MQTTQoS] { state.withLock { $0.subscriptions } }
+    public var subscriptions: [String: MQTTQoS] { state.withLock { $0.subscriptions.mapValues(\.qos) } }
+
+    /// libmosquitto's option bits for `options`; none with MQTT 3.1.1, where SUBSCRIBE has no options.
+    func optionBits(_ options: MQTTSubscribeOptions) -> Int32 {
+        guard configuration.protocolVersion == .v5 else { return 0 }
+        var bits: UInt32 = options.noLocal ? MQTT_SUB_OPT_NO_LOCAL.rawValue : 0
+        switch options.retainHandling {
+        case .sendOnSubscribe: bits |= MQTT_SUB_OPT_SEND_RETAIN_ALWAYS.rawValue
+        case .sendIfNew: bits |= MQTT_SUB_OPT_SEND_RETAIN_NEW.rawValue
+        case .never: bits |= MQTT_SUB_OPT_SEND_RETAIN_NEVER.rawValue
+        }
+        return Int32(bitPattern: bits)
+    }
 
     // MARK: Helpers
 

@@ -63,3 +63,20 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
     /// The broker refused the credentials or the client; the client stops retrying.
     case refused(MQTTError)
 }
+
+/// MQTT 5 subscription options (ignored with MQTT 3.1.1, which has none).
+public struct MQTTSubscribeOptions: Sendable, Equatable {
+    /// Which retained messages the broker sends when the subscription is made.
+    public enum RetainHandling: Sendable, Equatable {
+        case sendOnSubscribe, sendIfNew, never
+    }
+
+    /// The broker does not send this client its own publishes on this subscription.
+    public var noLocal: Bool
+    public var retainHandling: RetainHandling
+
+    public init(noLocal: Bool = false, retainHandling: RetainHandling = .sendOnSubscribe) {
+        self.noLocal = noLocal
+        self.retainHandling = retainHandling
+    }
+}

@@ -41,6 +41,7 @@ public final class RideStatusService: Service, Sendable {
 
     enum SubscriptionChange: Sendable {
         case subscribe(String)
+        case subscribeWith(String, MQTTSubscribeOptions)
         case unsubscribe(String)
         /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
         case ready
@@ -174,7 +175,12 @@ public final class RideStatusService: Service, Sendable {
     ) {
         core.recovered = true
         let topics = settings.topics
+        // A2: from now on only other clients' writes to ride states arrive (no local, no retained replay): a
+        // state deleted or overwritten behind this worker's back is written again at once. Unsubscribed first:
+        // mosquitto 2.0 keeps the options of a subscription that is made again (measured: its own state came
+        // back to the worker on every publish).
         changes.yield(.unsubscribe(topics.stateFilter))
+        changes.yield(.subscribeWith(topics.stateFilter, MQTTSubscribeOptions(noLocal: true, retainHandling: .never)))
         changes.yield(.unsubscribe("\(topics.serviceName)/workers/\(workerID)/recovery"))
         var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
@@ -292,7 +298,20 @@ public final class RideStatusService: Service, Sendable {
                 execute(actions, core: &core, client: client, changes: changes, logger: logger)
             }
             return false
-        case .state:
+        case .state(let ride):
+            // A2: another client wrote or deleted the state of a ride this worker runs. The worker's own is the
+            // truth: it is written again at once, so that a restart does not lose the ride.
+            guard let current = core.engine.ride(ride) else { return false }
+            logger.warning(
+                "ride state changed on the broker by another client (A2); writing this worker's again",
+                metadata: ["ride.id": "\(ride)", "payload.bytes": "\(message.payload.count)"])
+            do {
+                try client.publishWithoutWaiting(
+                    topic: settings.topics.state(ride: ride), payload: Array(try core.stateEncoder.encode(current)),
+                    qos: .atLeastOnce, retain: true)
+            } catch {
+                logger.error("ride state rewrite failed", metadata: ["ride.id": "\(ride)", "error": "\(error)"])
+            }
             return false
         default:
             let actions = core.engine.receive(topic: message.topic, payload: message.payload, now: now)
@@ -457,6 +476,8 @@ public final class RideStatusService: Service, Sendable {
             do {
                 switch change {
                 case .subscribe(let filter): try await client.subscribe(filter, qos: .atLeastOnce)
+                case .subscribeWith(let filter, let options):
+                    try await client.subscribe(filter, qos: .atLeastOnce, options: options)
                 case .unsubscribe(let filter): try await client.unsubscribe(filter)
                 case .ready: readiness.withLock { $0.recovered = true }
                 }

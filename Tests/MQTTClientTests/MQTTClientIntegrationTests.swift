@@ -82,6 +82,23 @@ struct MQTTClientIntegrationTests {
         }
     }
 
+    @Test("MQTT 5 subscription options: no local skips own publishes; retain handling 'never' replays nothing")
+    func subscribeOptions() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker)
+            let other = try await connectedClient(broker)
+            try await other.publish(topic: "opt/a", payload: Array("retained".utf8), qos: .atLeastOnce, retain: true)
+            try await client.subscribe(
+                "opt/+", qos: .atLeastOnce, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
+            try await client.publish(topic: "opt/a", payload: Array("own".utf8), qos: .atLeastOnce, retain: true)
+            try await other.publish(topic: "opt/a", payload: Array("foreign".utf8), qos: .atLeastOnce)
+            let received = try await receive(client)
+            #expect(received.map { String(decoding: $0.payload, as: UTF8.self) } == ["foreign"])
+            await client.disconnect()
+            await other.disconnect()
+        }
+    }
+
     @Test("unsubscribe stops delivery and forgets the filter")
     func unsubscribeStopsDelivery() async throws {
         try await withTestBroker { broker in

@@ -271,6 +271,38 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test("A2, L5: a ride state deleted on the broker while the worker runs is written again; a restart keeps the ride")
+    func stateDeletedBehindTheWorker() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-del", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status"])
+            try await observer.publish("rides/r-del/start", booking(ride: "r-del", vehicle: "v-del"))
+            try await observer.waitFor("statuses") { _ in observer.statuses("r-del").count >= 2 }
+            #expect(!worker.logText.contains("changed on the broker"), "its own state writes never come back to it")
+            // A zero-length retained message deletes the retained state.
+            try await observer.publish("ridestatus/state/r-del", "", retain: true)
+            let deadline = Date().addingTimeInterval(5)
+            while !worker.logText.contains("changed on the broker by another client (A2)") && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let reader = try await Observer(broker, filters: ["ridestatus/state/r-del"])
+            let retained = try await reader.waitFor("the state retained again") { messages in
+                messages.contains { $0.retain && !$0.payload.isEmpty }
+            }
+            #expect(retained.contains { $0.retain && !$0.payload.isEmpty })
+            await reader.stop()
+            worker.kill()
+            observer.clear()
+            try await worker.start()
+            try await observer.waitFor("the ride resumes after a restart (L5)") { _ in
+                !observer.statuses("r-del").isEmpty
+            }
+            await observer.stop()
+            #expect(worker.terminate().code == 0)
+        }
+    }
+
     @Test("control messages sent while the worker is down are processed on return; duplicates change nothing (L6)")
     func controlWhileDown() async throws {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
