@@ -6,8 +6,10 @@ RELEASE_BIN := .build/release
 BROKER_PORT ?= 1883
 RIDES ?= 50
 VEHICLES ?= 50
+METRICS_PORT ?= 9466
+KEEP ?= 0
 
-.PHONY: all deps build build-release run test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
 
 all: build
 
@@ -24,8 +26,16 @@ build-release: deps
 	$(SWIFT) build -c release --product ride-watch
 
 ## run: the main job: local mosquitto, the worker, the fleet simulator and the live view (Ctrl-C stops all)
+## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT and VEHICLES change the defaults)
 run: build-release
-	@./scripts/run-local.sh
+	@BROKER_PORT=$(BROKER_PORT) METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) KEEP=$(KEEP) ./scripts/run-local.sh
+
+## reset: forget every local ride, session and log under var/ (the build stays)
+reset:
+	@if [ -d var/run ] && ls var/run/*.pid >/dev/null 2>&1; then \
+		echo "stopping what an earlier make run left running"; \
+		for f in var/run/*.pid; do kill -TERM "$$(cat $$f)" 2>/dev/null || true; done; sleep 1; fi
+	rm -rf var
 
 ## test: install, build and run the whole test suite against real mosquitto brokers
 test: deps

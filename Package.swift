@@ -96,6 +96,7 @@ let package = Package(
             name: "RideWatch",
             dependencies: [
                 "MQTTClient",
+                "RideDomain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

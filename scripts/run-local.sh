@@ -1,17 +1,69 @@
 #!/usr/bin/env bash
 # `make run`: a local mosquitto on loopback, the worker, the fleet simulator and the live view.
-# Ctrl-C stops all of them. Logs: var/log/. Data: var/mosquitto/ (ignored by git).
-set -euo pipefail
+#
+# Whatever stops this script (Ctrl-C, a closed terminal, a broken pipe, SIGTERM, SIGHUP, the live view
+# ending), its children stop with it, in reverse order. Each run starts from a clean slate (no rides of
+# earlier runs) unless KEEP=1. Logs: var/log/. Data: var/mosquitto/ (ignored by git). `make reset`
+# clears var/ without touching the build.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
 port="${BROKER_PORT:-1883}"
+metrics_port="${METRICS_PORT:-9466}"
 vehicles="${VEHICLES:-50}"
+keep="${KEEP:-0}"
 bin=.build/release
-mkdir -p var/log var/mosquitto var/worker
+run_dir=var/run
 
-if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "error: something already listens on 127.0.0.1:$port. Stop it, or run: make run BROKER_PORT=18830" >&2
-    exit 1
+# Output may go to a pipe that closes (`make run | tee`, a closed terminal): never die of SIGPIPE mid-cleanup.
+trap '' PIPE
+say() { printf '%s\n' "$*" 2>/dev/null || true; }
+
+# Children left by an earlier run that did not get to clean up (SIGKILL, a crash): ours by their pid files
+# and command names, so they are stopped; anything else holding a port is named, and left alone.
+stop_leftovers() {
+    [ -d "$run_dir" ] || return 0
+    # Reverse start order, so that the worker can still say offline and flush to the broker (L8).
+    for name in ride-watch fleet-sim ride-status-worker mosquitto; do
+        local file="$run_dir/$name.pid"
+        [ -e "$file" ] || continue
+        local pid
+        pid=$(cat "$file" 2>/dev/null)
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q "$name" "/proc/$pid/cmdline" 2>/dev/null; then
+            say "==> an earlier make run left $name running (pid $pid): stopping it"
+            kill -TERM "$pid" 2>/dev/null
+            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        rm -f "$file"
+    done
+}
+
+port_holder() {
+    ss -Hltnp "sport = :$1" 2>/dev/null | grep -o 'users:(([^)]*' | sed 's/users:((//' | head -1
+}
+
+check_port() {
+    local port=$1 what=$2 hint=$3
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        local holder
+        holder=$(port_holder "$port")
+        say "error: 127.0.0.1:$port ($what) is taken${holder:+ by $holder}. Stop it, or run: make run $hint" >&2
+        exit 1
+    fi
+}
+
+stop_leftovers
+check_port "$port" "the broker" "BROKER_PORT=$((port + 10000 > 65535 ? port - 1 : port + 10000))"
+check_port "$metrics_port" "the worker's /metrics" "METRICS_PORT=$((metrics_port + 10000 > 65535 ? metrics_port - 1 : metrics_port + 10000))"
+
+mkdir -p var/log var/mosquitto var/worker "$run_dir"
+if [ "$keep" != 1 ]; then
+    # A clean slate: no retained rides, sessions or logs of earlier runs (KEEP=1 keeps them).
+    rm -f var/mosquitto/*.db var/log/*.log
+    say "==> starting from a clean slate (make run KEEP=1 keeps the rides of the previous run)"
+else
+    say "==> keeping the rides of the previous run (KEEP=1)"
 fi
 
 # The broker configuration of the repo, bound to loopback and storing its data under var/.
@@ -25,34 +77,78 @@ sed -e "s|^listener 1883.*|listener $port 127.0.0.1|" \
 # mosquitto would otherwise exit at once, before the worker has said offline and flushed (L8). The children
 # are stopped here instead, in order.
 pids=()
+names=()
+cleaned=0
+watchdog=""
+view=""
 cleanup() {
-    trap - INT TERM EXIT
-    echo
-    echo "==> stopping simulator, worker and broker"
+    [ "$cleaned" = 1 ] && return
+    cleaned=1
+    trap '' INT TERM HUP
+    [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
+    [ -n "$view" ] && kill "$view" 2>/dev/null && rm -f "$run_dir/ride-watch.pid"
+    say ""
+    say "==> stopping simulator, worker and broker"
     # Reverse start order: the simulator first, then the worker (it says offline and flushes), the broker last.
     for (( index=${#pids[@]}-1; index>=0; index-- )); do
         kill -TERM "${pids[index]}" 2>/dev/null || true
-        wait "${pids[index]}" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "${pids[index]}" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "${pids[index]}" 2>/dev/null || true
+        rm -f "$run_dir/${names[index]}.pid"
     done
-    echo "==> stopped. Logs are in var/log/."
+    say "==> stopped. Logs are in var/log/."
 }
-trap cleanup INT TERM EXIT
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# Children get the default SIGPIPE back (this script ignores it for itself only).
+start() {
+    local name=$1
+    shift
+    (trap - PIPE; exec setsid "$@") &
+    pids+=($!)
+    names+=("$name")
+    echo $! > "$run_dir/$name.pid"
+}
 
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-echo "==> starting mosquitto on 127.0.0.1:$port (log: var/log/mosquitto.log)"
-setsid "$mosquitto_bin" -c var/mosquitto/mosquitto.conf &
-pids+=($!)
+say "==> starting mosquitto on 127.0.0.1:$port (log: var/log/mosquitto.log)"
+start mosquitto "$mosquitto_bin" -c var/mosquitto/mosquitto.conf 2>> var/log/mosquitto.log
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
-echo "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:9466/metrics)"
-setsid "$bin/ride-status-worker" --broker "mqtt://127.0.0.1:$port" --state-dir var/worker >> var/log/worker.log 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do curl -sf http://127.0.0.1:9466/readyz >/dev/null 2>&1 && break; sleep 0.1; done
+say "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:$metrics_port/metrics)"
+start ride-status-worker "$bin/ride-status-worker" --broker "mqtt://127.0.0.1:$port" --state-dir var/worker \
+    --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
+ready=0
+for _ in $(seq 1 150); do
+    if curl -sf "http://127.0.0.1:$metrics_port/readyz" >/dev/null 2>&1; then ready=1; break; fi
+    kill -0 "${pids[1]}" 2>/dev/null || break
+    sleep 0.1
+done
+if [ "$ready" != 1 ]; then
+    say "error: the worker did not become ready; the end of var/log/worker.log:" >&2
+    tail -n 15 var/log/worker.log >&2 2>/dev/null
+    exit 1
+fi
 
-echo "==> starting fleet-sim with $vehicles vehicles (log: var/log/fleet-sim.log)"
-setsid "$bin/fleet-sim" --broker "mqtt://127.0.0.1:$port" --vehicles "$vehicles" --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1 &
-pids+=($!)
+say "==> starting fleet-sim with $vehicles vehicles (log: var/log/fleet-sim.log)"
+start fleet-sim "$bin/fleet-sim" --broker "mqtt://127.0.0.1:$port" --vehicles "$vehicles" --bad-input-rate 0.002 \
+    >> var/log/fleet-sim.log 2>&1
 
-echo "==> live view (Ctrl-C stops everything)"
+# Says so in the terminal if the worker stops while the live view runs (the view shows its presence too).
+(
+    while kill -0 "${pids[1]}" 2>/dev/null; do sleep 1; done
+    say "" && say "!!! the worker has stopped; see var/log/worker.log" >&2
+) &
+watchdog=$!
+
+say "==> live view (Ctrl-C stops everything)"
 sleep 1
-"$bin/ride-watch" --broker "mqtt://127.0.0.1:$port" || true
+# In the background and waited for: a signal to this script alone (SIGTERM, SIGHUP) is handled at once, not
+# only once the view ends. The view dies of SIGPIPE when its output goes to a pipe that closes.
+(trap - PIPE; exec "$bin/ride-watch" --broker "mqtt://127.0.0.1:$port") &
+view=$!
+echo "$view" > "$run_dir/ride-watch.pid"
+wait "$view"

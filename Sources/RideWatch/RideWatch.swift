@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import MQTTClient
+import RideDomain
 
 #if canImport(Glibc)
     import Glibc
@@ -36,18 +37,28 @@ struct RideWatchCommand: AsyncParsableCommand {
                 url: broker, clientID: "ride-watch-\(UInt32.random(in: 0...UInt32.max))"),
             logger: logger)
         client.start()
-        try await client.subscribe("rides/+/status", qos: .atLeastOnce)
+        let topics = Topics()
+        try await client.subscribe(topics.statusFilter, qos: .atLeastOnce)
+        // L8: who produces the statuses; the view says so when no worker is online.
+        try await client.subscribe(topics.presence(worker: "+"), qos: .atLeastOnce)
         let terminal = isatty(STDOUT_FILENO) == 1 && !plain
         let rows = Rows()
         let renderer = Task {
             while !Task.isCancelled && terminal {
-                render(rows.snapshot())
+                render(rows.snapshot(), workers: rows.workers)
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }
         defer { renderer.cancel() }
         if !client.isConnected { print("waiting for the broker at \(broker)…") }
         for await message in client.messages {
+            if case .some(let worker) = Self.presenceWorker(message.topic, topics: topics) {
+                let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any]
+                let state = json?["state"] as? String ?? "offline"
+                rows.setWorker(worker, online: state == "online")
+                if !terminal { print("worker \(worker) \(state)") }
+                continue
+            }
             let ride = message.topic.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
             if message.payload.isEmpty {
                 rows.remove(ride)
@@ -67,8 +78,23 @@ struct RideWatchCommand: AsyncParsableCommand {
         }
     }
 
-    func render(_ snapshot: [(String, RideRow)]) {
+    /// The worker id of a presence topic (`ridestatus/workers/{id}`), if `topic` is one.
+    static func presenceWorker(_ topic: String, topics: Topics) -> String? {
+        let prefix = topics.presence(worker: "")
+        guard topic.hasPrefix(prefix) else { return nil }
+        let worker = topic.dropFirst(prefix.count)
+        return worker.isEmpty || worker.contains("/") ? nil : String(worker)
+    }
+
+    func render(_ snapshot: [(String, RideRow)], workers: [String: Bool]) {
         var screen = "\u{1B}[H\u{1B}[2J"
+        let online = workers.filter(\.value).keys.sorted()
+        if online.isEmpty {
+            screen +=
+                "\u{1B}[1;31mNO WORKER ONLINE: statuses are not being produced (see var/log/worker.log)\u{1B}[0m\n"
+        } else {
+            screen += "workers online: \(online.joined(separator: ", "))\n"
+        }
         let counts = Dictionary(grouping: snapshot, by: { $0.1.phase }).mapValues(\.count)
         screen += "ride-watch — \(snapshot.count) active rides   "
         screen +=
@@ -101,7 +127,14 @@ final class Rows: @unchecked Sendable {
     private let lock = NSLock()
     private var rows: [String: RideWatchCommand.RideRow] = [:]
 
+    private var workerStates: [String: Bool] = [:]
+
     func remove(_ ride: String) { lock.withLock { _ = rows.removeValue(forKey: ride) } }
+
+    /// Every worker seen on the presence topics, and whether it is online.
+    var workers: [String: Bool] { lock.withLock { workerStates } }
+
+    func setWorker(_ worker: String, online: Bool) { lock.withLock { workerStates[worker] = online } }
 
     func update(_ ride: String, json: [String: Any], retained: Bool) -> RideWatchCommand.RideRow {
         lock.withLock {
