@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset fuzz test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
 
 all: build
 
@@ -46,11 +46,16 @@ test: deps
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter MQTTClientTests
 
+## fuzz: libFuzzer + AddressSanitizer on every decoder of the domain, FUZZ_SECONDS per target (default 60)
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh
+
 lint:
-	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Package.swift
+	$(SWIFT) format lint --strict --recursive Sources Tests Fuzz Benchmarks/Benchmarks Benchmarks/Package.swift
 
 format:
-	$(SWIFT) format format --in-place --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Package.swift
+	$(SWIFT) format format --in-place --recursive Sources Tests Fuzz Benchmarks/Benchmarks Benchmarks/Package.swift
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
 bench: bench-client bench-domain bench-ordo bench-quotes bench-e2e
@@ -79,4 +84,4 @@ bench-quotes: deps
 	.build/release/ride-bench quotes
 
 clean:
-	rm -rf .build .build-tsan Benchmarks/.build var
+	rm -rf .build .build-tsan .build-fuzz Benchmarks/.build var
