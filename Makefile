@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset fuzz chaos test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
 
 all: build
 
@@ -45,6 +45,13 @@ test: deps
 ## test-tsan: the MQTT client tests under ThreadSanitizer (separate build folder)
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter MQTTClientTests
+
+## chaos: faults against the release worker and a real mosquitto (kills, broker restarts, a freeze, a cut);
+## prints its counts and fails unless all are 0. CHAOS_ARGS for more (ride-bench chaos --help)
+chaos: deps
+	$(SWIFT) build -c release --product ride-status-worker
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench chaos $(CHAOS_ARGS)
 
 ## fuzz: libFuzzer + AddressSanitizer on every decoder of the domain, FUZZ_SECONDS per target (default 60)
 FUZZ_SECONDS ?= 60

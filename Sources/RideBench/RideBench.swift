@@ -6,5 +6,7 @@ import Foundation
 struct RideBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ride-bench", abstract: "Benchmarks of the MQTT client and the ride domain.",
-        subcommands: [ClientBenchmark.self, DomainBenchmark.self, QuoteBenchmark.self, EndToEndBenchmark.self])
+        subcommands: [
+            ClientBenchmark.self, DomainBenchmark.self, QuoteBenchmark.self, EndToEndBenchmark.self, ChaosSuite.self,
+        ])
 }
