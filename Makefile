@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
 
 all: build
 
@@ -52,6 +52,12 @@ chaos: deps
 	$(SWIFT) build -c release --product ride-status-worker
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench chaos $(CHAOS_ARGS)
+
+## bench-flood: 200,000 garbage messages on vehicle and control topics: memory, healthy cadence, dead-letter limit
+bench-flood: deps
+	$(SWIFT) build -c release --product ride-status-worker
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench flood $(FLOOD_ARGS)
 
 ## fuzz: libFuzzer + AddressSanitizer on every decoder of the domain, FUZZ_SECONDS per target (default 60)
 FUZZ_SECONDS ?= 60

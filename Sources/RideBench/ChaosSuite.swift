@@ -55,10 +55,10 @@ struct ChaosSuite: AsyncParsableCommand {
         let origin = Coordinate(latitude: 52.52, longitude: 13.40)
         for ride in 0..<rides {
             try await dispatch.publish(
-                topic: "rides/c-\(ride)/start", payload: booking(ride), qos: .atLeastOnce)
+                topic: "rides/c-\(ride)/start", payload: ChaosTraffic.booking(ride), qos: .atLeastOnce)
         }
         try await waitFor("a status of every ride", timeout: 30) { observer.ridesSeen >= rides }
-        let vehicles = Task { await reportPositions(fleet, origin: origin) }
+        let vehicles = Task { await ChaosTraffic.reportPositions(fleet, origin: origin, count: rides) }
         defer { vehicles.cancel() }
 
         // The faults in a seeded order, one every `spacing` seconds.
@@ -263,38 +263,6 @@ struct ChaosSuite: AsyncParsableCommand {
         return controls.sorted { $0.at < $1.at }
     }
 
-    /// Each vehicle 2 km from its pickup, wandering a little, one fix a second (QoS 1).
-    func reportPositions(_ fleet: MQTTClient, origin: Coordinate) async {
-        var tick = 0
-        while !Task.isCancelled {
-            let now = Date()
-            for ride in 0..<rides {
-                let pickup = pickupOf(ride, origin: origin)
-                let spot = pickup.moved(metres: 2_000 + Double((tick + ride) % 7) * 5, bearing: 90)
-                let fix =
-                    #"{"timestamp":"\#(Timestamps.format(now))","latitude":\#(spot.latitude),"longitude":\#(spot.longitude),"speed":5,"horizontalAccuracy":5}"#
-                try? fleet.publishWithoutWaiting(
-                    topic: "fleet/vehicles/cv-\(ride)/position", payload: Array(fix.utf8), qos: .atLeastOnce)
-            }
-            tick += 1
-            try? await Task.sleep(for: .seconds(1))
-        }
-    }
-
-    func pickupOf(_ ride: Int, origin: Coordinate) -> Coordinate {
-        Coordinate(
-            latitude: origin.latitude + Double(ride % 20) * 0.002,
-            longitude: origin.longitude + Double(ride / 20) * 0.002)
-    }
-
-    func booking(_ ride: Int) -> [UInt8] {
-        let pickup = pickupOf(ride, origin: Coordinate(latitude: 52.52, longitude: 13.40))
-        let eta = Timestamps.format(Date().addingTimeInterval(600))
-        return Array(
-            #"{"rideIdentifier":"c-\#(ride)","vehicleId":"cv-\#(ride)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(eta)"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude + 0.03),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"},"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}}"#
-                .utf8)
-    }
-
     // MARK: Checks
 
     /// The status rules a subscriber can check on the wire (V1-V6 in their checkable part); nil when valid.
@@ -336,6 +304,42 @@ struct ChaosSuite: AsyncParsableCommand {
     }
 }
 
+/// The suite's rides and vehicles, shared with `ride-bench flood`.
+enum ChaosTraffic {
+    /// Each vehicle 2 km from its pickup, wandering a little, one fix a second (QoS 1).
+    static func reportPositions(_ fleet: MQTTClient, origin: Coordinate, count rides: Int) async {
+        var tick = 0
+        while !Task.isCancelled {
+            let now = Date()
+            for ride in 0..<rides {
+                let pickup = Self.pickupOf(ride, origin: origin)
+                let spot = pickup.moved(metres: 2_000 + Double((tick + ride) % 7) * 5, bearing: 90)
+                let fix =
+                    #"{"timestamp":"\#(Timestamps.format(now))","latitude":\#(spot.latitude),"longitude":\#(spot.longitude),"speed":5,"horizontalAccuracy":5}"#
+                try? fleet.publishWithoutWaiting(
+                    topic: "fleet/vehicles/cv-\(ride)/position", payload: Array(fix.utf8), qos: .atLeastOnce)
+            }
+            tick += 1
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    static func pickupOf(_ ride: Int, origin: Coordinate) -> Coordinate {
+        Coordinate(
+            latitude: origin.latitude + Double(ride % 20) * 0.002,
+            longitude: origin.longitude + Double(ride / 20) * 0.002)
+    }
+
+    static func booking(_ ride: Int) -> [UInt8] {
+        let pickup = pickupOf(ride, origin: Coordinate(latitude: 52.52, longitude: 13.40))
+        let eta = Timestamps.format(Date().addingTimeInterval(600))
+        return Array(
+            #"{"rideIdentifier":"c-\#(ride)","vehicleId":"cv-\#(ride)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(eta)"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude + 0.03),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"},"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}}"#
+                .utf8)
+    }
+
+}
+
 extension JSONValue {
     func intValue(_ key: String) -> Int? { self[key]?.doubleValue.map { Int($0) } }
 }
@@ -348,6 +352,8 @@ final class ChaosWorker: @unchecked Sendable {
     let arguments: [String]
     private var process: ChildProcess?
     private var incarnation = 0
+
+    var pid: Int32? { process?.pid }
 
     init(broker: TestBroker, interval: Double) throws {
         self.broker = broker
@@ -426,14 +432,16 @@ final class StatusLog: @unchecked Sendable {
 
     /// - Parameter persistent: unused by the counts (a clean session never redelivers what a broker restored
     ///   from old data), kept false.
-    init(broker: TestBroker, logger: Logger, persistent: Bool = false) async throws {
+    init(broker: TestBroker, logger: Logger, persistent: Bool = false, filters: [String] = ["rides/+/status"])
+        async throws
+    {
         client = try MQTTClient(
             configuration: MQTTConfiguration(
                 host: broker.host, port: broker.port, clientID: "chaos-observer-\(UInt32.random(in: 0...UInt32.max))",
                 cleanStart: !persistent, bufferCapacity: 100_000),
             logger: logger)
         try await client.connect(timeout: .seconds(10))
-        try await client.subscribe("rides/+/status", qos: .atLeastOnce)
+        for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
         let client = self.client
         task = Task { [weak self] in
             for await message in client.messages { self?.record(message) }

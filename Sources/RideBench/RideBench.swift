@@ -8,5 +8,6 @@ struct RideBenchCommand: AsyncParsableCommand {
         commandName: "ride-bench", abstract: "Benchmarks of the MQTT client and the ride domain.",
         subcommands: [
             ClientBenchmark.self, DomainBenchmark.self, QuoteBenchmark.self, EndToEndBenchmark.self, ChaosSuite.self,
+            FloodBenchmark.self,
         ])
 }
