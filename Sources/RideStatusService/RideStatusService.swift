@@ -80,7 +80,10 @@ public final class RideStatusService: Service, Sendable {
         defer { endpoint?.stop() }
         logger.info(
             "ride-status worker starting",
-            metadata: ["broker": "\(settings.brokerURL)", "update.interval": "\(settings.ride.updateInterval)"])
+            metadata: [
+                "broker": "\(settings.brokerURL)", "update.interval": "\(settings.ride.updateInterval)",
+                "config": "\(settings.configurationFile ?? "none: built-in defaults")",
+            ])
         if let catalog = settings.catalog {
             logger.info(
                 "ride options from the catalog (3.4)",
@@ -506,9 +509,21 @@ public final class RideStatusService: Service, Sendable {
         {
             return saved
         }
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let id = "w-" + UUID().uuidString.prefix(8).lowercased()
-        try (id + "\n").write(to: file, atomically: true, encoding: .utf8)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try (id + "\n").write(to: file, atomically: true, encoding: .utf8)
+        } catch {
+            // One sentence, not a Foundation error domain: the reason is the system's (errno) when there is one.
+            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? any Error
+            let reason =
+                underlying.map { String(cString: strerror(Int32(($0 as NSError).code))) } ?? "it cannot be written"
+            throw WorkerSettings.Problem(
+                key: "worker.stateDir",
+                message:
+                    "cannot keep the worker id in \(directory.standardizedFileURL.path): \(reason.lowercased()); set worker.stateDir to a writable folder or give worker.id"
+            )
+        }
         return id
     }
 

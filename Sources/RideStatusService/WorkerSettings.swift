@@ -27,6 +27,10 @@ public struct WorkerSettings: Sendable {
     public var rideOptionsCatalogPath = WorkerSettings.defaultCatalogPath
     /// The catalog read from ``rideOptionsCatalogPath``; nil when quotes are off or the default file is absent.
     public var catalog: RideOptionCatalog?
+    /// The configuration file that was read, as an absolute path; nil when none was found.
+    public var configurationFile: String?
+    /// Whether `rideOptions.catalog` was set (file, environment or flag): then a missing file stops start-up.
+    var catalogChosen = false
 
     public init() {}
 
@@ -65,7 +69,10 @@ public struct WorkerSettings: Sendable {
         "topics.serviceName": { $0.topics.serviceName = $1 },
         "topics.rideOptionsPrefix": { $0.topics.rideOptionsPrefix = $1 },
         "topics.replyPrefix": { $0.topics.replyPrefix = $1 },
-        "rideOptions.catalog": { $0.rideOptionsCatalogPath = $1 },
+        "rideOptions.catalog": { settings, value in
+            settings.rideOptionsCatalogPath = value
+            settings.catalogChosen = true
+        },
         "rides.updateInterval": { $0.ride.updateInterval = try number($1, "rides.updateInterval", 0.1...20) },
         "rides.staleAfter": { $0.ride.staleAfter = try number($1, "rides.staleAfter", 1...3600) },
         "rides.maxPayloadBytes": {
@@ -127,20 +134,35 @@ public struct WorkerSettings: Sendable {
         try setter(&self, value)
     }
 
-    /// Loads the layers: the YAML file (if it exists), then environment, then explicit overrides (flags).
+    /// Loads the layers: the YAML file, then environment, then explicit overrides (flags).
+    ///
+    /// - Parameter file: the `--config` file, which must exist; nil looks for `config/worker.yaml` in the
+    ///   working directory, then in the checkout the executable was built in (`.build/<mode>/../../config`),
+    ///   and runs on built-in defaults if neither exists. Relative paths inside the file (the catalog, TLS
+    ///   files) resolve against the file's folder, so the worker behaves the same from any working directory;
+    ///   paths from the environment or flags resolve against the working directory.
     public static func load(
         file: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
-        overrides: [(String, String)] = []
+        overrides: [(String, String)] = [], executable: String = CommandLine.arguments.first ?? "",
+        workingDirectory: String = FileManager.default.currentDirectoryPath
     ) throws -> WorkerSettings {
         var settings = WorkerSettings()
-        if let file, FileManager.default.fileExists(atPath: file) {
-            let text = try String(contentsOfFile: file, encoding: .utf8)
-            guard let root = try Yams.load(yaml: text) as? [String: Any] else {
-                throw Problem(key: file, message: "is not a YAML mapping")
-            }
-            for (key, value) in flatten(root) { try settings.apply(key, value) }
-        } else if let file, file != defaultConfigPath {
+        if let file, !FileManager.default.fileExists(atPath: file) {
             throw Problem(key: "--config", message: "file \(file) does not exist")
+        }
+        if let path = file ?? defaultConfigurationFile(executable: executable, workingDirectory: workingDirectory) {
+            let url = URL(fileURLWithPath: path).standardizedFileURL
+            let folder = url.deletingLastPathComponent()
+            let text = try String(contentsOf: url, encoding: .utf8)
+            guard let root = try Yams.load(yaml: text) as? [String: Any] else {
+                throw Problem(key: path, message: "is not a YAML mapping")
+            }
+            settings.configurationFile = url.path
+            // The catalog that sits beside the configuration, unless the file names another.
+            settings.rideOptionsCatalogPath = folder.appendingPathComponent("ride-options.yaml").path
+            for (key, value) in flatten(root) {
+                try settings.apply(key, pathKeys.contains(key) ? resolve(value, against: folder) : value)
+            }
         }
         for key in keys.keys.sorted() {
             if let value = environment[environmentName(key)] { try settings.apply(key, value) }
@@ -159,14 +181,39 @@ public struct WorkerSettings: Sendable {
         let path = rideOptionsCatalogPath
         guard !path.isEmpty, path != "none" else { return }
         guard FileManager.default.fileExists(atPath: path) else {
-            if path == Self.defaultCatalogPath { return }
-            throw Problem(key: "rideOptions.catalog", message: "file \(path) does not exist")
+            if !catalogChosen { return }
+            throw Problem(
+                key: "rideOptions.catalog",
+                message: "file \(path) does not exist (relative paths in a configuration file are read from its folder)"
+            )
         }
         catalog = try RideOptionCatalog.load(path: path)
     }
 
     public static let defaultConfigPath = "config/worker.yaml"
     public static let defaultCatalogPath = "config/ride-options.yaml"
+
+    /// Keys naming files that belong with the configuration: relative ones in the file resolve against its
+    /// folder. `worker.stateDir` is data, not configuration: it stays relative to the working directory.
+    static let pathKeys: Set<String> = [
+        "rideOptions.catalog", "broker.caFile", "broker.certificateFile", "broker.keyFile",
+    ]
+
+    static func resolve(_ value: String, against folder: URL) -> String {
+        guard !value.isEmpty, value != "none", !value.hasPrefix("/") else { return value }
+        return folder.appendingPathComponent(value).standardizedFileURL.path
+    }
+
+    /// `config/worker.yaml` in the working directory, else in the checkout that built `executable`.
+    static func defaultConfigurationFile(executable: String, workingDirectory: String) -> String? {
+        let here = URL(fileURLWithPath: workingDirectory).appendingPathComponent(defaultConfigPath).standardizedFileURL
+            .path
+        if FileManager.default.fileExists(atPath: here) { return here }
+        guard !executable.isEmpty else { return nil }
+        let checkout = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("../../\(defaultConfigPath)").standardizedFileURL.path
+        return FileManager.default.fileExists(atPath: checkout) ? checkout : nil
+    }
 
     /// `rides.updateInterval` -> `RIDESTATUS_RIDES_UPDATE_INTERVAL`.
     public static func environmentName(_ key: String) -> String {

@@ -16,7 +16,12 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
         abstract: "Turns fleet telemetry into validated ride-status messages over MQTT.",
         discussion: "Settings: config/worker.yaml, then RIDESTATUS_* environment variables, then these flags.")
 
-    @Option(help: "The YAML configuration file.") var config = WorkerSettings.defaultConfigPath
+    @Option(
+        help: """
+            The YAML configuration file; relative paths in it resolve against its folder. \
+            Default: config/worker.yaml here, else in the checkout the executable was built in.
+            """)
+    var config: String?
     @Option(help: "Broker URL, mqtt://user:password@host:port or mqtts://…") var broker: String?
     @Option(name: .customLong("update-interval"), help: "Seconds between statuses of a ride (C1), at most 20.")
     var updateInterval: String?

@@ -1,0 +1,86 @@
+import Foundation
+import RideDomain
+import RideStatusService
+import Testing
+
+/// The worker behaves the same from any working directory: paths in a configuration file are read from its
+/// folder, and what is configured and missing stops start-up with one clear sentence (issue 10).
+@Suite("Settings: configuration files and their paths")
+struct SettingsTests {
+    /// A folder holding `config/worker.yaml` with `body` and the repository's catalog beside it.
+    func configurationFolder(_ body: String, catalog: Bool = true) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
+        let config = folder.appendingPathComponent("config")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try body.write(to: config.appendingPathComponent("worker.yaml"), atomically: true, encoding: .utf8)
+        if catalog {
+            let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+                "../../config/ride-options.yaml")
+            try FileManager.default.copyItem(at: repository, to: config.appendingPathComponent("ride-options.yaml"))
+        }
+        return folder
+    }
+
+    @Test("3.4: the catalog named relative to the configuration file is found from any working directory")
+    func catalogBesideTheFile() throws {
+        let folder = try configurationFolder("rideOptions:\n  catalog: ride-options.yaml\n")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("config/worker.yaml").path
+        // The working directory of the tests is elsewhere: the path must not depend on it.
+        #expect(FileManager.default.currentDirectoryPath != folder.appendingPathComponent("config").path)
+        let settings = try WorkerSettings.load(file: file, environment: [:])
+        #expect(settings.catalog != nil)
+        #expect(
+            settings.rideOptionsCatalogPath
+                == folder.appendingPathComponent("config/ride-options.yaml").standardizedFileURL.path)
+        #expect(settings.configurationFile == URL(fileURLWithPath: file).standardizedFileURL.path)
+        // A file that names no catalog uses the one beside it.
+        let bare = try configurationFolder("rides:\n  updateInterval: 3\n")
+        defer { try? FileManager.default.removeItem(at: bare) }
+        let defaulted = try WorkerSettings.load(
+            file: bare.appendingPathComponent("config/worker.yaml").path, environment: [:])
+        #expect(defaulted.catalog != nil && defaulted.ride.updateInterval == 3)
+    }
+
+    @Test("3.4: a configured catalog that is missing stops start-up naming the key and the resolved path")
+    func missingCatalog() throws {
+        let folder = try configurationFolder("rideOptions:\n  catalog: nowhere.yaml\n", catalog: false)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            _ = try WorkerSettings.load(
+                file: folder.appendingPathComponent("config/worker.yaml").path, environment: [:])
+            Issue.record("a missing configured catalog must stop start-up")
+        } catch let problem as WorkerSettings.Problem {
+            #expect(problem.key == "rideOptions.catalog")
+            #expect(
+                problem.message.contains(folder.appendingPathComponent("config/nowhere.yaml").standardizedFileURL.path))
+        }
+        // Through the environment it is relative to the working directory, and must exist too.
+        #expect(throws: WorkerSettings.Problem.self) {
+            try WorkerSettings.load(
+                file: nil, environment: ["RIDESTATUS_RIDE_OPTIONS_CATALOG": "no/such.yaml"], executable: "",
+                workingDirectory: FileManager.default.temporaryDirectory.path)
+        }
+        // With no catalog configured and none found, quotes are off, not an error.
+        let none = try configurationFolder("rides:\n  updateInterval: 3\n", catalog: false)
+        defer { try? FileManager.default.removeItem(at: none) }
+        #expect(
+            try WorkerSettings.load(file: none.appendingPathComponent("config/worker.yaml").path, environment: [:])
+                .catalog == nil)
+    }
+
+    @Test("--config that does not exist is an error; without --config the checkout's file is found")
+    func configurationLookup() throws {
+        #expect(throws: WorkerSettings.Problem.self) {
+            try WorkerSettings.load(file: "/no/such/worker.yaml", environment: [:])
+        }
+        // An executable in <checkout>/.build/<mode>/ finds <checkout>/config/worker.yaml from anywhere.
+        let folder = try configurationFolder("rides:\n  updateInterval: 4\n")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let executable = folder.appendingPathComponent(".build/release/ride-status-worker").path
+        let settings = try WorkerSettings.load(
+            file: nil, environment: [:], executable: executable,
+            workingDirectory: FileManager.default.temporaryDirectory.path)
+        #expect(settings.ride.updateInterval == 4 && settings.catalog != nil)
+    }
+}
