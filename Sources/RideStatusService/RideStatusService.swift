@@ -26,9 +26,8 @@ public final class RideStatusService: Service, Sendable {
         var engine: RideEngine
         /// Quotes (3.4) and the available fleet; nil when no catalog is configured.
         var quoter: RideOptionQuoter?
-        var recovered = false
-        var recoveryNonce = ""
-        var stash: [MQTTMessage] = []
+        /// Connecting, recovering (L5), ready, draining (L8): the state machine decides, the service acts.
+        var lifecycle = WorkerLifecycle<MQTTMessage>()
         var reportedCounters = RideCounters()
         /// One encoder for the durable state of every publish, rather than one per publish.
         let stateEncoder = JSONEncoder()
@@ -107,6 +106,7 @@ public final class RideStatusService: Service, Sendable {
             group.addTask { await self.runCadence(client, changes: changeSink, logger: logger) }
             // Wait for SIGTERM/SIGINT (or the group's cancellation), then leave cleanly (L8).
             try? await gracefulShutdown()
+            core.withLock { $0.lifecycle.shutdown() }
             logger.info("shutting down: presence offline, flushing QoS 1 messages")
             try? client.publishWithoutWaiting(
                 topic: settings.topics.presence(worker: workerID),
@@ -130,8 +130,11 @@ public final class RideStatusService: Service, Sendable {
             case .connected(let sessionPresent):
                 readiness.withLock { $0.connected = true }
                 metrics.connects.increment()
-                let recovered = core.withLock { $0.recovered }
-                if recovered {
+                switch core.withLock({ $0.lifecycle.connected(nonce: UUID().uuidString) }) {
+                case .startRecovery(let nonce):
+                    await startRecovery(
+                        client, workerID: workerID, nonce: nonce, sessionPresent: sessionPresent, logger: logger)
+                case .republishAll:
                     announce(client, workerID: workerID)
                     let count = core.withLock { core in
                         let actions = core.engine.publishAll(now: Date())
@@ -139,14 +142,16 @@ public final class RideStatusService: Service, Sendable {
                         return core.engine.activeRideCount
                     }
                     logger.info("reconnected: republished every active ride (C4)", metadata: ["rides": "\(count)"])
-                } else {
-                    await startRecovery(client, workerID: workerID, sessionPresent: sessionPresent, logger: logger)
+                case .none, .restore, .finishRecovery, .handle:
+                    break
                 }
             case .disconnected(let reason):
                 readiness.withLock { $0.connected = false }
+                core.withLock { $0.lifecycle.disconnected() }
                 logger.warning("broker connection lost; reconnecting", metadata: ["reason": "\(reason)"])
             case .closed:
                 readiness.withLock { $0.connected = false }
+                core.withLock { $0.lifecycle.disconnected() }
                 logger.info("disconnected from the broker")
             case .connectFailed(let reason, let retryIn):
                 logger.notice("broker not reachable yet", metadata: ["reason": "\(reason)", "retry.in": "\(retryIn)"])
@@ -158,10 +163,10 @@ public final class RideStatusService: Service, Sendable {
 
     /// L5: read every retained ride state, then a marker published after the state subscription: the broker
     /// sends retained messages before anything published later, so the marker closes the recovery.
-    private func startRecovery(_ client: MQTTClient, workerID: String, sessionPresent: Bool, logger: Logger) async {
-        let nonce = UUID().uuidString
-        core.withLock { $0.recoveryNonce = nonce }
-        let marker = "\(settings.topics.serviceName)/workers/\(workerID)/recovery"
+    private func startRecovery(
+        _ client: MQTTClient, workerID: String, nonce: String, sessionPresent: Bool, logger: Logger
+    ) async {
+        let marker = recoveryMarker(workerID: workerID)
         logger.info("recovering rides from retained state", metadata: ["session.present": "\(sessionPresent)"])
         do {
             try await client.subscribe(marker, qos: .atLeastOnce)
@@ -172,11 +177,15 @@ public final class RideStatusService: Service, Sendable {
         }
     }
 
+    /// The topic of the marker that closes this worker's recovery.
+    private func recoveryMarker(workerID: String) -> String {
+        "\(settings.topics.serviceName)/workers/\(workerID)/recovery"
+    }
+
     private func finishRecovery(
-        _ client: MQTTClient, workerID: String, core: inout Core, changes: AsyncStream<SubscriptionChange>.Continuation,
-        logger: Logger
+        _ client: MQTTClient, workerID: String, stashed stash: [MQTTMessage], core: inout Core,
+        changes: AsyncStream<SubscriptionChange>.Continuation, logger: Logger
     ) {
-        core.recovered = true
         let topics = settings.topics
         // A2: from now on only other clients' writes to ride states arrive (no local, no retained replay): a
         // state deleted or overwritten behind this worker's back is written again at once. Unsubscribed first:
@@ -184,7 +193,7 @@ public final class RideStatusService: Service, Sendable {
         // back to the worker on every publish).
         changes.yield(.unsubscribe(topics.stateFilter))
         changes.yield(.subscribeWith(topics.stateFilter, MQTTSubscribeOptions(noLocal: true, retainHandling: .never)))
-        changes.yield(.unsubscribe("\(topics.serviceName)/workers/\(workerID)/recovery"))
+        changes.yield(.unsubscribe(recoveryMarker(workerID: workerID)))
         var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
         if core.quoter != nil { filters.append(topics.availabilityFilter) }
@@ -195,11 +204,17 @@ public final class RideStatusService: Service, Sendable {
         let now = Date()
         let actions = core.engine.publishAll(now: now)
         execute(actions, core: &core, client: client, changes: changes, logger: logger)
-        let stash = core.stash
-        core.stash = []
         logger.info(
             "recovered; rides resumed (L5)",
-            metadata: ["rides": "\(core.engine.activeRideCount)", "queued.messages": "\(stash.count)"])
+            metadata: [
+                "rides": "\(core.engine.activeRideCount)", "queued.messages": "\(stash.count)",
+                "fixes.skipped": "\(core.lifecycle.fixesSkipped)",
+            ])
+        if core.lifecycle.stashOverflow > 0 {
+            logger.error(
+                "control messages beyond the recovery stash were dropped (L6)",
+                metadata: ["dropped": "\(core.lifecycle.stashOverflow)", "limit": "\(core.lifecycle.stashLimit)"])
+        }
         for message in stash {
             handle(message, now: now, core: &core, client: client, changes: changes, logger: logger)
         }
@@ -221,28 +236,37 @@ public final class RideStatusService: Service, Sendable {
             let received = ContinuousClock.now
             let now = Date()
             if message.topic == settings.topics.rideOptionsRequest,
-                case .some(let quoter) = core.withLock({ $0.recovered ? Optional($0.quoter) : nil })
+                case .some(let quoter) = core.withLock({ $0.lifecycle.recovered ? Optional($0.quoter) : nil })
             {
                 // 3.4: priced outside the lock, on a copy of the quoter (copy-on-write: no copying of the fleet
                 // index), so a burst of quotes never holds back a fix or a phase change (C2).
                 answerQuote(message, quoter: quoter, now: now, client: client, changes: changes, logger: logger)
                 continue
             }
+            let parsed = settings.topics.parse(message.topic)
+            let kind: WorkerLifecycle<MQTTMessage>.Kind
+            switch parsed {
+            case .state: kind = .rideState
+            case .position: kind = .fix
+            case .unknown where message.topic == recoveryMarker(workerID: workerID):
+                kind = .recoveryMarker(String(decoding: message.payload, as: UTF8.self))
+            default: kind = .other
+            }
             let published = core.withLock { core -> Bool in
-                if !core.recovered {
-                    switch settings.topics.parse(message.topic) {
-                    case .state(let ride):
+                switch core.lifecycle.received(kind, message) {
+                case .handle(let message):
+                    return handle(message, now: now, core: &core, client: client, changes: changes, logger: logger)
+                case .restore(let message):
+                    if case .state(let ride) = parsed {
                         restore(message, ride: ride, now: now, core: &core, client: client, changes: changes)
-                    case .unknown where message.topic.hasSuffix("/recovery"):
-                        if String(decoding: message.payload, as: UTF8.self) == core.recoveryNonce {
-                            finishRecovery(client, workerID: workerID, core: &core, changes: changes, logger: logger)
-                        }
-                    default:
-                        core.stash.append(message)
                     }
-                    return false
+                case .finishRecovery(let stashed):
+                    finishRecovery(
+                        client, workerID: workerID, stashed: stashed, core: &core, changes: changes, logger: logger)
+                case .none, .startRecovery, .republishAll:
+                    break
                 }
-                return handle(message, now: now, core: &core, client: client, changes: changes, logger: logger)
+                return false
             }
             if published {
                 metrics.inputToStatus.record(ContinuousClock.now - received)
@@ -390,7 +414,7 @@ public final class RideStatusService: Service, Sendable {
             var more = true
             while more {
                 more = core.withLock { core in
-                    guard core.recovered else { return false }
+                    guard core.lifecycle.recovered else { return false }
                     let now = Date()
                     let actions = core.engine.tick(now: now, limit: 16)
                     execute(actions, core: &core, client: client, changes: changes, logger: logger)

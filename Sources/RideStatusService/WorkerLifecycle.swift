@@ -1,0 +1,121 @@
+/// The worker's lifecycle as a plain state machine: connecting, recovering its rides (L5), ready, draining
+/// (L8). Events in, one action out; no I/O, so it is tested alone (`WorkerLifecycleTests`), and the service
+/// only carries out what it returns.
+///
+/// Recovery (L5): after the first CONNACK the worker subscribes to every ride's retained state and then
+/// publishes a marker carrying a fresh nonce to itself; the broker sends retained messages before anything
+/// published later, so the marker with that nonce closes the recovery. Control messages and requests that
+/// arrive meanwhile (a persistent session delivers those sent while the worker was down, L6) wait in a
+/// stash and are handled in order right after the recovery. Fixes are not kept: the next one of a vehicle
+/// comes within seconds and supersedes it (counted in ``fixesSkipped``).
+///
+/// The stash is bounded by ``stashLimit``: past it, a control message is dropped and counted in
+/// ``stashOverflow``; the service logs it (naming L6). A worker that has more control messages waiting
+/// than that at start-up has a broker session far beyond what the cadence could take in anyway.
+struct WorkerLifecycle<Message> {
+    enum State: Equatable {
+        case connecting
+        case recovering
+        case ready
+        case draining
+    }
+
+    /// What a message is, as far as the lifecycle cares.
+    enum Kind: Equatable {
+        /// A retained ride state (`ridestatus/state/{ride}`).
+        case rideState
+        /// The recovery marker, with its payload.
+        case recoveryMarker(String)
+        /// A vehicle's position.
+        case fix
+        /// A control message or a request.
+        case other
+    }
+
+    enum Action {
+        /// Subscribe to the marker and the ride states, then publish `nonce` on the marker.
+        case startRecovery(nonce: String)
+        /// Restore one ride from its retained state.
+        case restore(Message)
+        /// Recovery is complete: subscribe to the control topics, announce, publish every ride (C4), then
+        /// handle the stashed messages in order.
+        case finishRecovery(stashed: [Message])
+        /// A reconnect after recovery: announce and publish every ride at once (C4).
+        case republishAll
+        /// Handle the message now.
+        case handle(Message)
+        /// Nothing to do.
+        case none
+    }
+
+    private(set) var state: State = .connecting
+    /// Whether recovery has completed once (a reconnect then republishes instead of recovering again).
+    private(set) var recovered = false
+    private var nonce = ""
+    private var stash: [Message] = []
+    let stashLimit: Int
+    private(set) var stashOverflow = 0
+    private(set) var fixesSkipped = 0
+
+    init(stashLimit: Int = 100_000) {
+        self.stashLimit = stashLimit
+    }
+
+    var stashedCount: Int { stash.count }
+
+    /// A CONNACK. `nonce` is fresh for each call; it is used only when a recovery (re)starts.
+    mutating func connected(nonce: String) -> Action {
+        switch state {
+        case .draining:
+            return .none
+        case .connecting where recovered:
+            state = .ready
+            return .republishAll
+        case .ready:
+            return .republishAll
+        case .connecting, .recovering:
+            // A connection lost during recovery starts it again: the old marker may never arrive.
+            state = .recovering
+            self.nonce = nonce
+            return .startRecovery(nonce: nonce)
+        }
+    }
+
+    mutating func disconnected() {
+        if state == .ready || state == .recovering { state = .connecting }
+    }
+
+    /// SIGTERM or SIGINT: from now on messages are still handled, but nothing restarts (L8).
+    mutating func shutdown() {
+        state = .draining
+    }
+
+    mutating func received(_ kind: Kind, _ message: Message) -> Action {
+        guard !recovered else {
+            // Ready, or reconnecting after recovery: every message is handled as it comes.
+            return .handle(message)
+        }
+        guard state != .draining else { return .none }
+        switch kind {
+        case .rideState:
+            return .restore(message)
+        case .recoveryMarker(let payload):
+            guard state == .recovering, payload == nonce else { return .none }
+            state = .ready
+            recovered = true
+            let stashed = stash
+            stash = []
+            return .finishRecovery(stashed: stashed)
+        case .fix:
+            fixesSkipped += 1
+            return .none
+        case .other:
+            guard stash.count < stashLimit else {
+                stashOverflow += 1
+                return .none
+            }
+            stash.append(message)
+            return .none
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Testing
+
+@testable import RideStatusService
+
+/// The worker's lifecycle alone, without a broker: events in, actions out (L5, L6, C4, L8).
+@Suite("WorkerLifecycle: connecting, recovering, ready, draining")
+struct WorkerLifecycleTests {
+    typealias Lifecycle = WorkerLifecycle<String>
+
+    func stashed(_ action: Lifecycle.Action) -> [String]? {
+        if case .finishRecovery(let stashed) = action { return stashed }
+        return nil
+    }
+
+    @Test("L5: the first CONNACK starts a recovery; states restore; the marker with the nonce finishes it")
+    func recovery() {
+        var lifecycle = Lifecycle()
+        guard case .startRecovery(let nonce) = lifecycle.connected(nonce: "n-1") else {
+            Issue.record("the first connection must start a recovery")
+            return
+        }
+        #expect(nonce == "n-1" && lifecycle.state == .recovering)
+        guard case .restore(let state) = lifecycle.received(.rideState, "state r-1") else {
+            Issue.record("a retained state is restored while recovering")
+            return
+        }
+        #expect(state == "state r-1")
+        // A marker of an earlier attempt (another nonce) does not finish this one.
+        if case .finishRecovery = lifecycle.received(.recoveryMarker("n-0"), "old marker") {
+            Issue.record("a stale marker must not finish the recovery")
+        }
+        #expect(stashed(lifecycle.received(.recoveryMarker("n-1"), "marker")) == [])
+        #expect(lifecycle.state == .ready && lifecycle.recovered)
+    }
+
+    @Test("L6: control messages during recovery are kept in order and handed over; fixes are skipped")
+    func stashDuringRecovery() {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n")
+        for message in ["start r-1", "event r-1", "stop r-2"] {
+            if case .handle = lifecycle.received(.other, message) { Issue.record("handled before recovery") }
+        }
+        _ = lifecycle.received(.fix, "fix v-1")
+        #expect(lifecycle.fixesSkipped == 1 && lifecycle.stashedCount == 3)
+        #expect(stashed(lifecycle.received(.recoveryMarker("n"), "marker")) == ["start r-1", "event r-1", "stop r-2"])
+        #expect(lifecycle.stashedCount == 0)
+        guard case .handle(let message) = lifecycle.received(.other, "start r-3") else {
+            Issue.record("after recovery a message is handled at once")
+            return
+        }
+        #expect(message == "start r-3")
+    }
+
+    @Test("L6: past the stash limit control messages are dropped and counted, never kept without bound")
+    func boundedStash() {
+        var lifecycle = Lifecycle(stashLimit: 3)
+        _ = lifecycle.connected(nonce: "n")
+        for index in 0..<5 { _ = lifecycle.received(.other, "m\(index)") }
+        #expect(lifecycle.stashedCount == 3 && lifecycle.stashOverflow == 2)
+        #expect(stashed(lifecycle.received(.recoveryMarker("n"), "marker")) == ["m0", "m1", "m2"])
+    }
+
+    @Test("C4: a reconnect after recovery republishes every ride instead of recovering again")
+    func reconnect() {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n")
+        _ = lifecycle.received(.recoveryMarker("n"), "marker")
+        lifecycle.disconnected()
+        #expect(lifecycle.state == .connecting)
+        // Messages while reconnecting (the client's buffer) are still handled: the rides are in memory.
+        guard case .handle = lifecycle.received(.other, "event") else {
+            Issue.record("handled while reconnecting after recovery")
+            return
+        }
+        guard case .republishAll = lifecycle.connected(nonce: "n-2") else {
+            Issue.record("C4: republish on reconnect")
+            return
+        }
+        #expect(lifecycle.state == .ready)
+    }
+
+    @Test("L5: a connection lost during recovery starts it again with a new nonce; the stash is kept")
+    func lostDuringRecovery() {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n-1")
+        _ = lifecycle.received(.other, "start r-1")
+        lifecycle.disconnected()
+        guard case .startRecovery(let nonce) = lifecycle.connected(nonce: "n-2") else {
+            Issue.record("recovery starts again")
+            return
+        }
+        #expect(nonce == "n-2")
+        if case .finishRecovery = lifecycle.received(.recoveryMarker("n-1"), "late marker of the first attempt") {
+            Issue.record("the first attempt's marker must not finish the second")
+        }
+        #expect(stashed(lifecycle.received(.recoveryMarker("n-2"), "marker")) == ["start r-1"])
+    }
+
+    @Test("L8: after shutdown nothing restarts; messages of a recovered worker are still handled")
+    func draining() {
+        var early = Lifecycle()
+        _ = early.connected(nonce: "n")
+        early.shutdown()
+        if case .startRecovery = early.connected(nonce: "n-2") { Issue.record("no recovery while draining") }
+        if case .restore = early.received(.rideState, "state") { Issue.record("no restore while draining") }
+        var late = Lifecycle()
+        _ = late.connected(nonce: "n")
+        _ = late.received(.recoveryMarker("n"), "marker")
+        late.shutdown()
+        guard case .handle = late.received(.other, "stop r-1") else {
+            Issue.record("a recovered worker handles what arrives until it disconnects")
+            return
+        }
+        #expect(late.state == .draining)
+    }
+}
