@@ -146,7 +146,7 @@ struct StatusValidityTests {
         document["vehicle"] = vehicle
         let state = try JSONSerialization.data(withJSONObject: document)
         var restarted = Harness()
-        restarted.engine.restore(try JSONDecoder().decode(Ride.self, from: state), now: t0.addingTimeInterval(1))
+        _ = restarted.engine.restore(try JSONDecoder().decode(Ride.self, from: state), now: t0.addingTimeInterval(1))
         let actions = restarted.engine.publishAll(now: t0.addingTimeInterval(1))
         let invalid = actions.compactMap { if case .invalidStatus(_, let violation) = $0 { violation } else { nil } }
         #expect(invalid.map(\.rule) == ["V5"])
