@@ -123,7 +123,7 @@ start ride-status-worker "$bin/ride-status-worker" --broker "mqtt://127.0.0.1:$p
     --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
 ready=0
 for _ in $(seq 1 150); do
-    if curl -sf "http://127.0.0.1:$metrics_port/readyz" >/dev/null 2>&1; then ready=1; break; fi
+    if curl -sf --max-time 1 "http://127.0.0.1:$metrics_port/readyz" >/dev/null 2>&1; then ready=1; break; fi
     kill -0 "${pids[1]}" 2>/dev/null || break
     sleep 0.1
 done

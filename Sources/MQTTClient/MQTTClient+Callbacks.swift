@@ -56,7 +56,19 @@ extension MQTTClient {
             defer { state.connectWaiters.removeAll() }
             return (state.subscriptions, state.connectWaiters.map(\.continuation), state.connects > 1)
         }
+        let lostUnsubscribes = state.withLock { state in
+            defer { state.unsubscribeOnConnect = [] }
+            return state.unsubscribeOnConnect
+        }
+        for filter in lostUnsubscribes where subscriptions[filter] == nil {
+            _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil)
+        }
         for (filter, subscription) in subscriptions {
+            // A broker that kept the session keeps a repeated subscription's old options (mosquitto 2.0): a
+            // filter with options of its own is unsubscribed first, so that they apply.
+            if subscription.options != MQTTSubscribeOptions() {
+                _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil)
+            }
             let rc = mosquitto_subscribe_v5(
                 handle, nil, filter, subscription.qos.rawValue, optionBits(subscription.options), nil)
             if rc != 0 { logger.error("MQTT resubscribe failed", metadata: ["filter": "\(filter)", "rc": "\(rc)"]) }
@@ -78,6 +90,7 @@ extension MQTTClient {
             state.connected = false
             state.resend.disconnected()
         }
+        answerLostSubscriptionChanges()
         guard code != 0 else {
             eventContinuation.yield(.closed)
             return
@@ -85,9 +98,28 @@ extension MQTTClient {
         eventContinuation.yield(.disconnected(reason: code < 0x80 ? Self.describe(code) : reasonText(code)))
     }
 
+    /// SUBSCRIBE and UNSUBSCRIBE packets die with the connection (libmosquitto keeps only publishes): their
+    /// waiters are answered now, as a call made while disconnected is; the next CONNACK restores the
+    /// subscriptions and sends the lost unsubscribes again.
+    func answerLostSubscriptionChanges() {
+        let waiters = state.withLock { state in
+            var waiters: [CheckedContinuation<Void, any Error>] = []
+            for mid in Array(state.pendingSubscriptions.keys) + Array(state.pendingUnsubscribes.keys) {
+                if let waiter = state.waiters.removeValue(forKey: mid) { waiters.append(waiter) }
+            }
+            state.unsubscribeOnConnect.formUnion(state.pendingUnsubscribes.values)
+            state.pendingSubscriptions = [:]
+            state.pendingUnsubscribes = [:]
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {
         let waiter = state.withLock { state in
             state.inFlightQoS1.remove(mid)
+            state.pendingSubscriptions[mid] = nil
+            state.pendingUnsubscribes[mid] = nil
             if state.resend.acknowledged(mid, connected: state.connected) { releaseHeld(state: &state) }
             return state.waiters.removeValue(forKey: mid)
         }

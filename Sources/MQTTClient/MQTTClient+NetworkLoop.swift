@@ -41,6 +41,7 @@ extension MQTTClient {
                 }
                 return state.connected
             }
+            answerLostSubscriptionChanges()
             if wasConnected && !state.withLock({ $0.stopping }) {
                 logger.info("MQTT connection lost", metadata: ["reason": "\(Self.describe(rc))"])
             }
@@ -56,6 +57,8 @@ extension MQTTClient {
         }
         let error = state.withLock { $0.refusal } ?? .shutDown
         failConnectWaiters(with: error)
+        // Nothing will be sent any more (refused, or shut down): held publishes fail with the reason.
+        for message in state.withLock({ $0.resend.drain() }) { message.waiter?.resume(throwing: error) }
         for exit in exits { exit.resume() }
     }
 

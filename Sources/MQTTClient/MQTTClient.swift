@@ -32,6 +32,13 @@ public final class MQTTClient: @unchecked Sendable {
 
     struct State {
         var subscriptions: [String: (qos: MQTTQoS, options: MQTTSubscribeOptions)] = [:]
+        /// SUBSCRIBE and UNSUBSCRIBE packets awaiting their acknowledgement, by mid: libmosquitto drops them
+        /// when the connection does, so their waiters are answered at the drop (the subscription itself is
+        /// restored, or the unsubscribe sent again, at the next CONNACK).
+        var pendingSubscriptions: [Int32: String] = [:]
+        var pendingUnsubscribes: [Int32: String] = [:]
+        /// Filters to unsubscribe at the next CONNACK: their UNSUBSCRIBE was lost with a connection.
+        var unsubscribeOnConnect: Set<String> = []
         var waiters: [Int32: CheckedContinuation<Void, any Error>] = [:]
         var inFlightQoS1: Set<Int32> = []
         /// Publishes held back while the connection is down or resends are outstanding (``OrderedResend``).
@@ -162,6 +169,9 @@ public final class MQTTClient: @unchecked Sendable {
     /// Retained publishes that a newer one to the same topic replaced while both were held back.
     public var coalescedCount: Int { state.withLock { $0.resend.coalesced } }
 
+    /// Non-retained publishes dropped because too many were held back while disconnected.
+    public var droppedWhileHeld: Int { state.withLock { $0.resend.dropped } }
+
     /// Waits until every QoS 1 publish is acknowledged, or `timeout` passes. Returns whether all were.
     @discardableResult
     public func flush(timeout: Duration) async -> Bool {
@@ -194,6 +204,8 @@ public final class MQTTClient: @unchecked Sendable {
             }
         }
         failAllWaiters(with: .shutDown)
+        // Held publishes that never left: their waiters learn it (publishes from now on fail at once).
+        for message in state.withLock({ $0.resend.drain() }) { message.waiter?.resume(throwing: MQTTError.shutDown) }
         buffer.finish()
         eventContinuation.finish()
     }
@@ -241,6 +253,7 @@ public final class MQTTClient: @unchecked Sendable {
         let result: Result<Int32, MQTTError> = state.withLock { state in
             // C5: while the connection is down, or a reconnect's resends are not yet acknowledged, a new publish
             // waits its turn here; libmosquitto would otherwise send it ahead of the older messages it resends.
+            if state.stopped { return .failure(state.refusal ?? .shutDown) }
             if state.resend.isHolding {
                 state.resend.hold(message)
                 return .success(0)
@@ -334,7 +347,10 @@ public final class MQTTClient: @unchecked Sendable {
                 guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
                 var mid: Int32 = 0
                 let rc = mosquitto_subscribe_v5(handle, &mid, filter, qos.rawValue, optionBits(options), nil)
-                if rc == MOSQ_ERR_SUCCESS.rawValue { state.waiters[mid] = continuation }
+                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                    state.waiters[mid] = continuation
+                    state.pendingSubscriptions[mid] = filter
+                }
                 return rc
             }
             if rc == MOSQ_ERR_NO_CONN.rawValue {
@@ -350,10 +366,17 @@ public final class MQTTClient: @unchecked Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let rc: Int32 = state.withLock { state in
                 state.subscriptions[filter] = nil
-                guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
+                guard state.connected else {
+                    // A persistent session keeps the subscription on the broker: unsubscribe on the next CONNACK.
+                    state.unsubscribeOnConnect.insert(filter)
+                    return MOSQ_ERR_NO_CONN.rawValue
+                }
                 var mid: Int32 = 0
                 let rc = mosquitto_unsubscribe_v5(handle, &mid, filter, nil)
-                if rc == MOSQ_ERR_SUCCESS.rawValue { state.waiters[mid] = continuation }
+                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                    state.waiters[mid] = continuation
+                    state.pendingUnsubscribes[mid] = filter
+                }
                 return rc
             }
             if rc == MOSQ_ERR_NO_CONN.rawValue {

@@ -83,9 +83,23 @@ struct OrderedResend {
             nonRetained += 1
         } else if message.waiter == nil {
             retainedSlot[message.topic] = held.count
+        } else {
+            // One with a waiter is never replaced; a later one must not replace an earlier one ahead of it.
+            retainedSlot[message.topic] = nil
         }
         held.append(message)
         heldCount += 1
+    }
+
+    /// The client stops for good: everything still held, for its waiters to be failed. Holds from now on.
+    mutating func drain() -> [Publish] {
+        let messages = held.compactMap { $0 }
+        held = []
+        retainedSlot = [:]
+        nonRetained = 0
+        heldCount = 0
+        isHolding = true
+        return messages
     }
 
     /// Stops holding and returns what was held, in order.

@@ -147,7 +147,8 @@ struct FloodBenchmark: AsyncParsableCommand {
             failures.append("the worker did not survive (exit \(exit.map(String.init) ?? "none"))")
         }
         if growth > 32_000_000 { failures.append("memory grew by \(growth / 1_000_000) MB during the flood") }
-        if largestGap > interval + 0.5 { failures.append("a healthy ride's gap reached \(largestGap) s") }
+        // Measured at the receiver on a 2-core machine that also runs the flood: 1 s of slack, as G3 allows 2 s.
+        if largestGap > interval + 1 { failures.append("a healthy ride's gap reached \(largestGap) s") }
         if worstWindow.values.contains(where: { $0 > limit }) {
             failures.append("a window held more than \(limit) dead letters of one reason")
         }

@@ -6,6 +6,9 @@ extension Ride {
     /// The largest `sequence` a ride may carry: 2^53 - 1, the largest integer every JSON reader keeps exactly.
     /// A stored sequence above it could never be continued without loss (or, at `Int.max`, without trapping).
     public static let maxSequence = 9_007_199_254_740_991
+    /// 2000-01-01T00:00:00Z: no ride state of this worker is older; earlier times (year 1 writes fine as RFC
+    /// 3339) would make every duration computed from them absurd.
+    static let earliestTime = Date(timeIntervalSince1970: 946_684_800)
 
     /// A2, L5: a ride read back from its retained state on `ridestatus/state/{ride}`, checked as fresh input is:
     /// I1 for every identifier, the topic's ride id equal to the payload's, ranges for sequence, dates, money and
@@ -46,15 +49,18 @@ extension Ride {
         if let last = lastValidStatus, last.sequence > sequence || last.sequence < 0 {
             throw Rejection(.invalidField, "lastValid.sequence \(last.sequence) is above sequence \(sequence) (A2, C5)")
         }
-        // Times: each one RFC 3339 can write; what already happened cannot lie in the future.
+        // Times the worker itself took: this century, and not in the future. (A vehicle's own fix time is the
+        // vehicle's clock, accepted at intake within T2, and only has to be a writable time.)
         let latest = now.addingTimeInterval(configuration.futureTolerance)
         let happened: [(String, Date?)] = [
             ("startedAt", startedAt), ("lastIssuedAt", lastIssuedAt), ("lastFixAcceptedAt", lastFixAcceptedAt),
             ("completedAt", completedAt), ("pickupArrivedAt", pickupArrivedAt), ("ongoingSince", ongoingSince),
-            ("location.timestamp", location?.timestamp),
         ]
-        for case (let field, let date?) in happened where !Timestamps.isRepresentable(date) || date > latest {
+        for case (let field, let date?) in happened where date < Self.earliestTime || date > latest {
             throw Rejection(.invalidField, "\(field) \(date.timeIntervalSince1970) is not a past time (A2, T2)")
+        }
+        if let stamp = location?.timestamp, !Timestamps.isRepresentable(stamp) {
+            throw Rejection(.invalidField, "location.timestamp is not a valid time (A2, T2)")
         }
         let estimates: [(String, Date?)] = [
             ("estimatedPickupDate", estimatedPickupDate), ("estimatedDropOffDate", estimatedDropOffDate),

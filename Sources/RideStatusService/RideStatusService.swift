@@ -28,6 +28,9 @@ public final class RideStatusService: Service, Sendable {
         var quoter: RideOptionQuoter?
         /// Connecting, recovering (L5), ready, draining (L8): the state machine decides, the service acts.
         var lifecycle = WorkerLifecycle<MQTTMessage>()
+        /// A2: set once the no-local subscription to the ride states is acknowledged; before that a state
+        /// message may be the worker's own echo (the recovery's subscription), and is not acted on.
+        var watchingStates = false
         var reportedCounters = RideCounters()
         /// One encoder for the durable state of every publish, rather than one per publish.
         let stateEncoder = JSONEncoder()
@@ -328,7 +331,7 @@ public final class RideStatusService: Service, Sendable {
         case .state(let ride):
             // A2: another client wrote or deleted the state of a ride this worker runs. The worker's own is the
             // truth: it is written again at once, so that a restart does not lose the ride.
-            guard let current = core.engine.ride(ride) else { return false }
+            guard core.watchingStates, let current = core.engine.ride(ride) else { return false }
             logger.warning(
                 "ride state changed on the broker by another client (A2); writing this worker's again",
                 metadata: ["ride.id": "\(ride)", "payload.bytes": "\(message.payload.count)"])
@@ -463,7 +466,12 @@ public final class RideStatusService: Service, Sendable {
                         topic: topics.status(ride: status.rideIdentifier), payload: status.encoded(), qos: .atLeastOnce,
                         retain: true)
                     published = true
-                    if let gap = state.cadenceGap { metrics.cadenceGap.recordNanoseconds(Int64(gap * 1e9)) }
+                    // Never a trap: a gap that is not a plausible duration (a restored state's odd time) is not recorded.
+                    if let gap = state.cadenceGap, let nanoseconds = Int64(exactly: (gap * 1e9).rounded()),
+                        nanoseconds >= 0
+                    {
+                        metrics.cadenceGap.recordNanoseconds(nanoseconds)
+                    }
                 } catch {
                     logger.error(
                         "status publish failed", metadata: ["ride.id": "\(status.rideIdentifier)", "error": "\(error)"])
@@ -505,6 +513,9 @@ public final class RideStatusService: Service, Sendable {
                 case .subscribe(let filter): try await client.subscribe(filter, qos: .atLeastOnce)
                 case .subscribeWith(let filter, let options):
                     try await client.subscribe(filter, qos: .atLeastOnce, options: options)
+                    if filter == settings.topics.stateFilter && options.noLocal {
+                        core.withLock { $0.watchingStates = true }
+                    }
                 case .unsubscribe(let filter): try await client.unsubscribe(filter)
                 case .ready: readiness.withLock { $0.recovered = true }
                 }

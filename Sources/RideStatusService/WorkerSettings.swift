@@ -210,9 +210,19 @@ public struct WorkerSettings: Sendable {
             .path
         if FileManager.default.fileExists(atPath: here) { return here }
         guard !executable.isEmpty else { return nil }
-        let checkout = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("../../\(defaultConfigPath)").standardizedFileURL.path
-        return FileManager.default.fileExists(atPath: checkout) ? checkout : nil
+        // `.build/release` is a link to `.build/<triple>/release`: walk up from both the path as given and
+        // the resolved one, a few levels, to the checkout's `config/worker.yaml`.
+        let given = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        let resolved = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
+        for start in [given, resolved] {
+            var folder = start.standardizedFileURL
+            for _ in 0..<4 {
+                folder = folder.deletingLastPathComponent()
+                let candidate = folder.appendingPathComponent(defaultConfigPath).path
+                if FileManager.default.fileExists(atPath: candidate) { return candidate }
+            }
+        }
+        return nil
     }
 
     /// `rides.updateInterval` -> `RIDESTATUS_RIDES_UPDATE_INTERVAL`.

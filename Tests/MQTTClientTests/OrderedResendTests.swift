@@ -60,6 +60,25 @@ struct OrderedResendTests {
         #expect(released9 == ["state6", "status6", "other"])
     }
 
+    @Test("C5: a held retained publish with a waiter is never overtaken by a later one to its topic")
+    func waiterKeepsItsPlace() async throws {
+        var released: [String] = []
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+            var resend = OrderedResend()
+            resend.hold(publish("rides/r-1/status", "r1"))
+            var awaited = publish("rides/r-1/status", "r2")
+            awaited.waiter = waiter
+            resend.hold(awaited)
+            resend.hold(publish("rides/r-1/status", "r3"))
+            _ = resend.connected(inFlight: [])
+            let messages = resend.release()
+            released = texts(messages)
+            for message in messages { message.waiter?.resume() }
+        }
+        // r3 may not take r1's place: that would send it before r2, and r2 would end up retained.
+        #expect(released == ["r1", "r2", "r3"])
+    }
+
     @Test("non-retained publishes are held up to the limit; the rest are dropped and counted")
     func boundsNonRetained() {
         var resend = OrderedResend(nonRetainedLimit: 3)

@@ -89,6 +89,33 @@ struct DurableStateTrustTests {
         #expect(try rejection(distance)?.detail.contains("drivenMetres") == true)
     }
 
+    @Test("A2, L5: the state every earlier release wrote passes the checks (upgrades keep rides)")
+    func earlierReleasesPass() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            $0.hasPrefix("durable-state")
+        }
+        #expect(files.count >= 4)
+        for file in files {
+            let payload = Array(try Data(contentsOf: folder.appendingPathComponent(file)))
+            let ride = try #require(try JSONDecoder().decode(Ride.self, from: Data(payload)) as Ride?)
+            do throws(Rejection) {
+                _ = try Ride.restored(
+                    topicRide: ride.rideIdentifier, payload: payload, now: t0.addingTimeInterval(86_400),
+                    configuration: RideConfiguration())
+            } catch {
+                Issue.record("\(file): \(error.detail)")
+            }
+        }
+    }
+
+    @Test("A2: times the worker took must lie in this century: year 1 would make every duration absurd")
+    func ancientTimes() throws {
+        var document = try stateDocument()
+        document["lastIssuedAt"] = -63_000_000_000.0  // seconds since 2001: about the year 1
+        #expect(try rejection(document)?.detail.contains("lastIssuedAt") == true)
+    }
+
     @Test("A2, I2: empty, oversized or undecodable state is refused with a one-line reason")
     func undecodable() throws {
         func refuse(_ payload: [UInt8]) -> Rejection? {
