@@ -132,8 +132,11 @@ public enum StatusValidator {
         for item in status.rideOption.fareLineItems where !Money.isValidCurrencyCode(item.currencyCode) {
             return StatusViolation(rule: "V6", detail: "fare line item currency \(item.currencyCode) is not ISO 4217")
         }
-        let dates = [status.estimatedPickupDate, status.estimatedPickupEndDate, status.estimatedDropOffDate]
-        if !dates.allSatisfy({ $0.map(Timestamps.isRepresentable) ?? true }) {
+        // One by one, not as an array: this runs for every status (no allocation on the hot path).
+        func valid(_ date: Date?) -> Bool { date.map(Timestamps.isRepresentable) ?? true }
+        if !valid(status.estimatedPickupDate) || !valid(status.estimatedPickupEndDate)
+            || !valid(status.estimatedDropOffDate)
+        {
             return StatusViolation(rule: "V6", detail: "an estimated date is not a valid time")
         }
         if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
