@@ -285,23 +285,6 @@ struct ChaosSuite: AsyncParsableCommand {
         return nil
     }
 
-    // MARK: Helpers
-
-    func connect(_ broker: TestBroker, _ id: String, _ logger: Logger) async throws -> MQTTClient {
-        let client = try MQTTClient(
-            configuration: MQTTConfiguration(host: broker.host, port: broker.port, clientID: id, cleanStart: true),
-            logger: logger)
-        try await client.connect(timeout: .seconds(10))
-        return client
-    }
-
-    func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { throw ValidationError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-    }
 }
 
 /// The suite's rides and vehicles, shared with `ride-bench flood`.

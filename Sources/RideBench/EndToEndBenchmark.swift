@@ -247,6 +247,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         var process: ChildProcess
         var metricsPort: Int
 
+        func residentBytes() -> Int { RideBench.residentBytes(of: process.pid) }
+
         func metrics() -> String { httpGet(port: metricsPort, path: "/metrics")?.body ?? "" }
 
         /// The sum of every sample of `name` (all label sets).
@@ -268,13 +270,6 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     + metric("ridestatus_inputs_rejected_total", in: text))
         }
 
-        func residentBytes() -> Int {
-            guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-                let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-            else { return 0 }
-            return kilobytes * 1024
-        }
     }
 
     func startWorker(_ broker: TestBroker) async throws -> Worker {
@@ -294,24 +289,6 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         let worker = Worker(process: process, metricsPort: port)
         try await waitFor("worker readiness", timeout: 30) { httpGet(port: port, path: "/readyz")?.status == 200 }
         return worker
-    }
-
-    func connect(_ broker: TestBroker, _ id: String, _ logger: Logger, buffer: Int = 10_000) async throws -> MQTTClient
-    {
-        let client = try MQTTClient(
-            configuration: MQTTConfiguration(
-                host: broker.host, port: broker.port, clientID: id, cleanStart: true, bufferCapacity: buffer),
-            logger: logger)
-        try await client.connect(timeout: .seconds(10))
-        return client
-    }
-
-    func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { throw ValidationError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
     }
 
     /// Publishes `messages` (QoS 1) evenly over `seconds`, in 10 ms batches.

@@ -23,28 +23,25 @@ struct FloodBenchmark: AsyncParsableCommand {
         let broker = try await TestBroker()
         let worker = try ChaosWorker(broker: broker, interval: interval)
         try await worker.start()
-        try await Self.waitFor("readiness", timeout: 30) {
+        try await waitFor("readiness", timeout: 30) {
             httpGet(port: worker.metricsPort, path: "/readyz")?.status == 200
         }
         guard let pid = worker.pid else { throw ValidationError("the worker did not start") }
         let observer = try await StatusLog(broker: broker, logger: logger, filters: ["rides/+/status"])
         let letters = try await StatusLog(broker: broker, logger: logger, filters: ["ridestatus/deadletter"])
-        let client = try MQTTClient(
-            configuration: MQTTConfiguration(host: broker.host, port: broker.port, clientID: "flood", cleanStart: true),
-            logger: logger)
-        try await client.connect(timeout: .seconds(10))
+        let client = try await connect(broker, "flood", logger)
         for ride in 0..<rides {
             try await client.publish(
                 topic: "rides/c-\(ride)/start", payload: ChaosTraffic.booking(ride), qos: .atLeastOnce)
         }
-        try await Self.waitFor("every healthy ride", timeout: 30) { observer.ridesSeen >= rides }
+        try await waitFor("every healthy ride", timeout: 30) { observer.ridesSeen >= rides }
         let vehicles = Task {
             await ChaosTraffic.reportPositions(
                 client, origin: Coordinate(latitude: 52.52, longitude: 13.40), count: rides)
         }
         defer { vehicles.cancel() }
         try await Task.sleep(for: .seconds(3))
-        let before = Self.residentBytes(pid)
+        let before = residentBytes(of: pid)
         let rejectedBefore = Self.rejections(port: worker.metricsPort)
 
         // The garbage: random bytes, 20 KB payloads and deeply nested JSON, on vehicle and control topics.
@@ -76,7 +73,7 @@ struct FloodBenchmark: AsyncParsableCommand {
                 try await client.publish(topic: "flood/pace", payload: [], qos: .atLeastOnce)
             }
             if index % 20_000 == 19_999 {
-                samples.append((index + 1, Self.residentBytes(pid)))
+                samples.append((index + 1, residentBytes(of: pid)))
                 print(
                     String(format: "  %7d messages, worker resident %.1f MB", index + 1, Double(samples.last!.1) / 1e6))
             }
@@ -93,7 +90,7 @@ struct FloodBenchmark: AsyncParsableCommand {
         let floodSeconds = settled.timeIntervalSince(started)
         try await Task.sleep(for: .seconds(max(3, 2 * interval)))
         let alive = httpGet(port: worker.metricsPort, path: "/healthz")?.status == 200
-        let after = Self.residentBytes(pid)
+        let after = residentBytes(of: pid)
 
         // Healthy rides: the largest gap between statuses during the flood.
         var last: [String: Date] = [:]
@@ -169,19 +166,4 @@ struct FloodBenchmark: AsyncParsableCommand {
                 .reduce(0.0) { $0 + (Double($1.split(separator: " ").last ?? "") ?? 0) })
     }
 
-    static func residentBytes(_ pid: Int32) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kilobytes * 1024
-    }
-
-    static func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { throw ValidationError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-    }
 }

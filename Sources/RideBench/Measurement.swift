@@ -1,4 +1,8 @@
+import ArgumentParser
 import Foundation
+import Logging
+import MQTTClient
+import MosquittoTesting
 
 /// Wall-clock seconds of `body`, on the continuous clock.
 func measure(_ body: () -> Void) -> Double {
@@ -17,4 +21,32 @@ func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The resident memory of another process (`VmRSS` of `/proc/<pid>/status`), in bytes; 0 when unknown.
+func residentBytes(of pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes * 1024
+}
+
+/// Polls `condition` every 100 ms until it holds, or throws naming `what` after `timeout` seconds.
+func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        guard Date() < deadline else { throw ValidationError("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}
+
+/// A connected client of the harness with a clean session.
+func connect(_ broker: TestBroker, _ id: String, _ logger: Logger, buffer: Int = 10_000) async throws -> MQTTClient {
+    let client = try MQTTClient(
+        configuration: MQTTConfiguration(
+            host: broker.host, port: broker.port, clientID: id, cleanStart: true, bufferCapacity: buffer),
+        logger: logger)
+    try await client.connect(timeout: .seconds(10))
+    return client
 }
