@@ -92,25 +92,19 @@ struct OrderedResend {
     }
 
     /// The client stops for good: everything still held, for its waiters to be failed. Holds from now on.
-    mutating func drain() -> [Publish] {
-        let messages = held.compactMap { $0 }
-        held = []
-        retainedSlot = [:]
-        nonRetained = 0
-        heldCount = 0
-        isHolding = true
-        return messages
-    }
+    mutating func drain() -> [Publish] { takeAll(holding: true) }
 
     /// Stops holding and returns what was held, in order.
-    mutating func release() -> [Publish] {
+    mutating func release() -> [Publish] { takeAll(holding: false) }
+
+    private mutating func takeAll(holding: Bool) -> [Publish] {
         let messages = held.compactMap { $0 }
         held = []
         retainedSlot = [:]
         nonRetained = 0
         heldCount = 0
         barrier = []
-        isHolding = false
+        isHolding = holding
         return messages
     }
 }
