@@ -4,7 +4,8 @@
 # and in any other case the one command to run is printed.
 set -euo pipefail
 
-packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl)
+# iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
+packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
