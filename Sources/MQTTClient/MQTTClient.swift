@@ -343,8 +343,13 @@ public final class MQTTClient: @unchecked Sendable {
         }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let rc: Int32 = state.withLock { state in
+                let previous = state.subscriptions[filter]
                 state.subscriptions[filter] = (qos, options)
                 guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
+                // mosquitto 2.0 keeps the options of a subscription made again (measured: a no-local
+                // subscription over an earlier one still sent the client its own publishes), so a filter whose
+                // options change is unsubscribed first; the two packets leave in order.
+                if let previous, previous.options != options { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
                 var mid: Int32 = 0
                 let rc = mosquitto_subscribe_v5(handle, &mid, filter, qos.rawValue, optionBits(options), nil)
                 if rc == MOSQ_ERR_SUCCESS.rawValue {

@@ -252,14 +252,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         func metrics() -> String { httpGet(port: metricsPort, path: "/metrics")?.body ?? "" }
 
         /// The sum of every sample of `name` (all label sets).
-        func metric(_ name: String, in text: String? = nil) -> Double {
-            (text ?? metrics()).split(separator: "\n").reduce(0) { sum, line in
-                guard line.hasPrefix(name), !line.hasPrefix("#") else { return sum }
-                let rest = line.dropFirst(name.count)
-                guard rest.first == " " || rest.first == "{" else { return sum }
-                return sum + (Double(line.split(separator: " ").last ?? "") ?? 0)
-            }
-        }
+        func metric(_ name: String, in text: String? = nil) -> Double { metricSum(name, in: text ?? metrics()) }
 
         /// Every fix the worker has taken off the wire: accepted, duplicate or rejected.
         func processedFixes() -> Int {

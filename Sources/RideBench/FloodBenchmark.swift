@@ -160,10 +160,7 @@ struct FloodBenchmark: AsyncParsableCommand {
 
     /// Every rejection the worker counted (3.5: counted whether or not a dead letter is sent).
     static func rejections(port: Int) -> Int {
-        let text = httpGet(port: port, path: "/metrics")?.body ?? ""
-        return Int(
-            text.split(separator: "\n").filter { $0.hasPrefix("ridestatus_inputs_rejected_total") }
-                .reduce(0.0) { $0 + (Double($1.split(separator: " ").last ?? "") ?? 0) })
+        Int(metricSum("ridestatus_inputs_rejected_total", in: httpGet(port: port, path: "/metrics")?.body ?? ""))
     }
 
 }

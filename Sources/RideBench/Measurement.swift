@@ -50,3 +50,13 @@ func connect(_ broker: TestBroker, _ id: String, _ logger: Logger, buffer: Int =
     try await client.connect(timeout: .seconds(10))
     return client
 }
+
+/// The sum of every sample of the Prometheus metric `name` (all label sets) in the text of `/metrics`.
+func metricSum(_ name: String, in text: String) -> Double {
+    text.split(separator: "\n").reduce(0) { sum, line in
+        guard line.hasPrefix(name), !line.hasPrefix("#") else { return sum }
+        let rest = line.dropFirst(name.count)
+        guard rest.first == " " || rest.first == "{" else { return sum }
+        return sum + (Double(line.split(separator: " ").last ?? "") ?? 0)
+    }
+}

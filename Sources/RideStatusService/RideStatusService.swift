@@ -42,8 +42,7 @@ public final class RideStatusService: Service, Sendable {
     }
 
     enum SubscriptionChange: Sendable {
-        case subscribe(String)
-        case subscribeWith(String, MQTTSubscribeOptions)
+        case subscribe(String, options: MQTTSubscribeOptions = MQTTSubscribeOptions())
         case unsubscribe(String)
         /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
         case ready
@@ -191,11 +190,9 @@ public final class RideStatusService: Service, Sendable {
     ) {
         let topics = settings.topics
         // A2: from now on only other clients' writes to ride states arrive (no local, no retained replay): a
-        // state deleted or overwritten behind this worker's back is written again at once. Unsubscribed first:
-        // mosquitto 2.0 keeps the options of a subscription that is made again (measured: its own state came
-        // back to the worker on every publish).
-        changes.yield(.unsubscribe(topics.stateFilter))
-        changes.yield(.subscribeWith(topics.stateFilter, MQTTSubscribeOptions(noLocal: true, retainHandling: .never)))
+        // state deleted or overwritten behind this worker's back is written again at once.
+        changes.yield(
+            .subscribe(topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never)))
         changes.yield(.unsubscribe(recoveryMarker(workerID: workerID)))
         var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
@@ -510,8 +507,7 @@ public final class RideStatusService: Service, Sendable {
         for await change in changes {
             do {
                 switch change {
-                case .subscribe(let filter): try await client.subscribe(filter, qos: .atLeastOnce)
-                case .subscribeWith(let filter, let options):
+                case .subscribe(let filter, let options):
                     try await client.subscribe(filter, qos: .atLeastOnce, options: options)
                     if filter == settings.topics.stateFilter && options.noLocal {
                         core.withLock { $0.watchingStates = true }
