@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // MARK: C boundary
@@ -64,6 +65,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -73,6 +75,7 @@ let package = Package(
             name: "RideStatusWorker",
             dependencies: [
                 "RideStatusService",
+                "MQTTClient",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -6,8 +6,8 @@ import Foundation
 
 /// A plain HTTP/1.1 GET on loopback, for probing a worker's `/readyz` and `/metrics` from tests and the
 /// load harness. Returns the status code and body, or nil when nothing answers.
-public func httpGet(port: Int, path: String) -> (status: Int, body: String)? {
-    guard let fd = TestBroker.connectTCP(port: port) else { return nil }
+public func httpGet(host: String = "127.0.0.1", port: Int, path: String) -> (status: Int, body: String)? {
+    guard let fd = TestBroker.connectTCP(host: host, port: port) else { return nil }
     defer { close(fd) }
     let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

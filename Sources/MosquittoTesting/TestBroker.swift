@@ -229,16 +229,34 @@ public final class TestBroker: @unchecked Sendable {
     }
 
     /// A connected TCP socket to `host:port` (IPv4), or nil. The caller closes it.
+    /// A TCP connection to an IPv4 (`127.0.0.1`) or IPv6 (`::1`) address, or nil when nothing listens.
     public static func connectTCP(host: String = "127.0.0.1", port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let isIPv6 = host.contains(":")
+        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr(host)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        let connected: Bool
+        if isIPv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else {
+                close(fd)
+                return nil
+            }
+            connected = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+                }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr(host)
+            connected = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
             }
         }
         guard connected else {

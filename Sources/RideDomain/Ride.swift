@@ -340,6 +340,13 @@ public struct Ride: Sendable, Equatable {
 
 // MARK: - Durable state (L5)
 
+extension Ride {
+    /// The durable state (L5) as the retained `ridestatus/state/{rideId}` payload.
+    public func durableState() -> [UInt8] {
+        (try? JSONEncoder().encode(self)).map(Array.init) ?? []
+    }
+}
+
 // The durable state keeps the shape it had when every field was stored as written here, so that state
 // written by older versions decodes and other tools can read it: the compact storage is this process's
 // business only. Every earlier shape decodes: the first releases' whole `booking` and whole

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MQTTClient
 import Metrics
 import Prometheus
 import RideStatusService
@@ -64,11 +65,24 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "ride-status-worker")
-        let service = RideStatusService(settings: settings, logger: logger, metricsText: { registry.emitToString() })
+        let worker: RideStatusService<MQTTClient>
+        do {
+            worker = try RideStatusService.connecting(settings: settings, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("ride-status-worker: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        // Started in this order, shut down in reverse: HTTP first, then the worker says goodbye (L8), then
+        // the connection closes.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: worker.connection),
+            .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+        if let http = worker.httpServer(metricsText: { registry.emitToString() }) {
+            services.append(.init(service: http))
+        }
         let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }

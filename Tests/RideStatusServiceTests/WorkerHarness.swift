@@ -21,6 +21,8 @@ final class WorkerProcess: @unchecked Sendable {
     let broker: TestBroker
     let workerID: String
     let metricsPort: Int
+    /// Where `/metrics`, `/healthz` and `/readyz` listen: IPv4 or IPv6 loopback.
+    let metricsHost: String
     let log: URL
     let arguments: [String]
     private(set) var process: ChildProcess?
@@ -32,20 +34,21 @@ final class WorkerProcess: @unchecked Sendable {
 
     init(
         broker: TestBroker, workerID: String = "w-\(UUID().uuidString.prefix(6).lowercased())", interval: Double = 1,
-        extra: [String] = []
+        metricsHost: String = "127.0.0.1", extra: [String] = []
     )
         throws
     {
         self.broker = broker
         self.workerID = workerID
         metricsPort = try TestBroker.freePort()
+        self.metricsHost = metricsHost
         log = broker.directory.appendingPathComponent("worker-\(workerID).log")
         arguments =
             [
                 "--broker", broker.url, "--worker-id", workerID, "--update-interval", "\(interval)",
                 "--state-dir", broker.directory.appendingPathComponent("state").path, "--metrics-port",
                 "\(metricsPort)",
-                "--log-level", "info",
+                "--log-level", "info", "--set", "metrics.host=\(metricsHost)",
             ] + extra
     }
 
@@ -69,7 +72,7 @@ final class WorkerProcess: @unchecked Sendable {
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     /// The HTTP status of `/readyz`, or nil when nothing answers.
-    func readyStatus() -> Int? { httpGet(port: metricsPort, path: "/readyz")?.status }
+    func readyStatus() -> Int? { httpGet(host: metricsHost, port: metricsPort, path: "/readyz")?.status }
 
     func kill() {
         process?.signal(SIGKILL)

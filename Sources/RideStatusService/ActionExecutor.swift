@@ -1,0 +1,80 @@
+import CoreMetrics
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+
+/// Carries out the engine's ``RideAction``s: publishes, clears, subscription changes, dead letters and the
+/// log lines that name the rule. Called while the service holds the engine's lock, so the statuses of a
+/// ride leave in sequence order (C5); nothing here waits on the network.
+struct ActionExecutor<Transport: WorkerTransport>: Sendable {
+    let transport: Transport
+    let topics: Topics
+    let metrics: WorkerMetrics
+    let logger: Logger
+    let changes: SubscriptionQueue
+
+    /// Returns whether a status was published.
+    @discardableResult
+    func execute(_ actions: [RideAction]) -> Bool {
+        var published = false
+        for action in actions {
+            switch action {
+            case .publish(let status, let state):
+                published = publish(status, state: state) || published
+            case .clear(let ride):
+                try? transport.publish(topics.status(ride: ride), [], retain: true)
+                try? transport.publish(topics.state(ride: ride), [], retain: true)
+                logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])
+            case .subscribe(let vehicle):
+                changes.subscribe(topics.position(vehicle: vehicle))
+            case .unsubscribe(let vehicle):
+                changes.unsubscribe(topics.position(vehicle: vehicle))
+            case .deadLetter(let letter):
+                logger.warning(
+                    "input rejected (\(letter.reason.rule))",
+                    metadata: [
+                        "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)", "topic": "\(letter.topic)",
+                    ])
+                try? transport.publish(topics.deadLetter, letter.encoded())
+                metrics.deadLetters.increment()
+            case .invalidStatus(let ride, let violation):
+                logger.error(
+                    "status failed validation (\(violation.rule)); last valid status republished (V7)",
+                    metadata: ["ride.id": "\(ride)", "detail": "\(violation.detail)"])
+            }
+        }
+        return published
+    }
+
+    /// State first, then the status: a restart then never reuses a sequence already published (C5, L5).
+    private func publish(_ status: RideStatus, state: Ride) -> Bool {
+        do {
+            try transport.publish(topics.state(ride: status.rideIdentifier), state.durableState(), retain: true)
+            try transport.publish(topics.status(ride: status.rideIdentifier), status.encoded(), retain: true)
+        } catch {
+            logger.error(
+                "status publish failed", metadata: ["ride.id": "\(status.rideIdentifier)", "error": "\(error)"])
+            return false
+        }
+        // Never a trap: a gap that is not a plausible duration (a restored state's odd time) is not recorded.
+        if let gap = state.cadenceGap, let nanoseconds = Int64(exactly: (gap * 1e9).rounded()), nanoseconds >= 0 {
+            metrics.cadenceGap.recordNanoseconds(nanoseconds)
+        }
+        return true
+    }
+
+    /// A2: another client wrote or deleted the state of a ride this worker runs. The worker's own is the
+    /// truth: it is written again at once, so that a restart does not lose the ride.
+    func rewriteState(of ride: Ride, payloadBytes: Int) {
+        logger.warning(
+            "ride state changed on the broker by another client (A2); writing this worker's again",
+            metadata: ["ride.id": "\(ride.rideIdentifier)", "payload.bytes": "\(payloadBytes)"])
+        do {
+            try transport.publish(topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true)
+        } catch {
+            logger.error(
+                "ride state rewrite failed", metadata: ["ride.id": "\(ride.rideIdentifier)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import CoreMetrics
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+import Synchronization
+
+// MARK: - Connection events: recovery (L5) and republish after reconnect (C4)
+
+extension RideStatusService {
+    func consumeEvents() async {
+        for await event in transport.events {
+            switch event {
+            case .connected(let sessionPresent):
+                readiness.withLock { $0.connected = true }
+                metrics.connects.increment()
+                switch core.withLock({ $0.lifecycle.connected(nonce: UUID().uuidString) }) {
+                case .startRecovery(let nonce):
+                    await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
+                case .republishAll:
+                    announce()
+                    let count = core.withLock { core in
+                        executor.execute(core.engine.publishAll(now: Date()))
+                        planWake(&core)
+                        return core.engine.activeRideCount
+                    }
+                    logger.info("reconnected: republished every active ride (C4)", metadata: ["rides": "\(count)"])
+                case .none, .restore, .finishRecovery, .handle:
+                    break
+                }
+            case .disconnected(let reason):
+                readiness.withLock { $0.connected = false }
+                core.withLock { $0.lifecycle.disconnected() }
+                logger.warning("broker connection lost; reconnecting", metadata: ["reason": "\(reason)"])
+            case .closed:
+                readiness.withLock { $0.connected = false }
+                core.withLock { $0.lifecycle.disconnected() }
+                logger.info("disconnected from the broker")
+            case .connectFailed(let reason, let retryIn):
+                logger.notice("broker not reachable yet", metadata: ["reason": "\(reason)", "retry.in": "\(retryIn)"])
+            case .refused(let error):
+                logger.critical("broker refused the worker; not retrying", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// L5: read every retained ride state, then a marker published after the state subscription: the broker
+    /// sends retained messages before anything published later, so the marker closes the recovery.
+    private func startRecovery(nonce: String, sessionPresent: Bool) async {
+        logger.info("recovering rides from retained state", metadata: ["session.present": "\(sessionPresent)"])
+        do {
+            try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
+            try await transport.subscribe(settings.topics.stateFilter, qos: .atLeastOnce, options: .init())
+            try transport.publish(identity.recoveryMarker, Array(nonce.utf8))
+        } catch {
+            logger.error("recovery subscription failed; retrying on next connection", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func finishRecovery(stashed stash: [MQTTMessage], core: inout Core) {
+        let topics = settings.topics
+        // A2: from now on only other clients' writes to ride states arrive (no local, no retained replay): a
+        // state deleted or overwritten behind this worker's back is written again at once.
+        subscriptions.subscribe(
+            topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
+        subscriptions.unsubscribe(identity.recoveryMarker)
+        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
+        // Retained availability first arrives now: the quoter's index fills before the worker is ready.
+        if core.quoter != nil { filters.append(topics.availabilityFilter) }
+        for filter in filters { subscriptions.subscribe(filter) }
+        // Ready only once the control subscriptions are acknowledged: before that a booking could be lost.
+        subscriptions.ready()
+        announce()
+        let now = Date()
+        executor.execute(core.engine.publishAll(now: now))
+        logger.info(
+            "recovered; rides resumed (L5)",
+            metadata: [
+                "rides": "\(core.engine.activeRideCount)", "queued.messages": "\(stash.count)",
+                "fixes.skipped": "\(core.lifecycle.fixesSkipped)",
+            ])
+        if core.lifecycle.stashOverflow > 0 {
+            logger.error(
+                "control messages beyond the recovery stash were dropped (L6)",
+                metadata: ["dropped": "\(core.lifecycle.stashOverflow)", "limit": "\(core.lifecycle.stashLimit)"])
+        }
+        for message in stash { handle(message, now: now, core: &core) }
+        planWake(&core)
+    }
+
+    private func announce() {
+        try? transport.publish(identity.presenceTopic, identity.presence(online: true), retain: true)
+    }
+
+    // MARK: - Messages
+
+    func consumeMessages() async {
+        for await message in transport.messages {
+            let received = ContinuousClock.now
+            let now = Date()
+            if message.topic == settings.topics.rideOptionsRequest,
+                case .some(let quoter) = core.withLock({ $0.lifecycle.recovered ? Optional($0.quoter) : nil })
+            {
+                // 3.4: priced outside the lock, so a burst of quotes never holds back a fix or a phase change (C2).
+                let refusals = responder.answer(message, quoter: quoter, now: now)
+                if !refusals.isEmpty { core.withLock { reject(refusals, message, now: now, core: &$0) } }
+                continue
+            }
+            let parsed = settings.topics.parse(message.topic)
+            let kind: WorkerLifecycle<MQTTMessage>.Kind
+            switch parsed {
+            case .state: kind = .rideState
+            case .position: kind = .fix
+            case .unknown where message.topic == identity.recoveryMarker:
+                kind = .recoveryMarker(String(decoding: message.payload, as: UTF8.self))
+            default: kind = .other
+            }
+            let published = core.withLock { core -> Bool in
+                switch core.lifecycle.received(kind, message) {
+                case .handle(let message):
+                    let published = handle(message, now: now, core: &core)
+                    planWake(&core)
+                    return published
+                case .restore(let message):
+                    if case .state(let ride) = parsed { restore(message, ride: ride, now: now, core: &core) }
+                case .finishRecovery(let stashed):
+                    finishRecovery(stashed: stashed, core: &core)
+                case .none, .startRecovery, .republishAll:
+                    break
+                }
+                return false
+            }
+            if published { metrics.inputToStatus.record(ContinuousClock.now - received) }
+        }
+    }
+
+    /// L5, A2: one retained ride state; what fails the checks is logged (naming A2), dead-lettered and left
+    /// retained. A zero-length message is a deleted state: nothing to restore.
+    private func restore(_ message: MQTTMessage, ride: String, now: Date, core: inout Core) {
+        guard !message.payload.isEmpty else { return }
+        let actions = core.engine.restore(topic: message.topic, ride: ride, payload: message.payload, now: now)
+        for case .deadLetter(let letter) in actions {
+            logger.error(
+                "ride state refused (A2); it stays retained and the ride is not resumed",
+                metadata: [
+                    "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
+                ])
+        }
+        executor.execute(actions)
+    }
+
+    /// Handles one message; returns whether it caused a status publish.
+    @discardableResult
+    private func handle(_ message: MQTTMessage, now: Date, core: inout Core) -> Bool {
+        switch settings.topics.parse(message.topic) {
+        case .statusRequest(let ride):
+            if let refused = responder.reply(to: message, payload: core.engine.statusReply(for: ride)) {
+                reject([refused], message, now: now, core: &core)
+            }
+        case .rideOptionsRequest:
+            // Only messages stashed during recovery come here; later ones are answered outside the lock.
+            reject(responder.answer(message, quoter: core.quoter, now: now), message, now: now, core: &core)
+        case .availability(let vehicle):
+            guard core.quoter != nil else { return false }
+            do throws(Rejection) {
+                try core.quoter!.receiveAvailability(
+                    vehicleId: vehicle, payload: message.payload, decoder: decoder, now: now)
+            } catch {
+                reject([error], message, now: now, core: &core)
+            }
+        case .state(let ride):
+            guard core.watchingStates, let current = core.engine.ride(ride) else { return false }
+            executor.rewriteState(of: current, payloadBytes: message.payload.count)
+        default:
+            return executor.execute(core.engine.receive(topic: message.topic, payload: message.payload, now: now))
+        }
+        return false
+    }
+
+    /// 3.5: each refusal becomes a dead letter naming its rule.
+    private func reject(_ refusals: [Rejection], _ message: MQTTMessage, now: Date, core: inout Core) {
+        for refused in refusals {
+            executor.execute(core.engine.reject(refused, topic: message.topic, payload: message.payload, now: now))
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import MQTTClient
+
+/// What the worker needs of an MQTT connection. ``MQTTClient`` is the real one (libmosquitto); the
+/// `RideStatusTesting` module has an in-memory one for the service's own unit tests, as NIOEmbedded is for
+/// swift-nio. End-to-end tests always use a real mosquitto.
+public protocol WorkerTransport: AnyObject, Sendable {
+    associatedtype Messages: AsyncSequence<MQTTMessage, Never> & Sendable
+
+    /// Messages for the worker's subscriptions, in arrival order.
+    var messages: Messages { get }
+    /// Connections, drops and refusals.
+    var events: AsyncStream<MQTTConnectionEvent> { get }
+    /// How many times the connection came back.
+    var reconnectCount: Int { get }
+    /// Messages dropped because the worker fell behind.
+    var droppedMessages: Int { get }
+
+    /// Connects in the background and keeps reconnecting.
+    func start()
+    /// Queues a publish; never waits on the network.
+    func publishWithoutWaiting(
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties) throws
+    /// Subscribes and waits for the acknowledgement.
+    func subscribe(_ filter: String, qos: MQTTQoS, options: MQTTSubscribeOptions) async throws
+    /// Unsubscribes and waits for the acknowledgement.
+    func unsubscribe(_ filter: String) async throws
+    /// Waits until every QoS 1 publish is acknowledged; false when the timeout came first.
+    func flush(timeout: Duration) async -> Bool
+    /// Leaves cleanly: the broker does not send the will.
+    func disconnect(flushTimeout: Duration) async
+}
+
+extension WorkerTransport {
+    func publish(_ topic: String, _ payload: [UInt8], retain: Bool = false, properties: MQTTProperties = .init())
+        throws
+    {
+        try publishWithoutWaiting(
+            topic: topic, payload: payload, qos: .atLeastOnce, retain: retain, properties: properties)
+    }
+}
+
+/// The real transport: every requirement is `MQTTClient`'s own API (its typed throws satisfy `throws`).
+extension MQTTClient: WorkerTransport {}
