@@ -134,6 +134,15 @@ struct DomainBenchmark: ParsableCommand {
             target: 200_000)
         print("  (\(bytes / statusCount) bytes a status)")
 
+        // 3b. The durable state (L5), written with the statuses that persist it.
+        var stateBytes = 0
+        let stateCount = 100_000
+        let stateSeconds = measure {
+            for _ in 0..<stateCount { stateBytes += ride.durableState().count }
+        }
+        report("encode the durable state (L5)", Double(stateCount) / stateSeconds, unit: "states/s", target: nil)
+        print("  (\(stateBytes / stateCount) bytes a state)")
+
         // 4. The cadence scheduler with `rides` rides at a 5 s interval, 50 ms ticks over 60 simulated seconds.
         var scheduler = CadenceScheduler()
         for index in 0..<rides { scheduler.schedule(index, at: Double(index % 5000) / 1000) }

@@ -27,7 +27,7 @@ extension Ride {
         guard !payload.isEmpty else { throw Rejection(.malformedJSON, "ride state is empty (A2, I2)") }
         let ride: Ride
         do {
-            ride = try JSONDecoder().decode(Ride.self, from: Data(payload))
+            ride = try Ride.decodeDurableState(payload)
         } catch {
             throw Rejection(.malformedJSON, "ride state does not decode: \(Self.summary(of: error)) (A2, L5)")
         }

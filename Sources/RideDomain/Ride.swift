@@ -8,41 +8,41 @@ public struct Ride: Sendable, Equatable {
     // The durable state keeps its own shape (Ride+Durable.swift).
 
     /// The booking, immutable once the ride starts.
-    private var terms: Shared<BookingTerms>
+    var terms: Shared<BookingTerms>
     /// What the ride keeps of its booking; the vehicle, driver and position live in the ride itself.
     public var booking: BookingTerms { terms.value }
-    public private(set) var phase: RidePhase
-    public private(set) var vehicleId: String?
+    public internal(set) var phase: RidePhase
+    public internal(set) var vehicleId: String?
     /// Vehicle details and driver, shared with the V7 snapshot until the next `assign`.
-    private var crew: Shared<Crew>
+    var crew: Shared<Crew>
     public var vehicle: VehicleDetails { crew.value.vehicle }
     public var driver: Driver? { crew.value.driver }
-    @PackedLocation public private(set) var location: VehicleLocation?
-    @NaNBoxed public private(set) var lastFixAcceptedAt: Date?
-    public private(set) var startedAt: Date
-    public private(set) var sequence: Int
-    @NaNBoxed public private(set) var lastIssuedAt: Date?
+    @PackedLocation public internal(set) var location: VehicleLocation?
+    @NaNBoxed public internal(set) var lastFixAcceptedAt: Date?
+    public internal(set) var startedAt: Date
+    public internal(set) var sequence: Int
+    @NaNBoxed public internal(set) var lastIssuedAt: Date?
     /// Seconds from the status before to the latest one (the cadence gap a subscriber saw, C1); nil for
     /// the first status, and for the first after a restart too (not durable).
-    @NaNBoxed public private(set) var cadenceGap: Double?
+    @NaNBoxed public internal(set) var cadenceGap: Double?
     /// Set once, on completion; shared with the V7 snapshot.
-    private var completionBox: Shared<CompletionStatus>?
+    var completionBox: Shared<CompletionStatus>?
     public var completion: CompletionStatus? { completionBox?.value }
-    @NaNBoxed public private(set) var completedAt: Date?
-    @NaNBoxed public private(set) var pickupArrivedAt: Date?
-    @NaNBoxed public private(set) var estimatedPickupEndDate: Date?
-    @NaNBoxed public private(set) var ongoingSince: Date?
-    public private(set) var drivenMetres: Double
-    @NaNBoxed public private(set) var smoothedSpeed: Double?
-    public private(set) var estimatedPickupDate: Date
-    @NaNBoxed public private(set) var estimatedDropOffDate: Date?
+    @NaNBoxed public internal(set) var completedAt: Date?
+    @NaNBoxed public internal(set) var pickupArrivedAt: Date?
+    @NaNBoxed public internal(set) var estimatedPickupEndDate: Date?
+    @NaNBoxed public internal(set) var ongoingSince: Date?
+    public internal(set) var drivenMetres: Double
+    @NaNBoxed public internal(set) var smoothedSpeed: Double?
+    public internal(set) var estimatedPickupDate: Date
+    @NaNBoxed public internal(set) var estimatedDropOffDate: Date?
     /// V7: what the last valid status said beyond the booking, boxed; the booking's part never changes,
     /// so the status is rebuilt from both rather than kept whole.
-    private var lastValid: Shared<LastValidStatus>?
+    var lastValid: Shared<LastValidStatus>?
     /// V7: the last status that passed validation.
     public var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
     /// Great-circle metres from pickup to drop-off, computed once.
-    private var legMetres: Double
+    var legMetres: Double
 
     public var rideIdentifier: String { booking.rideIdentifier }
 
@@ -63,6 +63,21 @@ public struct Ride: Sendable, Equatable {
         legMetres = booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
+    }
+
+    /// The fields without which no ride exists; the rest are set after (the durable state, Ride+Durable.swift).
+    init(
+        terms: Shared<BookingTerms>, phase: RidePhase, crew: Shared<Crew>, startedAt: Date, sequence: Int,
+        drivenMetres: Double, estimatedPickupDate: Date, legMetres: Double
+    ) {
+        self.terms = terms
+        self.phase = phase
+        self.crew = crew
+        self.startedAt = startedAt
+        self.sequence = sequence
+        self.drivenMetres = drivenMetres
+        self.estimatedPickupDate = estimatedPickupDate
+        self.legMetres = legMetres
     }
 
     // MARK: Inputs
@@ -225,7 +240,7 @@ public struct Ride: Sendable, Equatable {
 
     /// A V7 snapshot that shares the ride's crew and completion boxes where it says the same (a status
     /// built from this ride always does; a restored snapshot may differ, and then gets its own).
-    private func snapshot(_ last: LastValidStatus.Durable) -> Shared<LastValidStatus> {
+    func snapshot(_ last: LastValidStatus.Durable) -> Shared<LastValidStatus> {
         let lastCrew = Crew(vehicle: last.vehicle, driver: last.driver)
         let completion = last.completionStatus.map { $0 == completionBox?.value ? completionBox! : Shared($0) }
         return Shared(
@@ -338,97 +353,6 @@ public struct Ride: Sendable, Equatable {
     }
 }
 
-// MARK: - Durable state (L5)
-
-extension Ride {
-    /// The durable state (L5) as the retained `ridestatus/state/{rideId}` payload.
-    public func durableState() -> [UInt8] {
-        (try? JSONEncoder().encode(self)).map(Array.init) ?? []
-    }
-}
-
-// The durable state keeps the shape it had when every field was stored as written here, so that state
-// written by older versions decodes and other tools can read it: the compact storage is this process's
-// business only. Every earlier shape decodes: the first releases' whole `booking` and whole
-// `lastValidStatus` (and the very first's missing `legMetres`), a whole booking in `bookingBox`, and a
-// `lastValidBox` field (decoded without a snapshot).
-extension Ride: Codable {
-    private struct Durable: Codable {
-        var bookingBox: BookingTerms?
-        /// The first releases kept the whole booking under this name (read, never written).
-        var booking: BookingTerms?
-        var phase: RidePhase
-        var vehicleId: String?
-        var vehicle: VehicleDetails
-        var driver: Driver?
-        var location: VehicleLocation?
-        var lastFixAcceptedAt: Date?
-        var startedAt: Date
-        var sequence: Int
-        var lastIssuedAt: Date?
-        var completion: CompletionStatus?
-        var completedAt: Date?
-        var pickupArrivedAt: Date?
-        var estimatedPickupEndDate: Date?
-        var ongoingSince: Date?
-        var drivenMetres: Double
-        var smoothedSpeed: Double?
-        var estimatedPickupDate: Date
-        var estimatedDropOffDate: Date?
-        var lastValid: LastValidStatus.Durable?
-        /// The first releases kept the whole last valid status (read, never written).
-        var lastValidStatus: RideStatus?
-        /// Derived from the booking; the first release did not keep it.
-        var legMetres: Double?
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let durable = try Durable(from: decoder)
-        guard let booking = durable.bookingBox ?? durable.booking else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "no booking: neither bookingBox nor booking"))
-        }
-        terms = Shared(booking)
-        phase = durable.phase
-        vehicleId = durable.vehicleId
-        crew = Shared(Crew(vehicle: durable.vehicle, driver: durable.driver))
-        location = durable.location
-        lastFixAcceptedAt = durable.lastFixAcceptedAt
-        startedAt = durable.startedAt
-        sequence = durable.sequence
-        lastIssuedAt = durable.lastIssuedAt
-        completionBox = durable.completion.map(Shared.init)
-        completedAt = durable.completedAt
-        pickupArrivedAt = durable.pickupArrivedAt
-        estimatedPickupEndDate = durable.estimatedPickupEndDate
-        ongoingSince = durable.ongoingSince
-        drivenMetres = durable.drivenMetres
-        smoothedSpeed = durable.smoothedSpeed
-        estimatedPickupDate = durable.estimatedPickupDate
-        estimatedDropOffDate = durable.estimatedDropOffDate
-        // A2: a stored value that is not a distance is derived again rather than trusted.
-        legMetres =
-            durable.legMetres.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
-            ?? booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
-        lastValid = nil
-        if let last = durable.lastValid ?? durable.lastValidStatus.map(LastValidStatus.Durable.init) {
-            lastValid = snapshot(last)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        try Durable(
-            bookingBox: booking, phase: phase, vehicleId: vehicleId, vehicle: vehicle, driver: driver,
-            location: location, lastFixAcceptedAt: lastFixAcceptedAt, startedAt: startedAt, sequence: sequence,
-            lastIssuedAt: lastIssuedAt, completion: completion, completedAt: completedAt,
-            pickupArrivedAt: pickupArrivedAt, estimatedPickupEndDate: estimatedPickupEndDate,
-            ongoingSince: ongoingSince, drivenMetres: drivenMetres, smoothedSpeed: smoothedSpeed,
-            estimatedPickupDate: estimatedPickupDate, estimatedDropOffDate: estimatedDropOffDate,
-            lastValid: lastValid.map { LastValidStatus.Durable($0.value) }, legMetres: legMetres
-        ).encode(to: encoder)
-    }
-}
-
 /// The part of a valid status that the booking does not fix (V7).
 struct LastValidStatus: Sendable, Equatable {
     var phase: RidePhase
@@ -442,45 +366,4 @@ struct LastValidStatus: Sendable, Equatable {
     var sequence: Int
     var issuedAt: Date
     var stale: Bool
-}
-
-extension LastValidStatus {
-    /// The snapshot's durable shape (L5).
-    struct Durable: Codable {
-
-        var phase: RidePhase
-        var completionStatus: CompletionStatus?
-        var vehicleLocation: VehicleLocation?
-        var vehicle: VehicleDetails
-        var driver: Driver?
-        var optionPickupDate: Date
-        var estimatedPickupDate: Date?
-        var estimatedPickupEndDate: Date?
-        var estimatedDropOffDate: Date?
-        var sequence: Int
-        var issuedAt: Date
-        var stale: Bool
-    }
-}
-
-extension LastValidStatus.Durable {
-    /// A snapshot as it is kept durably.
-    init(_ last: LastValidStatus) {
-        self.init(
-            phase: last.phase, completionStatus: last.completion?.value, vehicleLocation: last.vehicleLocation,
-            vehicle: last.crew.value.vehicle, driver: last.crew.value.driver, optionPickupDate: last.optionPickupDate,
-            estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
-            estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
-            stale: last.stale)
-    }
-
-    /// What a status says beyond the booking.
-    init(_ status: RideStatus) {
-        self.init(
-            phase: status.phase, completionStatus: status.completionStatus, vehicleLocation: status.vehicleLocation,
-            vehicle: status.vehicle, driver: status.driver, optionPickupDate: status.rideOption.estimatedPickupDate,
-            estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
-            estimatedDropOffDate: status.estimatedDropOffDate, sequence: status.sequence, issuedAt: status.issuedAt,
-            stale: status.stale)
-    }
 }

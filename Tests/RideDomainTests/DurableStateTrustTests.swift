@@ -11,7 +11,7 @@ struct DurableStateTrustTests {
         harness.start()
         harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 800, bearing: 90), speed: 8)
         let ride = try #require(harness.engine.rides["r-1"])
-        return try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(ride)) as? [String: Any])
+        return try #require(try JSONSerialization.jsonObject(with: Data(ride.durableState())) as? [String: Any])
     }
 
     func restore(_ document: [String: Any], topicRide: String = "r-1") throws -> Result<Ride, Rejection> {
@@ -65,7 +65,8 @@ struct DurableStateTrustTests {
     @Test("A2, T1, T2, V6: places, past times, estimates and money in range")
     func ranges() throws {
         var future = try stateDocument()
-        future["startedAt"] = (future["startedAt"] as? Double ?? 0) + 86_400
+        let started = try #require(Timestamps.parse(future["startedAt"] as? String ?? ""))
+        future["startedAt"] = Timestamps.format(started.addingTimeInterval(86_400))
         #expect(try rejection(future)?.detail.contains("startedAt") == true)
         var huge = try stateDocument()
         huge["estimatedDropOffDate"] = 1e300
@@ -98,7 +99,7 @@ struct DurableStateTrustTests {
         #expect(files.count >= 4)
         for file in files {
             let payload = Array(try Data(contentsOf: folder.appendingPathComponent(file)))
-            let ride = try #require(try JSONDecoder().decode(Ride.self, from: Data(payload)) as Ride?)
+            let ride = try Ride.decodeDurableState(payload)
             do throws(Rejection) {
                 _ = try Ride.restored(
                     topicRide: ride.rideIdentifier, payload: payload, now: t0.addingTimeInterval(86_400),
@@ -112,8 +113,12 @@ struct DurableStateTrustTests {
     @Test("A2: times the worker took must lie in this century: year 1 would make every duration absurd")
     func ancientTimes() throws {
         var document = try stateDocument()
-        document["lastIssuedAt"] = -63_000_000_000.0  // seconds since 2001: about the year 1
+        document["lastIssuedAt"] = -63_000_000_000.0  // seconds since 2001 (shapes 1 and 2): about the year 1
         #expect(try rejection(document)?.detail.contains("lastIssuedAt") == true)
+        document["lastIssuedAt"] = "0001-01-01T00:00:00.000Z"  // the same in shape 3
+        #expect(try rejection(document)?.detail.contains("lastIssuedAt") == true)
+        document["lastIssuedAt"] = "yesterday"
+        #expect(try rejection(document)?.reason == .malformedJSON, "a time that is not RFC 3339 does not decode")
     }
 
     @Test("A2, I2: empty, oversized or undecodable state is refused with a one-line reason")

@@ -78,8 +78,8 @@ struct LifecycleTests {
         for case .publish(_, let saved) in harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)) {
             state = saved
         }
-        let saved = try JSONEncoder().encode(try #require(state))
-        let ride = try JSONDecoder().decode(Ride.self, from: saved)
+        let saved = Data(try #require(state).durableState())
+        let ride = try Ride.decodeDurableState(Array(saved))
 
         var restarted = Harness()
         let actions = restarted.engine.restore(ride, now: t0.addingTimeInterval(30))
@@ -96,7 +96,7 @@ struct LifecycleTests {
         let text = String(decoding: saved, as: UTF8.self)
         #expect(text.contains(#""lastValid":"#))
         let older = text.replacingOccurrences(of: #""lastValid":"#, with: #""lastValidBox":"#)
-        let upgraded = try JSONDecoder().decode(Ride.self, from: Data(older.utf8))
+        let upgraded = try Ride.decodeDurableState(Array(older.utf8))
         #expect(upgraded.phase == .pickup && upgraded.sequence == ride.sequence)
         #expect(upgraded.lastValidStatus == nil)
 
@@ -106,8 +106,7 @@ struct LifecycleTests {
         let whole = try JSONEncoder().encode(try decoder.booking(rideIdentifier: "r-1", payload: bookingJSON()))
         var object = try #require(try JSONSerialization.jsonObject(with: saved) as? [String: Any])
         object["bookingBox"] = try JSONSerialization.jsonObject(with: whole)
-        let withWholeBooking = try JSONDecoder().decode(
-            Ride.self, from: try JSONSerialization.data(withJSONObject: object))
+        let withWholeBooking = try Ride.decodeDurableState(Array(try JSONSerialization.data(withJSONObject: object)))
         #expect(withWholeBooking.booking == ride.booking)
         #expect(withWholeBooking.phase == .pickup)
     }
@@ -116,13 +115,12 @@ struct LifecycleTests {
     /// and a completed one with its payment: `v1` by the first releases (the whole booking and the whole last
     /// valid status), `v2` by the release before the compact ride storage.
     @Test(
-        "L5: durable state written by earlier releases decodes; this release writes the v2 shape",
-        arguments: ["v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed"])
+        "L5: durable state written by every release decodes; this release writes shape 3 (RFC 3339 times)",
+        arguments: ["v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed", "v3-ongoing", "v3-completed"])
     func durableStateFromPreviousRelease(name: String) throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Golden/durable-state-\(name).json")
-        let written = try Data(contentsOf: url)
-        let ride = try JSONDecoder().decode(Ride.self, from: written)
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+        let written = try Data(contentsOf: folder.appendingPathComponent("durable-state-\(name).json"))
+        let ride = try Ride.decodeDurableState(Array(written))
         #expect(ride.vehicleId == "v-2" && ride.vehicle.registrationPlate == "B-RS 2001")
         #expect(ride.driver?.displayName == "Grace H.")
         #expect(ride.booking.fare?.perKilometer == Decimal(string: "1.10"))
@@ -136,24 +134,34 @@ struct LifecycleTests {
             #expect(ride.phase == .ongoing && ride.completion == nil)
             #expect(ride.location?.speed == 11 && ride.smoothedSpeed != nil)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let again = try encoder.encode(ride)
+        let again = ride.durableState()
+        if ProcessInfo.processInfo.environment["RECORD_GOLDEN"] == "1", name.hasPrefix("v2") {
+            let object = try JSONSerialization.jsonObject(with: Data(again))
+            let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            let v3 = "durable-state-" + name.replacingOccurrences(of: "v2", with: "v3") + ".json"
+            try pretty.write(to: folder.appendingPathComponent(v3))
+        }
         let before = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
-        let after = try #require(try JSONSerialization.jsonObject(with: again) as? NSDictionary)
-        if name.hasPrefix("v2") {
-            #expect(before == after, "the durable shape (L5) is this release's and the previous one's")
-        } else {
+        let after = try #require(try JSONSerialization.jsonObject(with: Data(again)) as? NSDictionary)
+        #expect(after["version"] as? Int == Ride.durableStateVersion)
+        #expect(after["startedAt"] is String, "times as RFC 3339, readable by other tools")
+        if name.hasPrefix("v3") {
+            #expect(before == after, "the durable shape (L5) is exactly this release's")
+        } else if name.hasPrefix("v1") {
             #expect(before["booking"] != nil && before["lastValidStatus"] != nil)
             #expect(after["bookingBox"] != nil && after["lastValid"] != nil)
             #expect(after["booking"] == nil && after["lastValidStatus"] == nil)
             // The very first release wrote the same document without `legMetres` (derived from the booking).
             let first = try #require(before.mutableCopy() as? NSMutableDictionary)
             first.removeObject(forKey: "legMetres")
-            let fromFirst = try JSONDecoder().decode(Ride.self, from: try JSONSerialization.data(withJSONObject: first))
+            let fromFirst = try Ride.decodeDurableState(Array(try JSONSerialization.data(withJSONObject: first)))
             #expect(fromFirst == ride)
         }
-        #expect(try JSONDecoder().decode(Ride.self, from: again) == ride)
+        // Written once, the state reads back to a ride that writes the same bytes again (times keep milliseconds).
+        let reread = try Ride.decodeDurableState(again)
+        #expect(reread.durableState() == again)
+        #expect(reread.phase == ride.phase && reread.sequence == ride.sequence && reread.booking == ride.booking)
+        #expect(reread.lastValidStatus?.sequence == ride.lastValidStatus?.sequence)
     }
 
     @Test("L6: redelivered duplicates of control messages change nothing")

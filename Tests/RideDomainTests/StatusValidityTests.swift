@@ -140,13 +140,13 @@ struct StatusValidityTests {
         let first = try #require(harness.start().statuses.first)
         let ride = try #require(harness.engine.rides["r-1"])
         var document = try #require(
-            try JSONSerialization.jsonObject(with: try JSONEncoder().encode(ride)) as? [String: Any])
+            try JSONSerialization.jsonObject(with: Data(ride.durableState())) as? [String: Any])
         var vehicle = try #require(document["vehicle"] as? [String: Any])
         #expect(vehicle.removeValue(forKey: "mapAnnotationImage") != nil)
         document["vehicle"] = vehicle
         let state = try JSONSerialization.data(withJSONObject: document)
         var restarted = Harness()
-        _ = restarted.engine.restore(try JSONDecoder().decode(Ride.self, from: state), now: t0.addingTimeInterval(1))
+        _ = restarted.engine.restore(try Ride.decodeDurableState(Array(state)), now: t0.addingTimeInterval(1))
         let actions = restarted.engine.publishAll(now: t0.addingTimeInterval(1))
         let invalid = actions.compactMap { if case .invalidStatus(_, let violation) = $0 { violation } else { nil } }
         #expect(invalid.map(\.rule) == ["V5"])
