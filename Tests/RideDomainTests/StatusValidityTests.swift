@@ -14,7 +14,7 @@ struct StatusValidityTests {
         var status = try validStatus()
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
         status.rideIdentifier = "r-2"
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V1")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V1)
     }
 
     @Test("V2: phase is one of the six; unknown does not decode")
@@ -32,22 +32,22 @@ struct StatusValidityTests {
     func completionConsistency() throws {
         var status = try validStatus()
         status.completionStatus = .completed(payment: nil, feedbackType: [], tipping: [])
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
         status.phase = .completed
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
         status.completionStatus?.canceled = true
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
         status.completionStatus = .canceled(by: .user, fee: nil)
         status.completionStatus?.canceledBy = nil
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
         status.completionStatus = .completed(payment: nil, feedbackType: ["rate"], tipping: [])
         status.completionStatus?.missedPickup = true
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
         status.completionStatus = .completed(payment: nil, feedbackType: ["rate"], tipping: [])
         status.completionStatus?.outstanding = true
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
         status.completionStatus = .completed(payment: nil, feedbackType: ["stars"], tipping: [])
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V3")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
         status.phase = .ongoing
         status.completionStatus = nil
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
@@ -57,7 +57,7 @@ struct StatusValidityTests {
     func rideOption() throws {
         var status = try validStatus()
         status.rideOption.name = "  "
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V4")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V4)
         var harness = Harness()
         let blank = String(decoding: bookingJSON(), as: UTF8.self).replacingOccurrences(
             of: #""name":"Compact""#, with: #""name":"""#)
@@ -69,14 +69,14 @@ struct StatusValidityTests {
         var status = try validStatus()
         #expect(status.vehicleLocation == nil, "no position known yet: null, and still published")
         status.vehicle.mapAnnotationImage = nil
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V5")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V5)
         status.phase = .received
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
         var located = try validStatus()
         located.vehicleLocation = VehicleLocation(
             coordinate: Coordinate(latitude: 95, longitude: 0), course: nil, speed: nil, horizontalAccuracy: nil,
             timestamp: t0)
-        #expect(StatusValidator.violation(of: located, bookedRide: "r-1")?.rule == "V5")
+        #expect(StatusValidator.violation(of: located, bookedRide: "r-1")?.rule == .V5)
         // The configured default image fills a booking without one.
         var configuration = RideConfiguration()
         configuration.mapAnnotationImages = ["Compact": "https://assets.example/default.png"]
@@ -92,12 +92,12 @@ struct StatusValidityTests {
         var status = try validStatus()
         status.completionStatus = .canceled(by: .user, fee: Money(amount: -1, currencyCode: "EUR"))
         status.phase = .completed
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V6")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V6)
         status.completionStatus = .canceled(by: .user, fee: Money(amount: 1, currencyCode: "eur"))
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == "V6")
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V6)
         var dates = try validStatus()
         dates.estimatedDropOffDate = dates.estimatedPickupDate?.addingTimeInterval(-1)
-        #expect(StatusValidator.violation(of: dates, bookedRide: "r-1")?.rule == "V6")
+        #expect(StatusValidator.violation(of: dates, bookedRide: "r-1")?.rule == .V6)
     }
 
     @Test(
@@ -149,7 +149,7 @@ struct StatusValidityTests {
         _ = restarted.engine.restore(try Ride.decodeDurableState(Array(state)), now: t0.addingTimeInterval(1))
         let actions = restarted.engine.publishAll(now: t0.addingTimeInterval(1))
         let invalid = actions.compactMap { if case .invalidStatus(_, let violation) = $0 { violation } else { nil } }
-        #expect(invalid.map(\.rule) == ["V5"])
+        #expect(invalid.map(\.rule) == [.V5])
         let republished = actions.statuses
         #expect(republished.count == 1)
         #expect(republished.first?.vehicle.mapAnnotationImage == first.vehicle.mapAnnotationImage, "the last valid one")

@@ -294,7 +294,7 @@ public struct JSONParser {
         return value
     }
 
-    static let powersOfTen: [Double] = (0...18).map { exponent in
+    package static let powersOfTen: [Double] = (0...18).map { exponent in
         var value = 1.0
         for _ in 0..<exponent { value *= 10 }
         return value

@@ -134,17 +134,17 @@ public enum RejectionReason: String, CaseIterable, Sendable, Codable {
     case unknownRide, eventNotAllowed, invalidBooking
 
     /// The contract rule a rejection of this kind enforces, for log lines.
-    public var rule: String {
+    public var rule: Rule {
         switch self {
-        case .payloadTooLarge, .malformedJSON: return "I2"
-        case .invalidIdentifier: return "I1"
-        case .identifierMismatch: return "I3"
-        case .invalidCoordinates, .nullIsland: return "T1"
-        case .timestampInFuture, .timestampTooOld: return "T2"
-        case .impossibleSpeed: return "T4"
-        case .poorAccuracy: return "T5"
-        case .eventNotAllowed: return "P8"
-        case .missingField, .invalidField, .unknownRide, .invalidBooking: return "3.5"
+        case .payloadTooLarge, .malformedJSON: return .I2
+        case .invalidIdentifier: return .I1
+        case .identifierMismatch: return .I3
+        case .invalidCoordinates, .nullIsland: return .T1
+        case .timestampInFuture, .timestampTooOld: return .T2
+        case .impossibleSpeed: return .T4
+        case .poorAccuracy: return .T5
+        case .eventNotAllowed: return .P8
+        case .missingField, .invalidField, .unknownRide, .invalidBooking: return .deadLetters
         }
     }
 }

@@ -50,19 +50,3 @@ public struct Coordinate: Sendable, Equatable, Codable {
             latitude: lat2 * 180 / .pi, longitude: (lon2 * 180 / .pi + 540).truncatingRemainder(dividingBy: 360) - 180)
     }
 }
-
-/// E1: remaining time from great-circle distance, a detour factor and a smoothed speed with a floor.
-public struct Estimator: Sendable {
-    public var detourFactor: Double
-    public var speedFloor: Double
-
-    public init(detourFactor: Double, speedFloor: Double) {
-        self.detourFactor = detourFactor
-        self.speedFloor = speedFloor
-    }
-
-    /// Seconds to cover the great-circle distance `metres` at `speed` (m/s, floored).
-    public func travelTime(metres: Double, speed: Double?) -> Double {
-        metres * detourFactor / max(speed ?? speedFloor, speedFloor)
-    }
-}

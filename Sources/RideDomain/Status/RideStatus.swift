@@ -69,7 +69,7 @@ public struct RideStatus: Sendable, Equatable, Codable {
 
 /// A status that must not be published, with the rule it breaks.
 public struct StatusViolation: Error, Equatable, Sendable, CustomStringConvertible {
-    public var rule: String
+    public var rule: Rule
     public var detail: String
     public var description: String { "\(rule): \(detail)" }
 }
@@ -78,42 +78,42 @@ public enum StatusValidator {
     /// Checks V1-V6; returns the first violation, or `nil` when the status may be published.
     public static func violation(of status: RideStatus, bookedRide: String) -> StatusViolation? {
         if status.rideIdentifier != bookedRide || !Identifier.isValid(status.rideIdentifier) {
-            return StatusViolation(rule: "V1", detail: "rideIdentifier '\(status.rideIdentifier)' is not the booking's")
+            return StatusViolation(rule: .V1, detail: "rideIdentifier '\(status.rideIdentifier)' is not the booking's")
         }
         // V2 holds by construction: `RidePhase` has exactly the six phases and no `unknown`.
         if (status.phase == .completed) != (status.completionStatus != nil) {
-            return StatusViolation(rule: "V3", detail: "completionStatus must be present if and only if completed")
+            return StatusViolation(rule: .V3, detail: "completionStatus must be present if and only if completed")
         }
         if let completion = status.completionStatus {
             if completion.completed == completion.canceled {
-                return StatusViolation(rule: "V3", detail: "exactly one of completed and canceled must be true")
+                return StatusViolation(rule: .V3, detail: "exactly one of completed and canceled must be true")
             }
             if completion.missedPickup && !completion.canceled {
-                return StatusViolation(rule: "V3", detail: "missedPickup without canceled")
+                return StatusViolation(rule: .V3, detail: "missedPickup without canceled")
             }
             if (completion.canceledBy != nil) != completion.canceled {
-                return StatusViolation(rule: "V3", detail: "canceledBy must be set if and only if canceled")
+                return StatusViolation(rule: .V3, detail: "canceledBy must be set if and only if canceled")
             }
             if completion.outstanding && completion.paymentAmount == nil {
-                return StatusViolation(rule: "V3", detail: "outstanding without a paymentAmount")
+                return StatusViolation(rule: .V3, detail: "outstanding without a paymentAmount")
             }
             if !completion.feedbackType.allSatisfy({ $0 == "rate" || $0 == "tip" }) {
-                return StatusViolation(rule: "V3", detail: "feedbackType holds something other than rate and tip")
+                return StatusViolation(rule: .V3, detail: "feedbackType holds something other than rate and tip")
             }
         }
         if isBlank(status.rideOption.name) {
-            return StatusViolation(rule: "V4", detail: "rideOption.name is empty")
+            return StatusViolation(rule: .V4, detail: "rideOption.name is empty")
         }
         if !Timestamps.isRepresentable(status.rideOption.estimatedPickupDate) {
-            return StatusViolation(rule: "V4", detail: "rideOption.estimatedPickupDate is not a valid time")
+            return StatusViolation(rule: .V4, detail: "rideOption.estimatedPickupDate is not a valid time")
         }
         if status.phase >= .confirmed && (status.vehicle.mapAnnotationImage ?? "").isEmpty {
-            return StatusViolation(rule: "V5", detail: "vehicle.mapAnnotationImage is empty from confirmed on")
+            return StatusViolation(rule: .V5, detail: "vehicle.mapAnnotationImage is empty from confirmed on")
         }
         if let location = status.vehicleLocation {
             if !location.coordinate.isValid || (location.coordinate.latitude == 0 && location.coordinate.longitude == 0)
             {
-                return StatusViolation(rule: "V5", detail: "vehicle.location is not a valid position")
+                return StatusViolation(rule: .V5, detail: "vehicle.location is not a valid position")
             }
         }
         func invalid(_ amount: Decimal, _ code: String) -> Bool { amount < 0 || !Money.isValidCurrencyCode(code) }
@@ -121,26 +121,26 @@ public enum StatusValidator {
         let range = status.rideOption.priceRange
         if let payment, invalid(payment.amount, payment.currencyCode) {
             return StatusViolation(
-                rule: "V6",
+                rule: .V6,
                 detail: "paymentAmount \(payment.amount) \(payment.currencyCode) is negative or not ISO 4217")
         }
         if let range, invalid(range.minimumPrice, range.currencyCode) || invalid(range.maximumPrice, range.currencyCode)
         {
-            return StatusViolation(rule: "V6", detail: "priceRange is negative or not ISO 4217")
+            return StatusViolation(rule: .V6, detail: "priceRange is negative or not ISO 4217")
         }
         // V6: a line item may be negative (a discount); its currency must still be ISO 4217.
         for item in status.rideOption.fareLineItems where !Money.isValidCurrencyCode(item.currencyCode) {
-            return StatusViolation(rule: "V6", detail: "fare line item currency \(item.currencyCode) is not ISO 4217")
+            return StatusViolation(rule: .V6, detail: "fare line item currency \(item.currencyCode) is not ISO 4217")
         }
         // One by one, not as an array: this runs for every status (no allocation on the hot path).
         func valid(_ date: Date?) -> Bool { date.map(Timestamps.isRepresentable) ?? true }
         if !valid(status.estimatedPickupDate) || !valid(status.estimatedPickupEndDate)
             || !valid(status.estimatedDropOffDate)
         {
-            return StatusViolation(rule: "V6", detail: "an estimated date is not a valid time")
+            return StatusViolation(rule: .V6, detail: "an estimated date is not a valid time")
         }
         if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
-            return StatusViolation(rule: "V6", detail: "estimatedDropOffDate is before estimatedPickupDate")
+            return StatusViolation(rule: .V6, detail: "estimatedDropOffDate is before estimatedPickupDate")
         }
         return nil
     }

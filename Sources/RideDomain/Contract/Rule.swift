@@ -1,0 +1,34 @@
+/// The contract's numbered rules (`docs/PROTOCOL.md`, section 4), as values rather than strings: a log
+/// line, a dead letter's detail and a test name all cite the same ids. Where each rule's code lives:
+///
+/// | Rules | Folder of `Sources/RideDomain` |
+/// |---|---|
+/// | I1-I3, section 3 payloads, 3.5 dead letters | `Inputs/` (decoding), `Contract/` (topics, reasons) |
+/// | T1-T7 | `Telemetry/` |
+/// | P1-P8 | `Phases/` (`Ride.swift`), applied by `Lifecycle/RideEngine.swift` |
+/// | E1 | `Estimates/` |
+/// | C1-C6 | `Cadence/` (scheduler), `Status/Ride+Status.swift` (sequence, issuedAt, stale) |
+/// | V1-V7 | `Status/` |
+/// | L1-L8 | `Lifecycle/` (engine), `Storage/` (durable state, L5) |
+/// | 3.4 quotes | `Quotes/` |
+/// | A1, A2 | `Contract/Contract.swift` (reply topics), `Storage/Ride+Restore.swift` |
+/// | G1-G4 | not built yet (issue 13) |
+///
+/// The service, the MQTT side and the HTTP side are in `Sources/RideStatusService`; the README's layout
+/// section follows one fix through them.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+public enum Rule: String, CaseIterable, Sendable, CustomStringConvertible {
+    case I1, I2, I3
+    case T1, T2, T3, T4, T5, T6, T7
+    case P1, P2, P3, P4, P5, P6, P7, P8
+    case E1
+    case C1, C2, C3, C4, C5, C6
+    case V1, V2, V3, V4, V5, V6, V7
+    case L1, L2, L3, L4, L5, L6, L7, L8
+    case G1, G2, G3, G4
+    case A1, A2
+    /// Section 3.5: a payload that breaks no numbered rule but is not what its topic takes.
+    case deadLetters = "3.5"
+
+    public var description: String { rawValue }
+}

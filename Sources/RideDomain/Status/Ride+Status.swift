@@ -1,0 +1,89 @@
+import Foundation
+
+// MARK: - The next status (C1, C5) and the last valid one (V7)
+
+extension Ride {
+    /// The next status (sequence + 1, `issuedAt` never earlier than the last). Not yet validated.
+    public mutating func nextStatus(now: Date, configuration: RideConfiguration) -> RideStatus {
+        updateEstimates(now: now, configuration: configuration)
+        sequence += 1
+        let issuedAt = max(now, lastIssuedAt ?? now)
+        cadenceGap = lastIssuedAt.map { issuedAt.timeIntervalSince($0) }
+        lastIssuedAt = issuedAt
+        var option = booking.rideOption
+        option.estimatedPickupDate = estimatedPickupDate
+        return RideStatus(
+            rideIdentifier: booking.rideIdentifier, phase: phase, completionStatus: completion,
+            vehicleLocation: location, vehicle: vehicle, driver: driver, rideOption: option,
+            estimatedPickupDate: estimatedPickupDate, estimatedPickupEndDate: estimatedPickupEndDate,
+            estimatedDropOffDate: estimatedDropOffDate, pickupLocation: booking.pickupLocation,
+            dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
+            scheduledPickupTime: booking.scheduledPickupTime, sequence: sequence, issuedAt: issuedAt,
+            stale: isStale(now: now, configuration: configuration))
+    }
+
+    /// V7: remembers a status that passed validation.
+    public mutating func recordValid(_ status: RideStatus) {
+        lastValid = snapshot(LastValidStatus.Durable(status))
+    }
+
+    /// A V7 snapshot that shares the ride's crew and completion boxes where it says the same (a status
+    /// built from this ride always does; a restored snapshot may differ, and then gets its own).
+    func snapshot(_ last: LastValidStatus.Durable) -> Shared<LastValidStatus> {
+        let lastCrew = Crew(vehicle: last.vehicle, driver: last.driver)
+        let completion = last.completionStatus.map { $0 == completionBox?.value ? completionBox! : Shared($0) }
+        return Shared(
+            LastValidStatus(
+                phase: last.phase, completion: completion, vehicleLocation: last.vehicleLocation,
+                crew: lastCrew == crew.value ? crew : Shared(lastCrew), optionPickupDate: last.optionPickupDate,
+                estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
+                estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
+                stale: last.stale))
+    }
+
+    func status(from last: LastValidStatus) -> RideStatus {
+        var option = booking.rideOption
+        option.estimatedPickupDate = last.optionPickupDate
+        return RideStatus(
+            rideIdentifier: booking.rideIdentifier, phase: last.phase, completionStatus: last.completion?.value,
+            vehicleLocation: last.vehicleLocation, vehicle: last.crew.value.vehicle, driver: last.crew.value.driver,
+            rideOption: option,
+            estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
+            estimatedDropOffDate: last.estimatedDropOffDate, pickupLocation: booking.pickupLocation,
+            dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
+            scheduledPickupTime: booking.scheduledPickupTime, sequence: last.sequence, issuedAt: last.issuedAt,
+            stale: last.stale)
+    }
+
+    /// V7: the last valid status again, with this publish's sequence and time.
+    public mutating func replacementStatus(now: Date) -> RideStatus? {
+        guard var status = lastValidStatus else { return nil }
+        sequence += 1
+        let issuedAt = max(now, lastIssuedAt ?? now)
+        cadenceGap = lastIssuedAt.map { issuedAt.timeIntervalSince($0) }
+        lastIssuedAt = issuedAt
+        status.sequence = sequence
+        status.issuedAt = issuedAt
+        return status
+    }
+
+    /// Whether no fix has been accepted for `staleAfter` (C3).
+    public func isStale(now: Date, configuration: RideConfiguration) -> Bool {
+        phase != .completed && now.timeIntervalSince(lastFixAcceptedAt ?? startedAt) > configuration.staleAfter
+    }
+}
+
+/// The part of a valid status that the booking does not fix (V7).
+struct LastValidStatus: Sendable, Equatable {
+    var phase: RidePhase
+    var completion: Shared<CompletionStatus>?
+    @PackedLocation var vehicleLocation: VehicleLocation?
+    var crew: Shared<Crew>
+    var optionPickupDate: Date
+    @NaNBoxed var estimatedPickupDate: Date?
+    @NaNBoxed var estimatedPickupEndDate: Date?
+    @NaNBoxed var estimatedDropOffDate: Date?
+    var sequence: Int
+    var issuedAt: Date
+    var stale: Bool
+}

@@ -1,0 +1,229 @@
+import Foundation
+
+// MARK: - Durable state (L5): the values inside it
+
+// The nested values as their `Codable` shapes have always been: absent optionals left out, money as JSON
+// numbers (exact decimal digits), coordinates nested.
+
+extension BookingTerms {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("rideIdentifier")
+        writer.string(rideIdentifier)
+        writer.key("rideOption")
+        rideOption.writeDurable(to: &writer)
+        writer.key("pickupLocation")
+        pickupLocation.writeDurable(to: &writer)
+        writer.key("dropOffLocation")
+        dropOffLocation.writeDurable(to: &writer)
+        writer.key("waypoints")
+        writer.beginArray()
+        for waypoint in waypoints { waypoint.writeDurable(to: &writer) }
+        writer.endArray()
+        if let scheduledPickupTime {
+            writer.key("scheduledPickupTime")
+            writer.beginObject()
+            writer.date("startDate", scheduledPickupTime.startDate)
+            writer.date("endDate", scheduledPickupTime.endDate)
+            writer.endObject()
+        }
+        if let partySize {
+            writer.key("partySize")
+            writer.integer(partySize)
+        }
+        if let fare {
+            writer.key("fare")
+            writer.beginObject()
+            writer.decimal("baseCharge", fare.baseCharge)
+            writer.decimal("perKilometer", fare.perKilometer)
+            writer.decimal("perMinute", fare.perMinute)
+            writer.key("currencyCode")
+            writer.string(fare.currencyCode)
+            writer.endObject()
+        }
+        writer.endObject()
+    }
+}
+
+extension RideOption {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("name")
+        writer.string(name)
+        writer.ifPresent("localizedName", localizedName)
+        writer.date("estimatedPickupDate", estimatedPickupDate)
+        if let priceRange {
+            writer.key("priceRange")
+            priceRange.writeDurable(to: &writer)
+        }
+        writer.ifPresent("disclaimerMessage", disclaimerMessage)
+        writer.key("fareLineItems")
+        writer.beginArray()
+        for item in fareLineItems {
+            writer.beginObject()
+            writer.key("title")
+            writer.string(item.title)
+            writer.decimal("price", item.price)
+            writer.key("currencyCode")
+            writer.string(item.currencyCode)
+            writer.endObject()
+        }
+        writer.endArray()
+        if let usesMeteredFare {
+            writer.key("usesMeteredFare")
+            writer.bool(usesMeteredFare)
+        }
+        writer.ifPresent("specialPricing", specialPricing)
+        if let availablePartySizeOptions {
+            writer.key("availablePartySizeOptions")
+            writer.beginArray()
+            for option in availablePartySizeOptions {
+                writer.beginObject()
+                writer.key("location")
+                writer.integer(option.location)
+                writer.key("length")
+                writer.integer(option.length)
+                writer.key("sizeDescription")
+                writer.string(option.sizeDescription)
+                if let range = option.priceRange {
+                    writer.key("priceRange")
+                    range.writeDurable(to: &writer)
+                }
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.ifPresent("availablePartySizeOptionsSelectionPrompt", availablePartySizeOptionsSelectionPrompt)
+        writer.dateIfPresent("expirationDate", expirationDate)
+        writer.endObject()
+    }
+}
+
+extension PriceRange {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.decimal("minimumPrice", minimumPrice)
+        writer.decimal("maximumPrice", maximumPrice)
+        writer.key("currencyCode")
+        writer.string(currencyCode)
+        writer.endObject()
+    }
+}
+
+extension Place {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("coordinate")
+        coordinate.writeDurable(to: &writer)
+        writer.ifPresent("name", name)
+        writer.ifPresent("address", address)
+        writer.endObject()
+    }
+}
+
+extension Coordinate {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("latitude")
+        writer.number(latitude)
+        writer.key("longitude")
+        writer.number(longitude)
+        writer.endObject()
+    }
+}
+
+extension VehicleLocation {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("coordinate")
+        coordinate.writeDurable(to: &writer)
+        writer.numberIfPresent("course", course)
+        writer.numberIfPresent("speed", speed)
+        writer.numberIfPresent("horizontalAccuracy", horizontalAccuracy)
+        writer.date("timestamp", timestamp)
+        writer.endObject()
+    }
+}
+
+extension VehicleDetails {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.ifPresent("registrationPlate", registrationPlate)
+        writer.ifPresent("manufacturer", manufacturer)
+        writer.ifPresent("model", model)
+        writer.ifPresent("mapAnnotationImage", mapAnnotationImage)
+        writer.endObject()
+    }
+}
+
+extension Driver {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.ifPresent("displayName", displayName)
+        writer.ifPresent("phoneNumber", phoneNumber)
+        writer.ifPresent("rating", rating)
+        writer.endObject()
+    }
+}
+
+extension CompletionStatus {
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("completed")
+        writer.bool(completed)
+        writer.key("canceled")
+        writer.bool(canceled)
+        writer.key("missedPickup")
+        writer.bool(missedPickup)
+        writer.key("outstanding")
+        writer.bool(outstanding)
+        writer.ifPresent("canceledBy", canceledBy?.rawValue)
+        if let paymentAmount {
+            writer.key("paymentAmount")
+            writer.beginObject()
+            writer.decimal("amount", paymentAmount.amount)
+            writer.key("currencyCode")
+            writer.string(paymentAmount.currencyCode)
+            writer.endObject()
+        }
+        writer.key("feedbackType")
+        writer.beginArray()
+        for type in feedbackType { writer.string(type) }
+        writer.endArray()
+        writer.key("defaultTippingOptions")
+        writer.beginArray()
+        for option in defaultTippingOptions { writer.decimal(option) }
+        writer.endArray()
+        writer.endObject()
+    }
+}
+
+extension JSONWriter {
+    /// `"key": "2026-11-22T09:50:01.250Z"`, or nothing at all when the time is absent.
+    mutating func dateIfPresent(_ name: StaticString, _ value: Date?) {
+        guard let value else { return }
+        date(name, value)
+    }
+
+    /// `"key": 1.5`, or nothing at all when the value is absent.
+    mutating func numberIfPresent(_ name: StaticString, _ value: Double?) {
+        guard let value else { return }
+        key(name)
+        number(value)
+    }
+
+    /// `"key": 12.5`: an amount as a JSON number with its exact decimal digits.
+    mutating func decimal(_ name: StaticString, _ value: Decimal) {
+        key(name)
+        decimal(value)
+    }
+
+    /// An amount as a JSON number with its exact decimal digits; `null` for NaN (which no input yields).
+    mutating func decimal(_ value: Decimal) {
+        if value.isNaN {
+            null()
+        } else {
+            raw(Array(value.description.utf8))
+        }
+    }
+}
