@@ -44,7 +44,7 @@ test: deps
 
 ## test-tsan: the MQTT client tests under ThreadSanitizer (separate build folder)
 test-tsan: deps
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter MQTTClientTests
+	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter "MQTTClientTests|ServiceInMemoryTests|WorkerLifecycleTests"
 
 ## chaos: faults against the release worker and a real mosquitto (kills, broker restarts, a freeze, a cut);
 ## prints its counts and fails unless all are 0. CHAOS_ARGS for more (ride-bench chaos --help)

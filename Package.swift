@@ -132,6 +132,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Test support: an in-memory broker and transport for the service's own unit tests
+        .target(
+            name: "RideStatusTesting",
+            dependencies: ["RideStatusService", "MQTTClient"],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests, one target per module
         .testTarget(
             name: "MQTTClientTests",
@@ -155,9 +162,11 @@ let package = Package(
             name: "RideStatusServiceTests",
             dependencies: [
                 "RideStatusService",
+                "RideStatusTesting",
                 "MQTTClient",
                 "RideDomain",
                 "MosquittoTesting",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

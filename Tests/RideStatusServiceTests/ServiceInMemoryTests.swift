@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+import RideStatusService
+import RideStatusTesting
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// The service's own logic in process, on the in-memory broker: recovery, reconnects, the cadence's
+/// wake-ups, A1, A2 and the goodbye. Fast and free of sockets, so it also runs under ThreadSanitizer.
+@Suite("RideStatusService in memory")
+struct ServiceInMemoryTests {
+    /// A worker running in a `ServiceGroup` (connection first, as the executable does) on its own broker.
+    struct Running {
+        let broker: InMemoryBroker
+        let transport: InMemoryTransport
+        let worker: RideStatusService<InMemoryTransport>
+        let group: ServiceGroup
+        let task: Task<Void, any Error>
+
+        init(interval: Double = 20, broker: InMemoryBroker = InMemoryBroker()) throws {
+            var settings = WorkerSettings()
+            settings.workerID = "w-mem"
+            settings.ride.updateInterval = interval
+            self.broker = broker
+            transport = broker.transport()
+            worker = try RideStatusService(
+                settings: settings, transport: transport, version: "test",
+                logger: Logger(label: "mem", factory: { _ in SwiftLogNoOpLogHandler() }))
+            group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: worker.connection), .init(service: worker)],
+                    logger: Logger(label: "group", factory: { _ in SwiftLogNoOpLogHandler() })))
+            let group = self.group
+            task = Task { try await group.run() }
+        }
+
+        func stop() async {
+            await group.triggerGracefulShutdown()
+            _ = try? await task.value
+        }
+
+        /// The statuses of `ride` published so far, decoded.
+        func statuses(_ ride: String) -> [JSONValue] {
+            broker.published.filter { $0.topic == "rides/\(ride)/status" && !$0.payload.isEmpty }.compactMap {
+                try? JSONParser.parse($0.payload)
+            }
+        }
+
+        func waitFor(_ what: String, timeout: Double = 5, _ condition: () -> Bool) async throws {
+            let deadline = Date().addingTimeInterval(timeout)
+            while !condition() {
+                guard Date() < deadline else { throw TimedOut(what: what) }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+
+        func ready() async throws { try await waitFor("ready") { worker.isReady } }
+    }
+
+    @Test("L5, C5: a retained state restores; the next status continues its sequence; ready only after recovery")
+    func recovery() async throws {
+        // A ride's state as a worker wrote it: taken from the engine, sequence 41.
+        var engine = RideEngine()
+        let actions = engine.receive(
+            topic: "rides/r-1/start", payload: Array(booking(ride: "r-1", vehicle: "v-1").utf8), now: Date())
+        var state = try #require(actions.compactMap { if case .publish(_, let ride) = $0 { ride } else { nil } }.first)
+        for _ in 0..<40 { _ = state.nextStatus(now: Date(), configuration: RideConfiguration()) }
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/state/r-1", state.durableState(), retain: true)
+
+        let running = try Running(broker: broker)
+        try await running.ready()
+        try await running.waitFor("the restored ride's status") { !running.statuses("r-1").isEmpty }
+        #expect(running.statuses("r-1").first?["sequence"]?.doubleValue == 42)
+        #expect(running.statuses("r-1").first?["phase"]?.stringValue == "confirmed")
+        // L3: the restored ride's vehicle is followed: a fix 100 m out at 8 m/s makes it approachingPickup (P2).
+        var time = Date().addingTimeInterval(-20)
+        for _ in 0..<200 where running.statuses("r-1").last?["phase"]?.stringValue != "approachingPickup" {
+            time = time.addingTimeInterval(0.1)
+            broker.publish(
+                "fleet/vehicles/v-1/position",
+                fix("v-1", pickupPoint.moved(metres: 100, bearing: 90), at: time, speed: 8))
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(running.statuses("r-1").last?["phase"]?.stringValue == "approachingPickup")
+        await running.stop()
+    }
+
+    @Test("C4: after a drop and a reconnect every ride publishes at once, without a second recovery")
+    func reconnect() async throws {
+        let running = try Running(interval: 20)
+        try await running.ready()
+        for ride in ["r-1", "r-2"] { running.broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: nil)) }
+        try await running.waitFor("two rides") {
+            running.statuses("r-1").count == 1 && running.statuses("r-2").count == 1
+        }
+        running.transport.drop()
+        running.transport.reconnect()
+        // Long before the 20 s cadence: the reconnect itself publishes.
+        try await running.waitFor("republished") {
+            running.statuses("r-1").count == 2 && running.statuses("r-2").count == 2
+        }
+        #expect(running.statuses("r-1").map { $0["sequence"]?.doubleValue } == [1, 2])
+        let markers = running.broker.published.filter { $0.topic == "ridestatus/workers/w-mem/recovery" }
+        #expect(markers.count == 1, "a reconnect republishes; it does not recover again")
+        await running.stop()
+    }
+
+    @Test("A2: a ride state deleted or overwritten by another client is written again at once")
+    func stateRewritten() async throws {
+        let running = try Running()
+        try await running.ready()
+        running.broker.publish("rides/r-1/start", booking(ride: "r-1", vehicle: nil))
+        try await running.waitFor("the state") { running.broker.retained("ridestatus/state/r-1") != nil }
+        let own = try #require(running.broker.retained("ridestatus/state/r-1")?.payload)
+        running.broker.publish("ridestatus/state/r-1", [], retain: true)
+        try await running.waitFor("the state written again") {
+            running.broker.retained("ridestatus/state/r-1")?.payload == own
+        }
+        running.broker.publish("ridestatus/state/r-1", #"{"forged":true}"#, retain: true)
+        try await running.waitFor("the forgery replaced") {
+            running.broker.retained("ridestatus/state/r-1")?.payload == own
+        }
+        await running.stop()
+    }
+
+    @Test("C1, C6: the cadence sleeps until a ride is due and wakes for one that starts while it sleeps")
+    func cadenceWakes() async throws {
+        let running = try Running(interval: 0.3)
+        try await running.ready()
+        // The worker has nothing due and sleeps; the start must wake it for the ride's cadence.
+        // (Soon after start-up: its next once-a-second metrics report is most of a second away.)
+        try await Task.sleep(for: .milliseconds(100))
+        running.broker.publish("rides/r-1/start", booking(ride: "r-1", vehicle: nil))
+        try await running.waitFor("five statuses") { running.statuses("r-1").count >= 5 }
+        let times = running.statuses("r-1").compactMap { $0["issuedAt"]?.stringValue.flatMap(Timestamps.parse) }
+        let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
+        // A loop that only woke for its once-a-second metrics report would show gaps near 1 s.
+        #expect(gaps.allSatisfy { $0 <= 0.3 + 0.35 }, "gaps \(gaps)")
+        await running.stop()
+    }
+
+    @Test("A1, 3.5: a reply asked for outside replies/ is not sent; a dead letter says why")
+    func replyTopicRefused() async throws {
+        let running = try Running()
+        try await running.ready()
+        running.broker.publish(
+            "ride-options/request", Array(#"{"pickupLocation":{"latitude":52.52,"longitude":13.41}}"#.utf8),
+            properties: MQTTProperties(responseTopic: "rides/r-9/status", correlationData: [1]))
+        try await running.waitFor("a dead letter") {
+            running.broker.published.contains { $0.topic == "ridestatus/deadletter" }
+        }
+        #expect(!running.broker.published.contains { $0.topic == "rides/r-9/status" })
+        let letter = try JSONParser.parse(
+            try #require(running.broker.published.first { $0.topic == "ridestatus/deadletter" }).payload)
+        #expect(letter["reason"]?.stringValue == "invalidField")
+        #expect(letter["detail"]?.stringValue?.contains("A1") == true)
+        await running.stop()
+    }
+
+    @Test("L8: a graceful shutdown leaves presence offline, retained, and the worker stops")
+    func goodbye() async throws {
+        let running = try Running()
+        try await running.ready()
+        let online = try #require(running.broker.retained("ridestatus/workers/w-mem"))
+        #expect(String(decoding: online.payload, as: UTF8.self).contains(#""online""#))
+        await running.stop()
+        let offline = try #require(running.broker.retained("ridestatus/workers/w-mem"))
+        #expect(String(decoding: offline.payload, as: UTF8.self).contains(#""offline""#))
+        #expect(!running.transport.isConnected)
+    }
+}
