@@ -42,7 +42,7 @@ test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build
 
-## test-tsan: the MQTT client tests under ThreadSanitizer (separate build folder)
+## test-tsan: the MQTT client, the lifecycle and the in-memory service tests under ThreadSanitizer (separate build folder)
 test-tsan: deps
 	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter "MQTTClientTests|ServiceInMemoryTests|WorkerLifecycleTests"
 

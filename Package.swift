@@ -39,11 +39,18 @@ let package = Package(
             providers: [.apt(["libmosquitto-dev"])]
         ),
 
+        // MARK: The one lock type (ThreadSanitizer sees it; see Locked.swift)
+        .target(
+            name: "Locking",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: MQTT client (the only importer of CMosquitto)
         .target(
             name: "MQTTClient",
             dependencies: [
                 "CMosquitto",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -67,6 +74,7 @@ let package = Package(
         .target(
             name: "RideStatusService",
             dependencies: [
+                "Locking",
                 "MQTTClient",
                 "RideDomain",
                 .product(name: "Logging", package: "swift-log"),
@@ -97,6 +105,7 @@ let package = Package(
         .executableTarget(
             name: "FleetSim",
             dependencies: [
+                "Locking",
                 "MQTTClient",
                 "RideDomain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -107,6 +116,7 @@ let package = Package(
         .executableTarget(
             name: "RideWatch",
             dependencies: [
+                "Locking",
                 "MQTTClient",
                 "RideDomain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -117,6 +127,7 @@ let package = Package(
         .executableTarget(
             name: "RideBench",
             dependencies: [
+                "Locking",
                 "MQTTClient",
                 "RideDomain",
                 "MosquittoTesting",
@@ -129,13 +140,14 @@ let package = Package(
         // MARK: Test support: a real mosquitto on a free loopback port
         .target(
             name: "MosquittoTesting",
+            dependencies: ["Locking"],
             swiftSettings: swiftSettings
         ),
 
         // MARK: Test support: an in-memory broker and transport for the service's own unit tests
         .target(
             name: "RideStatusTesting",
-            dependencies: ["RideStatusService", "MQTTClient"],
+            dependencies: ["Locking", "RideStatusService", "MQTTClient"],
             swiftSettings: swiftSettings
         ),
 
@@ -161,6 +173,7 @@ let package = Package(
         .testTarget(
             name: "RideStatusServiceTests",
             dependencies: [
+                "Locking",
                 "RideStatusService",
                 "RideStatusTesting",
                 "MQTTClient",

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import RideDomain
@@ -106,15 +107,13 @@ struct FleetSimCommand: AsyncParsableCommand {
 }
 
 /// Quote replies handed from the message reader to the simulation loop.
-final class QuoteInbox: @unchecked Sendable {
-    // Safe because `items` is only touched under `lock`.
-    private let lock = NSLock()
-    private var items: [([UInt8], [UInt8])] = []
+final class QuoteInbox: Sendable {
+    private let items = Locked<[([UInt8], [UInt8])]>([])
 
-    func add(_ correlation: [UInt8], _ payload: [UInt8]) { lock.withLock { items.append((correlation, payload)) } }
+    func add(_ correlation: [UInt8], _ payload: [UInt8]) { items.withLock { $0.append((correlation, payload)) } }
 
     func drain() -> [([UInt8], [UInt8])] {
-        lock.withLock {
+        items.withLock { items in
             defer { items = [] }
             return items
         }

@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Locking
 import Logging
 
 /// An MQTT client over libmosquitto.

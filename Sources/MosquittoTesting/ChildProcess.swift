@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -8,11 +9,9 @@ import Foundation
 ///
 /// Foundation's `Process` lets the child inherit the signal mask of the spawning thread, and the Swift
 /// runtime's threads block SIGTERM and SIGINT: a broker or worker started that way ignores a graceful stop.
-public final class ChildProcess: @unchecked Sendable {
-    // Safe because `exitStatus` is only touched under `lock`.
+public final class ChildProcess: Sendable {
     public let pid: pid_t
-    private let lock = NSLock()
-    private var exitStatus: Int32?
+    private let exitStatus = Locked<Int32?>(nil)
 
     /// Starts `executable` with `arguments`; standard output and error go to `output` (appended) or nowhere.
     public init(executable: String, arguments: [String], environment: [String: String]? = nil, output: URL? = nil)
@@ -60,7 +59,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Whether the child has not exited yet (reaps it when it has).
     public var isRunning: Bool {
-        lock.withLock {
+        exitStatus.withLock { exitStatus in
             if exitStatus != nil { return false }
             var status: Int32 = 0
             let result = waitpid(pid, &status, WNOHANG)
@@ -75,7 +74,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// The raw wait status once the child has exited.
     public var status: Int32? {
         _ = isRunning
-        return lock.withLock { exitStatus }
+        return exitStatus.withLock { $0 }
     }
 
     /// The exit code, when the child exited normally.

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -9,8 +10,7 @@ import Foundation
 /// The broker runs with a generated configuration in its own temporary directory. It is stopped by its PID
 /// when ``stop()`` is called, when ``withTestBroker(_:_:)`` ends (also when the test fails), and at the latest
 /// when the object is released.
-public final class TestBroker: @unchecked Sendable {
-    // Safe because the mutable `process` is only touched under `lock`.
+public final class TestBroker: Sendable {
     public struct Options: Sendable {
         /// Keep messages, retained messages and sessions on disk across ``restart()``.
         public var persistence: Bool
@@ -41,8 +41,7 @@ public final class TestBroker: @unchecked Sendable {
     public var url: String { "mqtt://\(host):\(port)" }
     public var logFile: URL { directory.appendingPathComponent("mosquitto.log") }
 
-    private let lock = NSLock()
-    private var process: ChildProcess?
+    private let process = Locked<ChildProcess?>(nil)
 
     /// Starts a broker and waits until it accepts connections.
     public init(_ options: Options = Options()) async throws {
@@ -68,8 +67,7 @@ public final class TestBroker: @unchecked Sendable {
 
     /// The PID of the running broker, if any.
     public var pid: Int32? {
-        lock.lock()
-        defer { lock.unlock() }
+        let process = self.process.withLock { $0 }
         return process?.isRunning == true ? process?.pid : nil
     }
 
@@ -80,10 +78,10 @@ public final class TestBroker: @unchecked Sendable {
 
     /// Kills the broker with SIGKILL: nothing is saved, clients see the connection drop.
     public func kill() {
-        lock.lock()
-        let process = self.process
-        self.process = nil
-        lock.unlock()
+        let process = self.process.withLock { process in
+            defer { process = nil }
+            return process
+        }
         guard let process, process.isRunning else { return }
         process.signal(SIGKILL)
         process.waitForExit(timeout: 5)
@@ -120,10 +118,10 @@ public final class TestBroker: @unchecked Sendable {
     // MARK: Internals
 
     private func terminate() {
-        lock.lock()
-        let process = self.process
-        self.process = nil
-        lock.unlock()
+        let process = self.process.withLock { process in
+            defer { process = nil }
+            return process
+        }
         guard let process, process.isRunning else { return }
         process.signal(SIGTERM)
         // A frozen broker handles SIGTERM only once it runs again.
@@ -179,7 +177,7 @@ public final class TestBroker: @unchecked Sendable {
         let process = try ChildProcess(
             executable: try Self.mosquittoExecutable().path,
             arguments: ["-c", directory.appendingPathComponent("mosquitto.conf").path])
-        lock.withLock { self.process = process }
+        self.process.withLock { $0 = process }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if Self.accepts(host: host, port: port) { return }

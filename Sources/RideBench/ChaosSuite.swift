@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import MosquittoTesting
@@ -398,8 +399,7 @@ final class ChaosWorker: @unchecked Sendable {
 }
 
 /// Every status message a subscriber received, with its receive time.
-final class StatusLog: @unchecked Sendable {
-    // Safe because `entries` is only touched under `lock`.
+final class StatusLog: Sendable {
     struct Entry {
         var at: Date
         var ride: String
@@ -408,10 +408,8 @@ final class StatusLog: @unchecked Sendable {
     }
 
     let client: MQTTClient
-    private let lock = NSLock()
-    private var entries: [Entry] = []
-    private var rides = Set<String>()
-    private var task: Task<Void, Never>?
+    private let log = Locked((entries: [Entry](), rides: Set<String>()))
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     /// - Parameter persistent: unused by the counts (a clean session never redelivers what a broker restored
     ///   from old data), kept false.
@@ -426,25 +424,27 @@ final class StatusLog: @unchecked Sendable {
         try await client.connect(timeout: .seconds(10))
         for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
         let client = self.client
-        task = Task { [weak self] in
-            for await message in client.messages { self?.record(message) }
+        task.withLock {
+            $0 = Task { [weak self] in
+                for await message in client.messages { self?.record(message) }
+            }
         }
     }
 
     private func record(_ message: MQTTMessage) {
         let ride = message.topic.split(separator: "/").dropFirst().first.map(String.init) ?? ""
-        lock.withLock {
-            entries.append(Entry(at: Date(), ride: ride, retained: message.retain, payload: message.payload))
-            if !message.payload.isEmpty { rides.insert(ride) }
+        log.withLock { log in
+            log.entries.append(Entry(at: Date(), ride: ride, retained: message.retain, payload: message.payload))
+            if !message.payload.isEmpty { log.rides.insert(ride) }
         }
     }
 
-    var ridesSeen: Int { lock.withLock { rides.count } }
+    var ridesSeen: Int { log.withLock { $0.rides.count } }
 
-    func snapshot() -> [Entry] { lock.withLock { entries } }
+    func snapshot() -> [Entry] { log.withLock { $0.entries } }
 
     func stop() async {
-        task?.cancel()
+        task.withLock { $0?.cancel() }
         await client.disconnect()
     }
 }

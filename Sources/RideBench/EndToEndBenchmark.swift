@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import MosquittoTesting
@@ -313,13 +314,15 @@ struct EndToEndBenchmark: AsyncParsableCommand {
 }
 
 /// What the observer saw on `rides/+/status`: first arrival per ride and phase, and cadence gaps.
-final class StatusObserver: @unchecked Sendable {
-    // Safe because every property is only touched under `lock`.
-    private let lock = NSLock()
-    private var arrivals: [String: ContinuousClock.Instant] = [:]
-    private var last: [String: ContinuousClock.Instant] = [:]
-    private var gaps: [String: Double] = [:]
-    private var gapPrefix: String?
+final class StatusObserver: Sendable {
+    private struct State {
+        var arrivals: [String: ContinuousClock.Instant] = [:]
+        var last: [String: ContinuousClock.Instant] = [:]
+        var gaps: [String: Double] = [:]
+        var gapPrefix: String?
+    }
+
+    private let state = Locked(State())
 
     func record(_ message: MQTTMessage) {
         let now = ContinuousClock.now
@@ -327,13 +330,13 @@ final class StatusObserver: @unchecked Sendable {
         guard levels.count == 3, !message.payload.isEmpty else { return }
         let ride = String(levels[1])
         let phase = Self.phase(in: message.payload)
-        lock.withLock {
-            if let phase, arrivals["\(ride)/\(phase)"] == nil { arrivals["\(ride)/\(phase)"] = now }
-            guard let prefix = gapPrefix, ride.hasPrefix(prefix) else { return }
-            if let previous = last[ride] {
-                gaps[ride] = max(gaps[ride] ?? 0, (now - previous).seconds)
+        state.withLock { state in
+            if let phase, state.arrivals["\(ride)/\(phase)"] == nil { state.arrivals["\(ride)/\(phase)"] = now }
+            guard let prefix = state.gapPrefix, ride.hasPrefix(prefix) else { return }
+            if let previous = state.last[ride] {
+                state.gaps[ride] = max(state.gaps[ride] ?? 0, (now - previous).seconds)
             }
-            last[ride] = now
+            state.last[ride] = now
         }
     }
 
@@ -351,15 +354,15 @@ final class StatusObserver: @unchecked Sendable {
     }
 
     func firstArrival(_ ride: String, phase: String) -> ContinuousClock.Instant? {
-        lock.withLock { arrivals["\(ride)/\(phase)"] }
+        state.withLock { $0.arrivals["\(ride)/\(phase)"] }
     }
 
     /// Starts measuring gaps of rides whose id starts with `prefix`, from their next status on.
     func resetGaps(prefix: String) {
-        lock.withLock {
-            gapPrefix = prefix
-            last = [:]
-            gaps = [:]
+        state.withLock { state in
+            state.gapPrefix = prefix
+            state.last = [:]
+            state.gaps = [:]
         }
     }
 
@@ -367,9 +370,9 @@ final class StatusObserver: @unchecked Sendable {
     /// too (a ride that fell silent shows), and how many rides were seen.
     func maxGap(prefix: String) -> (Double, Int) {
         let now = ContinuousClock.now
-        return lock.withLock {
-            let open = last.values.map { (now - $0).seconds }
-            return (max(gaps.values.max() ?? 0, open.max() ?? .infinity), last.count)
+        return state.withLock { state in
+            let open = state.last.values.map { (now - $0).seconds }
+            return (max(state.gaps.values.max() ?? 0, open.max() ?? .infinity), state.last.count)
         }
     }
 }

@@ -1,7 +1,7 @@
 import CoreMetrics
 import Foundation
+import Locking
 import RideDomain
-import Synchronization
 
 // MARK: - Cadence (C1): statuses on time, and metrics that stay current whatever the load
 
@@ -71,7 +71,7 @@ final class Wakeup: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

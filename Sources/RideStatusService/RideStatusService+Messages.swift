@@ -1,9 +1,9 @@
 import CoreMetrics
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import RideDomain
-import Synchronization
 
 // MARK: - Connection events: recovery (L5) and republish after reconnect (C4)
 
@@ -84,7 +84,7 @@ extension RideStatusService {
                 "control messages beyond the recovery stash were dropped (L6)",
                 metadata: ["dropped": "\(core.lifecycle.stashOverflow)", "limit": "\(core.lifecycle.stashLimit)"])
         }
-        for message in stash { handle(message, now: now, core: &core) }
+        for message in stash { handle(message, parsed: settings.topics.parse(message.topic), now: now, core: &core) }
         planWake(&core)
     }
 
@@ -118,7 +118,7 @@ extension RideStatusService {
             let published = core.withLock { core -> Bool in
                 switch core.lifecycle.received(kind, message) {
                 case .handle(let message):
-                    let published = handle(message, now: now, core: &core)
+                    let published = handle(message, parsed: parsed, now: now, core: &core)
                     planWake(&core)
                     return published
                 case .restore(let message):
@@ -149,10 +149,10 @@ extension RideStatusService {
         executor.execute(actions)
     }
 
-    /// Handles one message; returns whether it caused a status publish.
+    /// Handles one message, its topic parsed once by the caller; returns whether it caused a status publish.
     @discardableResult
-    private func handle(_ message: MQTTMessage, now: Date, core: inout Core) -> Bool {
-        switch settings.topics.parse(message.topic) {
+    private func handle(_ message: MQTTMessage, parsed: Topics.Parsed, now: Date, core: inout Core) -> Bool {
+        switch parsed {
         case .statusRequest(let ride):
             if let refused = responder.reply(to: message, payload: core.engine.statusReply(for: ride)) {
                 reject([refused], message, now: now, core: &core)
@@ -172,7 +172,8 @@ extension RideStatusService {
             guard core.watchingStates, let current = core.engine.ride(ride) else { return false }
             executor.rewriteState(of: current, payloadBytes: message.payload.count)
         default:
-            return executor.execute(core.engine.receive(topic: message.topic, payload: message.payload, now: now))
+            return executor.execute(
+                core.engine.receive(parsed, topic: message.topic, payload: message.payload, now: now))
         }
         return false
     }

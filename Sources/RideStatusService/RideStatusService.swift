@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import Metrics
 import RideDomain
 import ServiceLifecycle
-import Synchronization
 
 /// The ride-status worker as a `Service`: wires a broker connection to the ride domain. A short
 /// composition of parts with one job each:
@@ -14,7 +14,7 @@ import Synchronization
 /// - `RideStatusService+Cadence`: statuses on time (C1), sleeping until the next is due, and metrics;
 /// - ``SubscriptionQueue``: subscription changes, in order, off the lock.
 ///
-/// One `Mutex` guards the ``RideEngine``; every input (message or cadence tick) is handled and its
+/// One lock guards the ``RideEngine``; every input (message or cadence tick) is handled and its
 /// ``RideAction``s are carried out while holding it, so statuses of a ride leave in sequence order (C5).
 public final class RideStatusService<Transport: WorkerTransport>: Service, Sendable {
     public let settings: WorkerSettings
@@ -23,15 +23,15 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let logger: Logger
     let metrics = WorkerMetrics()
     let decoder: InputDecoder
-    let core: Mutex<Core>
-    let readiness = Mutex(Readiness())
+    let core: Locked<Core>
+    let readiness = Locked(Readiness())
     let subscriptions = SubscriptionQueue()
     let executor: ActionExecutor<Transport>
     let responder: QuoteResponder<Transport>
     /// Wakes the cadence loop when a ride comes due before the time it sleeps until.
     let wakeup = Wakeup()
 
-    struct Core: ~Copyable {
+    struct Core {
         var engine: RideEngine
         /// Quotes (3.4) and the available fleet; nil when no catalog is configured.
         var quoter: RideOptionQuoter?
@@ -65,7 +65,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         logger[metadataKey: "worker.id"] = .string(identity.id)
         self.logger = logger
         decoder = InputDecoder(maxPayloadBytes: settings.ride.maxPayloadBytes)
-        core = Mutex(
+        core = Locked(
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
                 quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) }))

@@ -1,5 +1,5 @@
+import Locking
 import MQTTClient
-import Synchronization
 
 /// An MQTT broker in memory for the service's own unit tests, in the role NIOEmbedded plays for swift-nio:
 /// retained messages, `+` and `#` filters, MQTT 5 no-local and retain handling, and sessions that keep
@@ -21,7 +21,7 @@ public final class InMemoryBroker: Sendable {
         var published: [MQTTMessage] = []
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
 
     public init() {}
 

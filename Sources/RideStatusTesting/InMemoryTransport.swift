@@ -1,6 +1,6 @@
+import Locking
 import MQTTClient
 import RideStatusService
-import Synchronization
 
 /// One client of an ``InMemoryBroker``: the worker's transport in unit tests, or a test's own observer.
 /// ``drop()`` and ``reconnect()`` stand in for a lost and regained connection: the session stays, and
@@ -12,7 +12,7 @@ public final class InMemoryTransport: WorkerTransport {
     private let eventSink: AsyncStream<MQTTConnectionEvent>.Continuation
     private let broker: InMemoryBroker
     private let id: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var connected = false

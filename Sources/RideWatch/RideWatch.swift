@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import RideDomain
@@ -122,25 +123,26 @@ struct RideWatchCommand: AsyncParsableCommand {
 }
 
 /// The rides seen so far; the message task writes, the renderer reads.
-final class Rows: @unchecked Sendable {
-    // Safe because `rows` is only touched under `lock`.
-    private let lock = NSLock()
-    private var rows: [String: RideWatchCommand.RideRow] = [:]
+final class Rows: Sendable {
+    private struct State {
+        var rows: [String: RideWatchCommand.RideRow] = [:]
+        var workers: [String: Bool] = [:]
+    }
 
-    private var workerStates: [String: Bool] = [:]
+    private let state = Locked(State())
 
-    func remove(_ ride: String) { lock.withLock { _ = rows.removeValue(forKey: ride) } }
+    func remove(_ ride: String) { state.withLock { _ = $0.rows.removeValue(forKey: ride) } }
 
     /// Every worker seen on the presence topics, and whether it is online.
-    var workers: [String: Bool] { lock.withLock { workerStates } }
+    var workers: [String: Bool] { state.withLock { $0.workers } }
 
-    func setWorker(_ worker: String, online: Bool) { lock.withLock { workerStates[worker] = online } }
+    func setWorker(_ worker: String, online: Bool) { state.withLock { $0.workers[worker] = online } }
 
     func update(_ ride: String, json: [String: Any], retained: Bool) -> RideWatchCommand.RideRow {
-        lock.withLock {
-            var row = rows[ride] ?? RideWatchCommand.RideRow()
+        state.withLock { state in
+            var row = state.rows[ride] ?? RideWatchCommand.RideRow()
             let now = Date()
-            if rows[ride] != nil && !retained { row.gap = now.timeIntervalSince(row.receivedAt) }
+            if state.rows[ride] != nil && !retained { row.gap = now.timeIntervalSince(row.receivedAt) }
             row.receivedAt = now
             row.phase = json["phase"] as? String ?? "?"
             row.stale = json["stale"] as? Bool ?? false
@@ -156,13 +158,13 @@ final class Rows: @unchecked Sendable {
                 row.eta = eta
             }
             row.etaKey = key
-            rows[ride] = row
+            state.rows[ride] = row
             return row
         }
     }
 
     func snapshot() -> [(String, RideWatchCommand.RideRow)] {
-        lock.withLock { rows.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending } }
+        state.withLock { $0.rows.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending } }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import MosquittoTesting
@@ -89,12 +90,10 @@ final class WorkerProcess: @unchecked Sendable {
 }
 
 /// A test-side MQTT client that records what it receives.
-final class Observer: @unchecked Sendable {
-    // Safe because `received` is only touched under `lock`.
+final class Observer: Sendable {
     let client: MQTTClient
-    private let lock = NSLock()
-    private var received: [MQTTMessage] = []
-    private var task: Task<Void, Never>?
+    private let received = Locked<[MQTTMessage]>([])
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     /// - Parameter persistentSession: keep the session on the broker, so that what the broker receives while
     ///   this observer is reconnecting is delivered to it afterwards, in the broker's order.
@@ -107,16 +106,18 @@ final class Observer: @unchecked Sendable {
         try await client.connect(timeout: .seconds(5))
         for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
         let client = self.client
-        task = Task { [weak self] in
-            for await message in client.messages { self?.append(message) }
+        task.withLock {
+            $0 = Task { [weak self] in
+                for await message in client.messages { self?.append(message) }
+            }
         }
     }
 
-    private func append(_ message: MQTTMessage) { lock.withLock { received.append(message) } }
+    private func append(_ message: MQTTMessage) { received.withLock { $0.append(message) } }
 
-    var messages: [MQTTMessage] { lock.withLock { received } }
+    var messages: [MQTTMessage] { received.withLock { $0 } }
 
-    func clear() { lock.withLock { received.removeAll() } }
+    func clear() { received.withLock { $0.removeAll() } }
 
     func publish(_ topic: String, _ text: String, retain: Bool = false, properties: MQTTProperties = MQTTProperties())
         async throws
@@ -147,7 +148,7 @@ final class Observer: @unchecked Sendable {
     }
 
     func stop() async {
-        task?.cancel()
+        task.withLock { $0?.cancel() }
         await client.disconnect()
     }
 }

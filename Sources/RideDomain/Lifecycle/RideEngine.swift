@@ -134,8 +134,13 @@ public struct RideEngine: Sendable {
 
     /// One message from the broker.
     public mutating func receive(topic: String, payload: [UInt8], now: Date) -> [RideAction] {
+        receive(topics.parse(topic), topic: topic, payload: payload, now: now)
+    }
+
+    /// One message whose topic the caller has already parsed (the service parses each topic once, at its edge).
+    public mutating func receive(_ parsed: Topics.Parsed, topic: String, payload: [UInt8], now: Date) -> [RideAction] {
         var actions: [RideAction] = []
-        switch topics.parse(topic) {
+        switch parsed {
         case .position(let vehicle):
             receiveFix(topic: topic, vehicle: vehicle, payload: payload, now: now, into: &actions)
         case .control(let kind, let ride):
