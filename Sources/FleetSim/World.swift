@@ -60,7 +60,7 @@ struct World {
     /// Where quote replies arrive: this simulator's own response topic.
     let quoteReplies: String
     /// Replies received, by ride (the correlation data).
-    private var quoteReplies_: [String: [UInt8]] = [:]
+    var quoteReplies_: [String: [UInt8]] = [:]
 
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
@@ -154,7 +154,7 @@ struct World {
         return out
     }
 
-    private mutating func advance(_ index: Int, now: Date, dt: Double, into out: inout [OutgoingMessage]) {
+    mutating func advance(_ index: Int, now: Date, dt: Double, into out: inout [OutgoingMessage]) {
         var vehicle = vehicles[index]
         defer { vehicles[index] = vehicle }
         if var replay = vehicle.replay {
@@ -216,108 +216,10 @@ struct World {
         out.append(fix(vehicle, now: now))
     }
 
-    private var dropOffs: [String: Coordinate] = [:]
-
-    /// A quote reply for the ride in `correlationData` (3.4).
-    mutating func receiveQuote(correlationData: [UInt8], payload: [UInt8]) {
-        let ride = String(decoding: correlationData, as: UTF8.self)
-        guard quoteReplies_[ride] == nil else { return }
-        quotesAnswered += 1
-        quoteReplies_[ride] = payload
-    }
-
-    /// Asks `ride-options/request` what is on offer for a ride from near the vehicle (3.4); some riders
-    /// ask in German, so they book by a localized name.
-    private mutating func askForOptions(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
-        rideCounter += 1
-        let ride = "\(ridePrefix)\(rideCounter)"
-        let pickup = vehicle.position.moved(
-            metres: Double.random(in: 400...1500, using: &random), bearing: Double.random(in: 0..<360, using: &random))
-        var dropOff = randomPlace()
-        if dropOff.distance(to: pickup) < 500 {
-            dropOff = pickup.moved(metres: 1500, bearing: Double.random(in: 0..<360, using: &random))
-        }
-        dropOffs[vehicle.id] = dropOff
-        let partySize = vehicle.option == "Compact" ? 1 : Int.random(in: 1...3, using: &random)
-        let locale = Double.random(in: 0..<1, using: &random) < 0.3 ? #","locale":"de""# : ""
-        let request =
-            #"{"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"partySize":\#(partySize)\#(locale)}"#
-        out.append(
-            OutgoingMessage(
-                topic: topics.rideOptionsRequest, payload: Array(request.utf8), control: true,
-                responseTopic: quoteReplies, correlationData: Array(ride.utf8)))
-        out.append(
-            OutgoingMessage(
-                topic: topics.availability(vehicle: vehicle.id), payload: Array(#"{"available":false}"#.utf8),
-                control: true, retain: true))
-        quotesAsked += 1
-        vehicle.ride = ride
-        vehicle.stage = .quoting(ride: ride, pickup: pickup, partySize: partySize, deadline: now.addingTimeInterval(3))
-    }
-
-    /// The quoted option this vehicle serves, by the name the reply used (possibly localized), with its
-    /// price range; nil when there was no usable reply.
-    private mutating func quotedOption(for ride: String, vehicle: Vehicle, partySize: Int) -> (
-        name: String, priceRange: String
-    )? {
-        guard let payload = quoteReplies_.removeValue(forKey: ride), let reply = try? JSONParser.parse(payload),
-            reply["code"]?.stringValue == "success", case .array(let options)? = reply["rideOptions"], !options.isEmpty
-        else { return nil }
-        // Replies list the options that fit the party in catalog order (the one-seat Compact only fits one
-        // person); pick the vehicle's own by position, since the names may be localized.
-        let fitting = partySize > 1 ? Array(simulatedOptions.dropFirst()) : simulatedOptions
-        let wanted = fitting.firstIndex(of: vehicle.option) ?? 0
-        let option = options.count == fitting.count ? options[wanted] : options[0]
-        guard let name = option["name"]?.stringValue, let range = option["priceRange"] else { return nil }
-        let currency = range["currencyCode"]?.stringValue ?? "EUR"
-        let low = range["minimumPrice"]?.stringValue ?? "0"
-        let high = range["maximumPrice"]?.stringValue ?? low
-        return (
-            name,
-            #""priceRange":{"minimumPrice":"\#(low)","maximumPrice":"\#(high)","currencyCode":"\#(currency)"}"#
-        )
-    }
-
-    private mutating func book(
-        _ vehicle: inout Vehicle, ride: String, pickup: Coordinate, partySize: Int, now: Date,
-        into out: inout [OutgoingMessage]
-    ) {
-        let dropOff = dropOffs[vehicle.id] ?? randomPlace()
-        let assignLater = Double.random(in: 0..<1, using: &random) < 0.3
-        let eta = now.addingTimeInterval(vehicle.position.distance(to: pickup) * 1.3 / 9)
-        let vehiclePart = assignLater ? "" : #""vehicleId":"\#(vehicle.id)","#
-        let optionPart: String
-        let vehicleDetails: String
-        if let quoted = quotedOption(for: ride, vehicle: vehicle, partySize: partySize) {
-            // Booking by name: the worker's catalog supplies the image and the fare.
-            ridesBookedByQuote += 1
-            optionPart =
-                #""rideOption":{"name":"\#(quoted.name)","estimatedPickupDate":"\#(Timestamps.format(eta))",\#(quoted.priceRange),"usesMeteredFare":true}"#
-            vehicleDetails =
-                #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius"}"#
-        } else {
-            optionPart =
-                #""rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(eta))","priceRange":{"minimumPrice":"9.00","maximumPrice":"14.00","currencyCode":"EUR"},"usesMeteredFare":true},"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}"#
-            vehicleDetails =
-                #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius","mapAnnotationImage":"https://assets.example/cars/compact.png"}"#
-        }
-        let booking =
-            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)\#(optionPart),"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(ride.dropFirst(ridePrefix.count))"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},\#(vehicleDetails),"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":\#(partySize)}"#
-        out.append(
-            OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
-        if assignLater {
-            out.append(
-                OutgoingMessage(
-                    topic: topics.control(.assign, ride: ride), payload: Array(#"{"vehicleId":"\#(vehicle.id)"}"#.utf8),
-                    control: true))
-        }
-        vehicle.route = streetPath(from: vehicle.position, to: pickup)
-        vehicle.stage = .toPickup
-        ridesStarted += 1
-    }
+    var dropOffs: [String: Coordinate] = [:]
 
     /// Retained availability (3.4): idle vehicles with their position, busy ones `available: false`.
-    private func availability(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {
+    func availability(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {
         let payload: String
         if case .idle = vehicle.stage {
             payload =
@@ -330,7 +232,7 @@ struct World {
     }
 
     /// Speed changes, an occasional stop (a red light), and turns at each corner of the path.
-    private mutating func drive(_ vehicle: inout Vehicle, dt: Double) {
+    mutating func drive(_ vehicle: inout Vehicle, dt: Double) {
         if Double.random(in: 0..<1, using: &random) < 0.04 {
             vehicle.speed = 0
             return
@@ -352,7 +254,7 @@ struct World {
         if vehicle.route.isEmpty { vehicle.speed = 0 }
     }
 
-    private mutating func fix(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {
+    mutating func fix(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {
         // GPS noise of a few metres.
         let noisy = vehicle.position.moved(
             metres: Double.random(in: 0...3, using: &random), bearing: Double.random(in: 0..<360, using: &random))
@@ -368,13 +270,13 @@ struct World {
             topic: topics.position(vehicle: vehicle.id), payload: Array(payload.utf8), control: false)
     }
 
-    private func event(_ ride: String, _ type: String) -> OutgoingMessage {
+    func event(_ ride: String, _ type: String) -> OutgoingMessage {
         OutgoingMessage(
             topic: topics.control(.event, ride: ride), payload: Array(#"{"type":"\#(type)"}"#.utf8), control: true)
     }
 
     /// One message of a bad-input class of the contract (3.5), chosen at random.
-    private mutating func badInput(now: Date) -> OutgoingMessage {
+    mutating func badInput(now: Date) -> OutgoingMessage {
         let vehicle = vehicles[Int.random(in: 0..<vehicles.count, using: &random)].id
         let position = topics.position(vehicle: vehicle)
         let stamp = Timestamps.format(now)
@@ -400,44 +302,5 @@ struct World {
         ]
         let (topic, payload) = cases[Int.random(in: 0..<cases.count, using: &random)]
         return OutgoingMessage(topic: topic, payload: Array(payload.utf8), control: !topic.hasSuffix("position"))
-    }
-}
-
-enum TraceError: Error, CustomStringConvertible {
-    case tooShort
-    case unreadable(String)
-    var description: String {
-        switch self {
-        case .tooShort: return "the trace needs at least two points"
-        case .unreadable(let path): return "cannot read a trace from \(path) (GPX trkpt or CSV time,latitude,longitude)"
-        }
-    }
-}
-
-/// Recorded traces: GPX `<trkpt lat=".." lon="..">` or CSV lines `time,latitude,longitude`.
-enum Trace {
-    static func load(path: String) throws -> [Coordinate] {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        var points: [Coordinate] = []
-        if text.contains("<gpx") || text.contains("<trkpt") {
-            for chunk in text.components(separatedBy: "<trkpt").dropFirst() {
-                func attribute(_ name: String) -> Double? {
-                    guard let range = chunk.range(of: "\(name)=\"") else { return nil }
-                    return Double(chunk[range.upperBound...].prefix { $0 != "\"" })
-                }
-                if let lat = attribute("lat"), let lon = attribute("lon") {
-                    points.append(Coordinate(latitude: lat, longitude: lon))
-                }
-            }
-        } else {
-            for line in text.split(whereSeparator: \.isNewline) {
-                let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                if fields.count >= 3, let lat = Double(fields[1]), let lon = Double(fields[2]) {
-                    points.append(Coordinate(latitude: lat, longitude: lon))
-                }
-            }
-        }
-        guard !points.isEmpty else { throw TraceError.unreadable(path) }
-        return points
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A throw-away certificate authority and a server certificate for `localhost` and `127.0.0.1`, made with
 /// the `openssl` command line tool.

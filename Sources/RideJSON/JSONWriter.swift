@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Appends compact JSON to a byte buffer: the encoder behind every payload the worker emits.
 public struct JSONWriter {
@@ -49,7 +49,7 @@ public struct JSONWriter {
     }
 
     /// Writes `"key":` for a key from data, escaped as needed.
-    public mutating func key(dynamic key: String) {
+    package mutating func key(dynamic key: String) {
         separator()
         appendQuoted(key)
         bytes.append(UInt8(ascii: ":"))

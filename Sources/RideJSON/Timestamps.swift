@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// RFC 3339 times: any offset on input, UTC with milliseconds on output (`2026-11-22T09:50:01.250Z`).
 public enum Timestamps {

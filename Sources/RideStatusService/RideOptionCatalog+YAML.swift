@@ -1,5 +1,5 @@
 import Foundation
-import RideDomain
+public import RideDomain
 import Yams
 
 extension RideOptionCatalog {

@@ -1,10 +1,10 @@
 import Foundation
 import Locking
-import Logging
-import MQTTClient
+public import Logging
+public import MQTTClient
 import Metrics
 import RideDomain
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// The ride-status worker as a `Service`: wires a broker connection to the ride domain. A short
 /// composition of parts with one job each:
@@ -51,7 +51,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     }
 
     /// A worker on any transport; the worker id comes from the settings or the state directory.
-    public convenience init(settings: WorkerSettings, transport: Transport, version: String, logger: Logger) throws {
+    package convenience init(settings: WorkerSettings, transport: Transport, version: String, logger: Logger) throws {
         try self.init(
             settings: settings, identity: WorkerIdentity(settings: settings, version: version), transport: transport,
             logger: logger)
@@ -78,7 +78,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     public var workerID: String { identity.id }
 
     /// Whether the worker is connected and has recovered its rides (`/readyz`).
-    public var isReady: Bool { readiness.withLock { $0.connected && $0.recovered } }
+    package var isReady: Bool { readiness.withLock { $0.connected && $0.recovered } }
 
     /// The connection as a `Service` to run before this one: it connects at start and disconnects when the
     /// group shuts down, after this worker has said goodbye (L8).

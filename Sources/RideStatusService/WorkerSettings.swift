@@ -1,7 +1,7 @@
-import Foundation
-import Logging
-import MQTTClient
-import RideDomain
+public import Foundation
+public import Logging
+public import MQTTClient
+public import RideDomain
 import Yams
 
 /// Everything the worker is configured with. Sources, later ones winning: built-in defaults (the

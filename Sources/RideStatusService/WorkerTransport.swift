@@ -1,4 +1,4 @@
-import MQTTClient
+public import MQTTClient
 
 /// What the worker needs of an MQTT connection. ``MQTTClient`` is the real one (libmosquitto); the
 /// `RideStatusTesting` module has an in-memory one for the service's own unit tests, as NIOEmbedded is for

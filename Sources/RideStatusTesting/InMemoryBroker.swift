@@ -1,5 +1,5 @@
 import Locking
-import MQTTClient
+public import MQTTClient
 
 /// An MQTT broker in memory for the service's own unit tests, in the role NIOEmbedded plays for swift-nio:
 /// retained messages, `+` and `#` filters, MQTT 5 no-local and retain handling, and sessions that keep

@@ -1,6 +1,6 @@
 import Locking
-import MQTTClient
-import RideStatusService
+public import MQTTClient
+public import RideStatusService
 
 /// One client of an ``InMemoryBroker``: the worker's transport in unit tests, or a test's own observer.
 /// ``drop()`` and ``reconnect()`` stand in for a lost and regained connection: the session stays, and

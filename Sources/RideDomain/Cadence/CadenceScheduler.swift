@@ -23,7 +23,7 @@ public struct CadenceScheduler: Sendable {
     public init() {}
 
     /// Entries held, live and superseded (for memory measurements).
-    public var storedEntries: Int { heap.count }
+    package var storedEntries: Int { heap.count }
 
     /// The earliest due time among live entries, in the caller's time base (seconds).
     public mutating func nextDue() -> Double? {
@@ -43,7 +43,7 @@ public struct CadenceScheduler: Sendable {
         if heap.count > 2 * count + 1024 { compact() }
     }
 
-    public mutating func cancel(_ key: Int) {
+    package mutating func cancel(_ key: Int) {
         guard isScheduled(key) else { return }
         marks[key] &= ~1
         count -= 1

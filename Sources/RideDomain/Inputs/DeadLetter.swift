@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A rejected input as published on the dead-letter topic (3.5).
 public struct DeadLetter: Sendable, Equatable {
@@ -8,7 +8,7 @@ public struct DeadLetter: Sendable, Equatable {
     public var receivedAt: Date
     public var payloadBytes: Int
     /// The first 256 bytes, as UTF-8 when they are, else base64.
-    public var payloadPrefix: String
+    package var payloadPrefix: String
 
     public init(topic: String, rejection: Rejection, payload: [UInt8], receivedAt: Date) {
         self.topic = topic
@@ -54,7 +54,7 @@ public struct DeadLetter: Sendable, Equatable {
 /// A sliding window over the times of the last `limit` dead letters, rather than a token bucket: a bucket
 /// that is full at the start of a second and refills during it lets up to twice the limit through in one
 /// window (15 in one second was measured under a flood).
-public struct DeadLetterLimiter: Sendable {
+package struct DeadLetterLimiter: Sendable {
     /// Per reason, the times of its last `limit` dead letters, oldest first.
     private var recent: [RejectionReason: [Date]] = [:]
     public let limit: Int

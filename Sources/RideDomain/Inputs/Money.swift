@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An amount of money in a currency. Amounts are `Decimal`, never binary floating point (V6).
 public struct Money: Sendable, Equatable, Codable {
@@ -34,7 +34,7 @@ public struct Money: Sendable, Equatable, Codable {
     }
 
     /// The amount as a decimal string with exactly the currency's minor-unit digits (`"12.50"`).
-    public var amountString: String { Self.format(amount, scale: Self.minorUnits(of: currencyCode)) }
+    package var amountString: String { Self.format(amount, scale: Self.minorUnits(of: currencyCode)) }
 
     public static func format(_ amount: Decimal, scale: Int) -> String {
         var value = amount

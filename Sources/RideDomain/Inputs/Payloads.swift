@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // MARK: - Shared shapes of section 1 and 3
 
@@ -142,7 +142,7 @@ public struct Fare: Sendable, Equatable, Codable {
     }
 
     /// P5: base + per km of driven distance + per minute of ride time, rounded to the currency's minor unit.
-    public func price(drivenMetres: Double, rideSeconds: Double) -> Money {
+    package func price(drivenMetres: Double, rideSeconds: Double) -> Money {
         let kilometres = Money.thousandths(max(0, drivenMetres) / 1000)
         let minutes = Money.thousandths(max(0, rideSeconds) / 60)
         return Money(amount: baseCharge + perKilometer * kilometres + perMinute * minutes, currencyCode: currencyCode)

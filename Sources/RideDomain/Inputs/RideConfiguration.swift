@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Every tunable of the ride domain with the contract's default. The one source of truth for defaults:
 /// the worker's YAML, environment and flags override these.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
 /// Methods return whether the phase or the completion status changed (which publishes at once, C2).
@@ -10,37 +10,37 @@ public struct Ride: Sendable, Equatable {
     /// The booking, immutable once the ride starts.
     var terms: Shared<BookingTerms>
     /// What the ride keeps of its booking; the vehicle, driver and position live in the ride itself.
-    public var booking: BookingTerms { terms.value }
-    public internal(set) var phase: RidePhase
-    public internal(set) var vehicleId: String?
+    package var booking: BookingTerms { terms.value }
+    package internal(set) var phase: RidePhase
+    package internal(set) var vehicleId: String?
     /// Vehicle details and driver, shared with the V7 snapshot until the next `assign`.
     var crew: Shared<Crew>
-    public var vehicle: VehicleDetails { crew.value.vehicle }
-    public var driver: Driver? { crew.value.driver }
-    @PackedLocation public internal(set) var location: VehicleLocation?
-    @NaNBoxed public internal(set) var lastFixAcceptedAt: Date?
-    public internal(set) var startedAt: Date
-    public internal(set) var sequence: Int
-    @NaNBoxed public internal(set) var lastIssuedAt: Date?
+    package var vehicle: VehicleDetails { crew.value.vehicle }
+    package var driver: Driver? { crew.value.driver }
+    @PackedLocation package internal(set) var location: VehicleLocation?
+    @NaNBoxed var lastFixAcceptedAt: Date?
+    var startedAt: Date
+    package internal(set) var sequence: Int
+    @NaNBoxed var lastIssuedAt: Date?
     /// Seconds from the status before to the latest one (the cadence gap a subscriber saw, C1); nil for
     /// the first status, and for the first after a restart too (not durable).
     @NaNBoxed public internal(set) var cadenceGap: Double?
     /// Set once, on completion; shared with the V7 snapshot.
     var completionBox: Shared<CompletionStatus>?
-    public var completion: CompletionStatus? { completionBox?.value }
-    @NaNBoxed public internal(set) var completedAt: Date?
-    @NaNBoxed public internal(set) var pickupArrivedAt: Date?
-    @NaNBoxed public internal(set) var estimatedPickupEndDate: Date?
-    @NaNBoxed public internal(set) var ongoingSince: Date?
-    public internal(set) var drivenMetres: Double
-    @NaNBoxed public internal(set) var smoothedSpeed: Double?
-    public internal(set) var estimatedPickupDate: Date
-    @NaNBoxed public internal(set) var estimatedDropOffDate: Date?
+    package var completion: CompletionStatus? { completionBox?.value }
+    @NaNBoxed var completedAt: Date?
+    @NaNBoxed var pickupArrivedAt: Date?
+    @NaNBoxed package internal(set) var estimatedPickupEndDate: Date?
+    @NaNBoxed var ongoingSince: Date?
+    package internal(set) var drivenMetres: Double
+    @NaNBoxed package internal(set) var smoothedSpeed: Double?
+    package internal(set) var estimatedPickupDate: Date
+    @NaNBoxed package internal(set) var estimatedDropOffDate: Date?
     /// V7: what the last valid status said beyond the booking, boxed; the booking's part never changes,
     /// so the status is rebuilt from both rather than kept whole.
     var lastValid: Shared<LastValidStatus>?
     /// V7: the last status that passed validation.
-    public var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
+    package var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
     /// Great-circle metres from pickup to drop-off, computed once.
     var legMetres: Double
 
@@ -83,7 +83,7 @@ public struct Ride: Sendable, Equatable {
     // MARK: Inputs
 
     /// `assign`: allowed before `pickup`. Returns the vehicle it replaced, if any, and whether the phase changed.
-    public mutating func assign(_ assignment: Assignment, now: Date, configuration: RideConfiguration) throws(Rejection)
+    mutating func assign(_ assignment: Assignment, now: Date, configuration: RideConfiguration) throws(Rejection)
         -> (replaced: String?, changed: Bool)
     {
         guard phase < .pickup else {
@@ -118,7 +118,7 @@ public struct Ride: Sendable, Equatable {
     }
 
     /// An accepted fix of this ride's vehicle: P2-P5 from position and speed.
-    public mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> FixEffect {
+    mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> FixEffect {
         let wasStale = isStale(now: now, configuration: configuration)
         let previous = location
         location = VehicleLocation(
@@ -159,7 +159,7 @@ public struct Ride: Sendable, Equatable {
 
     /// A driver event; P8 rejects events that do not fit the phase. A repeat of the event that caused the
     /// current phase (a redelivery) changes nothing and is not an error.
-    public mutating func handle(_ event: DriverEvent, now: Date, configuration: RideConfiguration) throws(Rejection)
+    mutating func handle(_ event: DriverEvent, now: Date, configuration: RideConfiguration) throws(Rejection)
         -> Bool
     {
         switch (event.kind, phase) {
@@ -181,7 +181,7 @@ public struct Ride: Sendable, Equatable {
     }
 
     /// P7: `completed` with `canceled` and `canceledBy`; a fee becomes an outstanding payment.
-    public mutating func cancel(_ cancellation: Cancellation, now: Date) throws(Rejection) -> Bool {
+    mutating func cancel(_ cancellation: Cancellation, now: Date) throws(Rejection) -> Bool {
         if phase == .completed {
             if completion?.canceled == true && completion?.canceledBy == cancellation.canceledBy { return false }
             throw Rejection(.eventNotAllowed, "cancel is not allowed in phase completed (P8)")
@@ -200,7 +200,7 @@ public struct Ride: Sendable, Equatable {
     }
 
     /// P6 and L4 at a cadence tick.
-    public mutating func expire(now: Date, configuration: RideConfiguration) -> Expiry {
+    mutating func expire(now: Date, configuration: RideConfiguration) -> Expiry {
         if let completedAt, now.timeIntervalSince(completedAt) >= configuration.completedLinger {
             return .stop(reason: "completedLinger")
         }

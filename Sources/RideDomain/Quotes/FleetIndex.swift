@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Available vehicles by class on a grid of cells, for pickup estimates of quotes (3.4). Updates are O(1);
 /// a nearest query scans rings of cells outwards from the pickup and stops as soon as no closer vehicle

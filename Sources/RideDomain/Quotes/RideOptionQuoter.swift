@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A request on `ride-options/request` (3.4).
 public struct RideOptionsRequest: Sendable, Equatable {
@@ -110,7 +110,7 @@ public struct RideOptionQuoter: Sendable {
     }
 
     /// Replaces the live fleet wholesale (benchmarks and tools that build an index elsewhere).
-    public mutating func replaceFleet(_ index: FleetIndex) { fleet = index }
+    package mutating func replaceFleet(_ index: FleetIndex) { fleet = index }
 
     /// Forgets positions older than the catalog's `availabilityMaxAge`; memory stays bounded by the live fleet.
     @discardableResult

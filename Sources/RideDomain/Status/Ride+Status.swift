@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // MARK: - The next status (C1, C5) and the last valid one (V7)
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // MARK: - JSON exactly as in section 3.3
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// `INRidePhase` without `unknown`, in the order a ride moves through it (never backwards).
 public enum RidePhase: String, Sendable, Codable, CaseIterable, Comparable {

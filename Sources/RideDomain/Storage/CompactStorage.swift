@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // Storage shapes for the values every active ride keeps (issue 3: at most 1 KB per active ride).
 // An `Optional<Date>` or `Optional<Double>` takes 9 bytes and pads to 16 next to the following word; a

@@ -10,7 +10,7 @@ import Foundation
 
 extension Ride {
     /// The shape of the durable state this release writes.
-    public static let durableStateVersion = 3
+    package static let durableStateVersion = 3
 
     /// The durable state (L5): the retained payload of `ridestatus/state/{rideId}`.
     public func durableState() -> [UInt8] {
@@ -66,7 +66,7 @@ extension Ride {
 
     /// A ride from its durable state, in any shape a release wrote (no checks: ``restored(topicRide:payload:now:configuration:)``
     /// adds A2's).
-    public static func decodeDurableState(_ payload: [UInt8]) throws -> Ride {
+    package static func decodeDurableState(_ payload: [UInt8]) throws -> Ride {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()

@@ -1,11 +1,11 @@
-import Foundation
+package import Foundation
 
 // MARK: - Restoring durable state (L5, A2)
 
 extension Ride {
     /// The largest `sequence` a ride may carry: 2^53 - 1, the largest integer every JSON reader keeps exactly.
     /// A stored sequence above it could never be continued without loss (or, at `Int.max`, without trapping).
-    public static let maxSequence = 9_007_199_254_740_991
+    package static let maxSequence = 9_007_199_254_740_991
     /// 2000-01-01T00:00:00Z: no ride state of this worker is older; earlier times (year 1 writes fine as RFC
     /// 3339) would make every duration computed from them absurd.
     static let earliestTime = Date(timeIntervalSince1970: 946_684_800)
@@ -15,7 +15,7 @@ extension Ride {
     /// places. The worker takes nothing on trust from its broker.
     /// - Parameter topicRide: the ride identifier in the state message's topic.
     /// - Throws: a ``Rejection`` whose detail names the rule (A2 and the rule of the field).
-    public static func restored(
+    package static func restored(
         topicRide: String, payload: [UInt8], now: Date, configuration: RideConfiguration
     ) throws(Rejection) -> Ride {
         try checkIdentifier(topicRide, field: "the state topic's ride")

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The last accepted fix of one vehicle, as far as T3, T4 and T7 compare a new fix with it: its time and
 /// place (kept small: one per subscribed vehicle).

@@ -1,0 +1,104 @@
+import Foundation
+import RideDomain
+
+// MARK: - The simulated dispatcher: quotes (3.4) and bookings
+
+extension World {
+    /// A quote reply for the ride in `correlationData` (3.4).
+    mutating func receiveQuote(correlationData: [UInt8], payload: [UInt8]) {
+        let ride = String(decoding: correlationData, as: UTF8.self)
+        guard quoteReplies_[ride] == nil else { return }
+        quotesAnswered += 1
+        quoteReplies_[ride] = payload
+    }
+
+    /// Asks `ride-options/request` what is on offer for a ride from near the vehicle (3.4); some riders
+    /// ask in German, so they book by a localized name.
+    mutating func askForOptions(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
+        rideCounter += 1
+        let ride = "\(ridePrefix)\(rideCounter)"
+        let pickup = vehicle.position.moved(
+            metres: Double.random(in: 400...1500, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+        var dropOff = randomPlace()
+        if dropOff.distance(to: pickup) < 500 {
+            dropOff = pickup.moved(metres: 1500, bearing: Double.random(in: 0..<360, using: &random))
+        }
+        dropOffs[vehicle.id] = dropOff
+        let partySize = vehicle.option == "Compact" ? 1 : Int.random(in: 1...3, using: &random)
+        let locale = Double.random(in: 0..<1, using: &random) < 0.3 ? #","locale":"de""# : ""
+        let request =
+            #"{"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"partySize":\#(partySize)\#(locale)}"#
+        out.append(
+            OutgoingMessage(
+                topic: topics.rideOptionsRequest, payload: Array(request.utf8), control: true,
+                responseTopic: quoteReplies, correlationData: Array(ride.utf8)))
+        out.append(
+            OutgoingMessage(
+                topic: topics.availability(vehicle: vehicle.id), payload: Array(#"{"available":false}"#.utf8),
+                control: true, retain: true))
+        quotesAsked += 1
+        vehicle.ride = ride
+        vehicle.stage = .quoting(ride: ride, pickup: pickup, partySize: partySize, deadline: now.addingTimeInterval(3))
+    }
+
+    /// The quoted option this vehicle serves, by the name the reply used (possibly localized), with its
+    /// price range; nil when there was no usable reply.
+    mutating func quotedOption(for ride: String, vehicle: Vehicle, partySize: Int) -> (
+        name: String, priceRange: String
+    )? {
+        guard let payload = quoteReplies_.removeValue(forKey: ride), let reply = try? JSONParser.parse(payload),
+            reply["code"]?.stringValue == "success", case .array(let options)? = reply["rideOptions"], !options.isEmpty
+        else { return nil }
+        // Replies list the options that fit the party in catalog order (the one-seat Compact only fits one
+        // person); pick the vehicle's own by position, since the names may be localized.
+        let fitting = partySize > 1 ? Array(simulatedOptions.dropFirst()) : simulatedOptions
+        let wanted = fitting.firstIndex(of: vehicle.option) ?? 0
+        let option = options.count == fitting.count ? options[wanted] : options[0]
+        guard let name = option["name"]?.stringValue, let range = option["priceRange"] else { return nil }
+        let currency = range["currencyCode"]?.stringValue ?? "EUR"
+        let low = range["minimumPrice"]?.stringValue ?? "0"
+        let high = range["maximumPrice"]?.stringValue ?? low
+        return (
+            name,
+            #""priceRange":{"minimumPrice":"\#(low)","maximumPrice":"\#(high)","currencyCode":"\#(currency)"}"#
+        )
+    }
+
+    mutating func book(
+        _ vehicle: inout Vehicle, ride: String, pickup: Coordinate, partySize: Int, now: Date,
+        into out: inout [OutgoingMessage]
+    ) {
+        let dropOff = dropOffs[vehicle.id] ?? randomPlace()
+        let assignLater = Double.random(in: 0..<1, using: &random) < 0.3
+        let eta = now.addingTimeInterval(vehicle.position.distance(to: pickup) * 1.3 / 9)
+        let vehiclePart = assignLater ? "" : #""vehicleId":"\#(vehicle.id)","#
+        let optionPart: String
+        let vehicleDetails: String
+        if let quoted = quotedOption(for: ride, vehicle: vehicle, partySize: partySize) {
+            // Booking by name: the worker's catalog supplies the image and the fare.
+            ridesBookedByQuote += 1
+            optionPart =
+                #""rideOption":{"name":"\#(quoted.name)","estimatedPickupDate":"\#(Timestamps.format(eta))",\#(quoted.priceRange),"usesMeteredFare":true}"#
+            vehicleDetails =
+                #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius"}"#
+        } else {
+            optionPart =
+                #""rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(eta))","priceRange":{"minimumPrice":"9.00","maximumPrice":"14.00","currencyCode":"EUR"},"usesMeteredFare":true},"fare":{"baseCharge":"2.50","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}"#
+            vehicleDetails =
+                #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius","mapAnnotationImage":"https://assets.example/cars/compact.png"}"#
+        }
+        let booking =
+            #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)\#(optionPart),"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(ride.dropFirst(ridePrefix.count))"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},\#(vehicleDetails),"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":\#(partySize)}"#
+        out.append(
+            OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
+        if assignLater {
+            out.append(
+                OutgoingMessage(
+                    topic: topics.control(.assign, ride: ride), payload: Array(#"{"vehicleId":"\#(vehicle.id)"}"#.utf8),
+                    control: true))
+        }
+        vehicle.route = streetPath(from: vehicle.position, to: pickup)
+        vehicle.stage = .toPickup
+        ridesStarted += 1
+    }
+}

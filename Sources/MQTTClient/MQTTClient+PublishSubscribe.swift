@@ -1,0 +1,203 @@
+import CMosquitto
+import Foundation
+import Locking
+import Logging
+
+extension MQTTClient {
+    // MARK: Publish
+
+    /// Publishes a message. With QoS 1 it returns once the broker acknowledged it (PUBACK); while the
+    /// connection is down the message waits in libmosquitto's queue and is sent after reconnecting.
+    public func publish(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTProperties = MQTTProperties()
+    ) async throws {
+        if qos == .atMostOnce {
+            try publishWithoutWaiting(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
+            return
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            do {
+                _ = try send(
+                    topic: topic, payload: payload, qos: qos, retain: retain, properties: properties,
+                    waiter: continuation)
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Publishes without waiting for the acknowledgement. A QoS 1 message is still tracked by
+    /// ``flush(timeout:)`` and redelivered by libmosquitto after a reconnect.
+    public func publishWithoutWaiting(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        properties: MQTTProperties = MQTTProperties()
+    ) throws(MQTTError) {
+        _ = try send(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: nil)
+    }
+
+    func send(
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
+        waiter: CheckedContinuation<Void, any Error>?
+    ) throws(MQTTError) -> Int32 {
+        let message = OrderedResend.Publish(
+            topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter)
+        // The lock is held across the C call so that the PUBACK callback (network thread) cannot look for
+        // the waiter before it is registered. The callback takes no libmosquitto mutex that this call needs.
+        let result: Result<Int32, MQTTError> = state.withLock { state in
+            // C5: while the connection is down, or a reconnect's resends are not yet acknowledged, a new publish
+            // waits its turn here; libmosquitto would otherwise send it ahead of the older messages it resends.
+            if state.stopped { return .failure(state.refusal ?? .shutDown) }
+            if state.resend.isHolding {
+                state.resend.hold(message)
+                return .success(0)
+            }
+            do throws(MQTTError) {
+                return .success(try publishNow(message, state: &state))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Hands one message to libmosquitto and tracks it until its acknowledgement. Call with `state` locked.
+    func publishNow(_ message: OrderedResend.Publish, state: inout State) throws(MQTTError) -> Int32 {
+        var list: OpaquePointer? = nil
+        defer { mosquitto_property_free_all(&list) }
+        if configuration.protocolVersion == .v5 { try Self.encode(message.properties, into: &list) }
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(
+                handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
+                message.retain, list)
+        }
+        // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.
+        let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (message.qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
+        if queued && message.qos == .atLeastOnce {
+            state.inFlightQoS1.insert(mid)
+            if let waiter = message.waiter { state.waiters[mid] = waiter }
+        }
+        try check(queued ? MOSQ_ERR_SUCCESS.rawValue : rc, "publish to \(message.topic)")
+        return mid
+    }
+
+    /// Sends every held-back message in the order it was published, once ``OrderedResend`` allows. Call with
+    /// `state` locked, on the network thread.
+    func releaseHeld(state: inout State) {
+        for message in state.resend.release() {
+            do {
+                _ = try publishNow(message, state: &state)
+            } catch {
+                logger.error("held publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+                message.waiter?.resume(throwing: error)
+            }
+        }
+    }
+
+    static func encode(_ properties: MQTTProperties, into list: inout OpaquePointer?) throws(MQTTError) {
+        if let responseTopic = properties.responseTopic {
+            try check(
+                mosquitto_property_add_string(&list, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic),
+                "response topic")
+        }
+        if let data = properties.correlationData {
+            let rc = data.withUnsafeBytes { bytes in
+                mosquitto_property_add_binary(
+                    &list, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), bytes.baseAddress, UInt16(clamping: bytes.count))
+            }
+            try check(rc, "correlation data")
+        }
+        if let expiry = properties.messageExpiry {
+            try check(
+                mosquitto_property_add_int32(&list, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry),
+                "message expiry")
+        }
+        if let contentType = properties.contentType {
+            try check(
+                mosquitto_property_add_string(&list, Int32(MQTT_PROP_CONTENT_TYPE.rawValue), contentType),
+                "content type")
+        }
+        for (name, value) in properties.userProperties {
+            try check(
+                mosquitto_property_add_string_pair(&list, Int32(MQTT_PROP_USER_PROPERTY.rawValue), name, value),
+                "user property")
+        }
+    }
+
+    // MARK: Subscriptions
+
+    /// Subscribes and waits for SUBACK. The filter is remembered and subscribed again after every reconnect;
+    /// while disconnected it returns at once and the subscription is made on the next CONNACK.
+    public func subscribe(
+        _ filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscribeOptions = MQTTSubscribeOptions()
+    ) async throws {
+        guard mosquitto_sub_topic_check(filter) == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError.invalidConfiguration("'\(filter)' is not a valid topic filter")
+        }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let rc: Int32 = state.withLock { state in
+                let previous = state.subscriptions[filter]
+                state.subscriptions[filter] = (qos, options)
+                guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
+                // mosquitto 2.0 keeps the options of a subscription made again (measured: a no-local
+                // subscription over an earlier one still sent the client its own publishes), so a filter whose
+                // options change is unsubscribed first; the two packets leave in order.
+                if let previous, previous.options != options { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
+                var mid: Int32 = 0
+                let rc = mosquitto_subscribe_v5(handle, &mid, filter, qos.rawValue, optionBits(options), nil)
+                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                    state.waiters[mid] = continuation
+                    state.pendingSubscriptions[mid] = filter
+                }
+                return rc
+            }
+            if rc == MOSQ_ERR_NO_CONN.rawValue {
+                continuation.resume()
+            } else if rc != MOSQ_ERR_SUCCESS.rawValue {
+                continuation.resume(throwing: Self.libraryError("subscribe \(filter)", rc))
+            }
+        }
+    }
+
+    /// Unsubscribes, forgets the filter and waits for UNSUBACK (returns at once while disconnected).
+    public func unsubscribe(_ filter: String) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let rc: Int32 = state.withLock { state in
+                state.subscriptions[filter] = nil
+                guard state.connected else {
+                    // A persistent session keeps the subscription on the broker: unsubscribe on the next CONNACK.
+                    state.unsubscribeOnConnect.insert(filter)
+                    return MOSQ_ERR_NO_CONN.rawValue
+                }
+                var mid: Int32 = 0
+                let rc = mosquitto_unsubscribe_v5(handle, &mid, filter, nil)
+                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                    state.waiters[mid] = continuation
+                    state.pendingUnsubscribes[mid] = filter
+                }
+                return rc
+            }
+            if rc == MOSQ_ERR_NO_CONN.rawValue {
+                continuation.resume()
+            } else if rc != MOSQ_ERR_SUCCESS.rawValue {
+                continuation.resume(throwing: Self.libraryError("unsubscribe \(filter)", rc))
+            }
+        }
+    }
+
+    /// The filters the client restores after a reconnect.
+    package var subscriptions: [String: MQTTQoS] { state.withLock { $0.subscriptions.mapValues(\.qos) } }
+
+    /// libmosquitto's option bits for `options`; none with MQTT 3.1.1, where SUBSCRIBE has no options.
+    func optionBits(_ options: MQTTSubscribeOptions) -> Int32 {
+        guard configuration.protocolVersion == .v5 else { return 0 }
+        var bits: UInt32 = options.noLocal ? MQTT_SUB_OPT_NO_LOCAL.rawValue : 0
+        switch options.retainHandling {
+        case .sendOnSubscribe: bits |= MQTT_SUB_OPT_SEND_RETAIN_ALWAYS.rawValue
+        case .sendIfNew: bits |= MQTT_SUB_OPT_SEND_RETAIN_NEW.rawValue
+        case .never: bits |= MQTT_SUB_OPT_SEND_RETAIN_NEVER.rawValue
+        }
+        return Int32(bitPattern: bits)
+    }
+}

@@ -1,0 +1,171 @@
+public import Foundation
+
+// MARK: - Messages in: fixes (T1-T7, then P2-P5) and control messages (L1-L3, P1, P6-P8, 3.5)
+
+extension RideEngine {
+    /// One message from the broker.
+    public mutating func receive(topic: String, payload: [UInt8], now: Date) -> [RideAction] {
+        receive(topics.parse(topic), topic: topic, payload: payload, now: now)
+    }
+
+    /// One message whose topic the caller has already parsed (the service parses each topic once, at its edge).
+    public mutating func receive(_ parsed: Topics.Parsed, topic: String, payload: [UInt8], now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        switch parsed {
+        case .position(let vehicle):
+            receiveFix(topic: topic, vehicle: vehicle, payload: payload, now: now, into: &actions)
+        case .control(let kind, let ride):
+            do throws(Rejection) {
+                try receiveControl(kind, ride: ride, payload: payload, now: now, into: &actions)
+            } catch {
+                reject(error, topic: topic, payload: payload, now: now, into: &actions)
+            }
+        case .statusRequest, .rideOptionsRequest, .availability, .state, .unknown:
+            break
+        }
+        return actions
+    }
+
+    mutating func receiveFix(
+        topic: String, vehicle: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) {
+        let decoded: TelemetryFix?
+        do throws(Rejection) {
+            decoded = try decoder.telemetry(vehicleId: vehicle, payload: payload)
+        } catch {
+            reject(error, topic: topic, payload: payload, now: now, into: &actions)
+            return
+        }
+        guard let fix = decoded else {
+            counters.fixesIgnored += 1
+            return
+        }
+        apply(fix, topic: topic, payload: payload, now: now, into: &actions)
+    }
+
+    /// An already decoded fix (T2-T7, then P2-P5 for every active ride of its vehicle).
+    public mutating func receive(fix: TelemetryFix, now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        apply(fix, topic: nil, payload: [], now: now, into: &actions)
+        return actions
+    }
+
+    /// - Parameter topic: the fix's topic, for a dead letter; nil builds it only when one is sent.
+    mutating func apply(
+        _ fix: TelemetryFix, topic: String?, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) {
+        guard let slot = vehicles.slot(of: fix.vehicleId) else {
+            counters.fixesWithoutRide += 1
+            return
+        }
+        switch TelemetryAcceptance.evaluate(
+            fix, track: vehicles[slot: slot].track, now: now, configuration: configuration)
+        {
+        case .duplicate:
+            counters.fixesDuplicate += 1
+        case .rejected(let rejection):
+            reject(
+                rejection, topic: topic ?? topics.position(vehicle: fix.vehicleId), payload: payload, now: now,
+                into: &actions)
+        case .accepted(let accepted):
+            counters.fixesAccepted += 1
+            vehicles[slot: slot].track.record(accepted)
+            for rideSlot in vehicles[slot: slot].rides {
+                // In place, by slot: no hashing and no copy of the ride per fix.
+                let effect = rideTable[slot: rideSlot].apply(accepted, now: now, configuration: configuration)
+                // C2 on a phase change; C3: a fresh fix clears `stale` at once.
+                if effect.phaseChanged || effect.staleCleared {
+                    publish(rideSlot, now: now, phaseChanged: effect.phaseChanged, into: &actions)
+                }
+            }
+        }
+    }
+
+    mutating func receiveControl(
+        _ kind: ControlKind, ride id: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) throws(Rejection) {
+        switch kind {
+        case .start:
+            var booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
+            guard !rideTable.contains(id) else {
+                counters.duplicateStarts += 1  // L1
+                return
+            }
+            booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
+            let ride = Ride(booking: booking, now: now, configuration: configuration)
+            try checkPublishable(ride, now: now, reason: .invalidBooking)
+            let slot = rideTable.insert(ride, for: id)
+            counters.ridesStarted += 1
+            if let vehicle = booking.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
+            publish(slot, now: now, phaseChanged: true, into: &actions)
+        case .assign:
+            var assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
+            let slot = try activeSlot(of: id)
+            let image = images.intern(assignment.vehicle?.mapAnnotationImage)
+            assignment.vehicle?.mapAnnotationImage = image
+            // On a copy: a refused input leaves the ride exactly as it was.
+            var ride = rideTable[slot: slot]
+            let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
+            try checkPublishable(ride, now: now, reason: .invalidField)
+            rideTable[slot: slot] = ride
+            if let replaced { release(vehicle: replaced, rideSlot: slot, into: &actions) }
+            retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
+            publish(slot, now: now, phaseChanged: changed, into: &actions)
+        case .event:
+            let event = try decoder.event(rideIdentifier: id, payload: payload)
+            let slot = try activeSlot(of: id)
+            var ride = rideTable[slot: slot]
+            let changed = try ride.handle(event, now: now, configuration: configuration)
+            rideTable[slot: slot] = ride
+            if changed { publish(slot, now: now, phaseChanged: true, into: &actions) }
+        case .cancel:
+            let cancellation = try decoder.cancellation(rideIdentifier: id, payload: payload)
+            let slot = try activeSlot(of: id)
+            var ride = rideTable[slot: slot]
+            let changed = try ride.cancel(cancellation, now: now)
+            rideTable[slot: slot] = ride
+            if changed { publish(slot, now: now, phaseChanged: true, into: &actions) }
+        case .stop:
+            _ = try decoder.stop(rideIdentifier: id, payload: payload)
+            stop(id, into: &actions)
+        }
+    }
+
+    /// V4-V6 at intake: a booking (or an assignment) whose next status would fail validation is refused
+    /// with the rule's detail, rather than taken in to publish nothing: V7 has no valid status to fall back
+    /// on for a new ride, so it would stay silent until L4 removes it.
+    func checkPublishable(_ ride: Ride, now: Date, reason: RejectionReason) throws(Rejection) {
+        var trial = ride
+        let status = trial.nextStatus(now: now, configuration: configuration)
+        if let violation = StatusValidator.violation(of: status, bookedRide: ride.rideIdentifier) {
+            throw Rejection(reason, "\(violation.detail) (\(violation.rule))")
+        }
+    }
+
+    func activeSlot(of id: String) throws(Rejection) -> Int {
+        guard let slot = rideTable.slot(of: id) else { throw Rejection(.unknownRide, "ride \(id) is not active") }
+        return slot
+    }
+
+    /// Booking by name (3.4): a ride option named by any of the catalog's names (any case, localized too)
+    /// supplies the map annotation image (V5) and the fare of the pickup's service area (P5) that the
+    /// booking leaves out.
+    func resolveOption(of booking: Booking) -> Booking {
+        guard let catalog, let option = catalog.option(named: booking.rideOption.name) else { return booking }
+        var resolved = booking
+        // V4: the catalog's canonical name downstream; the booking's own spelling stays as `localizedName`.
+        if option.name != booking.rideOption.name {
+            resolved.rideOption.localizedName = booking.rideOption.name
+            resolved.rideOption.name = option.name
+        }
+        if resolved.vehicle.mapAnnotationImage == nil {
+            resolved.vehicle.mapAnnotationImage = option.mapAnnotationImage
+        }
+        if resolved.fare == nil, let area = catalog.area(containing: booking.pickupLocation.coordinate),
+            let table = option.fares[area.name]
+        {
+            resolved.fare = table.fare(currency: area.currencyCode)
+        }
+        return resolved
+    }
+}
