@@ -1,27 +1,37 @@
 public import Foundation
 import Locking
+import Subprocess
+import SystemPackage
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A child process started with `posix_spawn`, with every signal unblocked and set to its default.
+/// A long-running child process (a broker, a worker) started with `posix_spawn`, with every signal unblocked
+/// and set to its default.
 ///
 /// Foundation's `Process` lets the child inherit the signal mask of the spawning thread, and the Swift
 /// runtime's threads block SIGTERM and SIGINT: a broker or worker started that way ignores a graceful stop.
+/// Short commands run through swift-subprocess (``run(_:_:)``), which resets the mask too. Long-running
+/// children stay on `posix_spawn`: Subprocess's `run` is structured and reaps its child on a task, so the
+/// synchronous waits that tests and harnesses use (`terminate()`, `waitForExit`) held the cooperative pool
+/// that task needed (measured: on this 2-core machine 6 end-to-end tests timed out waiting for a child's
+/// exit, and the in-memory cadence test starved).
 public final class ChildProcess: Sendable {
-    public let pid: pid_t
+    public let pid: Int32
     private let exitStatus = Locked<Int32?>(nil)
 
     /// Starts `executable` with `arguments`; standard output and error go to `output` (appended) or nowhere.
-    public init(executable: String, arguments: [String], environment: [String: String]? = nil, output: URL? = nil)
-        throws
-    {
+    /// Standard input comes from `input`, or nothing.
+    public init(
+        executable: String, arguments: [String], environment: [String: String]? = nil, output: URL? = nil,
+        input: URL? = nil
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         let outputPath = output?.path ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, input?.path ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
@@ -105,5 +115,17 @@ public final class ChildProcess: Sendable {
             signal(SIGKILL)
             waitForExit(timeout: 5)
         }
+    }
+
+    /// Runs a short command to its end through swift-subprocess and returns its exit code (nil if a signal
+    /// ended it) and what it printed on standard output and error together (at most 1 MiB).
+    public static func run(_ executable: String, _ arguments: [String]) async throws -> (
+        code: Int32?, output: String
+    ) {
+        let result = try await Subprocess.run(
+            .path(FilePath(executable)), arguments: Arguments(arguments), input: .none,
+            output: .string(limit: 1 << 20), error: .combinedWithOutput)
+        let code: Int32? = if case .exited(let code) = result.terminationStatus { code } else { nil }
+        return (code, result.standardOutput)
     }
 }

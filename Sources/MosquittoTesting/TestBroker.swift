@@ -51,12 +51,12 @@ public final class TestBroker: Sendable {
         port = try Self.freePort()
         if options.tls {
             tlsPort = try Self.freePort()
-            certificates = try TestCertificates.generate(in: directory)
+            certificates = try await TestCertificates.generate(in: directory)
         } else {
             tlsPort = nil
             certificates = nil
         }
-        try writeConfiguration()
+        try await writeConfiguration()
         try await launch()
     }
 
@@ -132,7 +132,7 @@ public final class TestBroker: Sendable {
         }
     }
 
-    private func writeConfiguration() throws {
+    private func writeConfiguration() async throws {
         var lines = [
             "per_listener_settings false",
             "listener \(port) \(host)",
@@ -155,7 +155,7 @@ public final class TestBroker: Sendable {
             let passwords = directory.appendingPathComponent("passwords")
             _ = FileManager.default.createFile(atPath: passwords.path, contents: Data())
             for (user, password) in users.sorted(by: { $0.key < $1.key }) {
-                try Self.run("/usr/bin/mosquitto_passwd", ["-b", passwords.path, user, password])
+                try await Self.run("/usr/bin/mosquitto_passwd", ["-b", passwords.path, user, password])
             }
             lines += ["allow_anonymous false", "password_file \(passwords.path)"]
         } else {
@@ -264,23 +264,15 @@ public final class TestBroker: Sendable {
         return fd
     }
 
+    /// Runs a setup command (`mosquitto_passwd`, `openssl`); its output is in the error when it fails.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+    static func run(_ executable: String, _ arguments: [String]) async throws -> String {
+        let (code, output) = try await ChildProcess.run(executable, arguments)
+        guard code == 0 else {
             throw TestBrokerError.commandFailed(
-                command: ([executable] + arguments).joined(separator: " "), output: text)
+                command: ([executable] + arguments).joined(separator: " "), output: output)
         }
-        return text
+        return output
     }
 }
 

@@ -7,7 +7,7 @@ public struct TestCertificates: Sendable {
     public let serverCertificate: URL
     public let serverKey: URL
 
-    public static func generate(in directory: URL) throws -> TestCertificates {
+    public static func generate(in directory: URL) async throws -> TestCertificates {
         let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first {
             FileManager.default.isExecutableFile(atPath: $0)
         }
@@ -15,19 +15,19 @@ public struct TestCertificates: Sendable {
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         let extensions = path("server.ext")
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: extensions, atomically: true, encoding: .utf8)
-        try TestBroker.run(
+        try await TestBroker.run(
             openssl,
             [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=ride-status test CA",
                 "-keyout", path("ca.key"), "-out", path("ca.crt"),
             ])
-        try TestBroker.run(
+        try await TestBroker.run(
             openssl,
             [
                 "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", path("server.key"),
                 "-out", path("server.csr"),
             ])
-        try TestBroker.run(
+        try await TestBroker.run(
             openssl,
             [
                 "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),

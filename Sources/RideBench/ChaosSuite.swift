@@ -235,7 +235,7 @@ struct ChaosSuite: AsyncParsableCommand {
             try await Task.sleep(for: .seconds(freeze))
             broker.thaw()
         case .cutConnection:
-            worker.cutConnection(brokerPort: broker.port)
+            await worker.cutConnection(brokerPort: broker.port)
         }
     }
 

@@ -96,27 +96,19 @@ final class ChaosWorker: @unchecked Sendable {
     }
 
     /// Destroys the worker's TCP connection to the broker under it, as a dead network would (`ss -K`).
-    func cutConnection(brokerPort: Int) {
+    func cutConnection(brokerPort: Int) async {
         guard let pid = process?.pid else { return }
-        let sockets = Self.run("/usr/bin/ss", ["-Htnp", "state", "established", "( dport = :\(brokerPort) )"])
+        let sockets = await Self.run("/usr/bin/ss", ["-Htnp", "state", "established", "( dport = :\(brokerPort) )"])
         for line in sockets.split(separator: "\n") where line.contains("pid=\(pid),") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 3, let local = fields[2].split(separator: ":").last else { continue }
-            _ = Self.run("/usr/bin/ss", ["-K", "-Htn", "state", "established", "( sport = :\(local) )"])
+            _ = await Self.run("/usr/bin/ss", ["-K", "-Htn", "state", "established", "( sport = :\(local) )"])
         }
     }
 
-    static func run(_ executable: String, _ arguments: [String]) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return "" }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+    /// What a command printed, or nothing when it could not run.
+    static func run(_ executable: String, _ arguments: [String]) async -> String {
+        (try? await ChildProcess.run(executable, arguments))?.output ?? ""
     }
 }
 

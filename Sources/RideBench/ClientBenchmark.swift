@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import MQTTClient
+import MosquittoTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -37,13 +38,11 @@ struct ClientBenchmark: AsyncParsableCommand {
                 logger: quiet)
             try await receiver.connect()
             try await receiver.subscribe(topic, qos: qosLevel)
-            let sub = Process()
-            sub.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-            sub.arguments = [
-                "-h", host, "-p", "\(port)", "-t", topic, "-q", "\(qos)", "-C", "\(messages)", "-W", "120",
-            ]
-            sub.standardOutput = FileHandle.nullDevice
-            try sub.run()
+            let sub = try ChildProcess(
+                executable: "/usr/bin/mosquitto_sub",
+                arguments: [
+                    "-h", host, "-p", "\(port)", "-t", topic, "-q", "\(qos)", "-C", "\(messages)", "-W", "120",
+                ])
             try await Task.sleep(for: .milliseconds(700))
             let payload = [UInt8](repeating: 0x61, count: payloadBytes)
             let start = ContinuousClock.now
@@ -64,12 +63,10 @@ struct ClientBenchmark: AsyncParsableCommand {
             var sender: MQTTClient?
             if publisher == "mosquitto_pub" {
                 // One line a message, published by mosquitto_pub -l as fast as the broker takes them.
-                let pub = Process()
-                pub.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-                pub.arguments = ["-h", host, "-p", "\(port)", "-t", topic, "-q", "\(qos)", "-l"]
-                pub.standardInput = try FileHandle(forReadingFrom: file)
-                try pub.run()
-                pub.waitUntilExit()
+                let pub = try ChildProcess(
+                    executable: "/usr/bin/mosquitto_pub",
+                    arguments: ["-h", host, "-p", "\(port)", "-t", topic, "-q", "\(qos)", "-l"], input: file)
+                while pub.isRunning { try await Task.sleep(for: .milliseconds(1)) }
             } else {
                 let client = try MQTTClient(
                     configuration: MQTTConfiguration(

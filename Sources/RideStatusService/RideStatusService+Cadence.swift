@@ -6,15 +6,11 @@ import RideDomain
 // MARK: - Cadence (C1): statuses on time, and metrics that stay current whatever the load
 
 extension RideStatusService {
-    /// How often counters and gauges are reported, whatever the load: a saturated cadence is exactly when
-    /// an operator looks at `/metrics`.
-    static var reportInterval: Duration { .seconds(1) }
-
     /// Sleeps until the next ride is due (or the next report), not polling: an input that makes a ride due
     /// earlier wakes it (``planWake(_:)``). Due rides go in slices of 16 with the lock released between
     /// slices, so a message (a phase change) waits for at most one slice, not a whole burst (C2).
     func runCadence() async {
-        var nextReport = ContinuousClock.now + Self.reportInterval
+        var nextReport = ContinuousClock.now + reportInterval
         while !Task.isCancelled {
             var more = true
             while more && !Task.isCancelled {
@@ -25,7 +21,7 @@ extension RideStatusService {
                     return core.engine.hasDue(now: now)
                 }
                 if ContinuousClock.now >= nextReport {
-                    nextReport = ContinuousClock.now + Self.reportInterval
+                    nextReport = ContinuousClock.now + reportInterval
                     report()
                 }
                 if more { await Task.yield() }

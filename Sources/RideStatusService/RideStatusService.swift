@@ -30,6 +30,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let responder: QuoteResponder<Transport>
     /// Wakes the cadence loop when a ride comes due before the time it sleeps until.
     let wakeup = Wakeup()
+    /// How often counters and gauges are reported, whatever the load: a saturated cadence is exactly when
+    /// an operator looks at `/metrics`.
+    let reportInterval: Duration
 
     struct Core {
         var engine: RideEngine
@@ -51,13 +54,20 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     }
 
     /// A worker on any transport; the worker id comes from the settings or the state directory.
-    package convenience init(settings: WorkerSettings, transport: Transport, version: String, logger: Logger) throws {
+    package convenience init(
+        settings: WorkerSettings, transport: Transport, version: String, logger: Logger,
+        reportInterval: Duration = .seconds(1)
+    ) throws {
         try self.init(
             settings: settings, identity: WorkerIdentity(settings: settings, version: version), transport: transport,
-            logger: logger)
+            logger: logger, reportInterval: reportInterval)
     }
 
-    init(settings: WorkerSettings, identity: WorkerIdentity, transport: Transport, logger: Logger) {
+    init(
+        settings: WorkerSettings, identity: WorkerIdentity, transport: Transport, logger: Logger,
+        reportInterval: Duration = .seconds(1)
+    ) {
+        self.reportInterval = reportInterval
         self.settings = settings
         self.identity = identity
         self.transport = transport
