@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-ordo bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-quotes bench-e2e clean
 
 all: build
 
@@ -71,19 +71,18 @@ format:
 	$(SWIFT) format format --in-place --recursive Sources Tests Fuzz Benchmarks/Benchmarks Benchmarks/Package.swift
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
-bench: bench-client bench-domain bench-ordo bench-quotes bench-e2e
+bench: bench-client bench-domain bench-quotes bench-e2e
 
 bench-client: deps
 	$(SWIFT) build -c release --product ride-bench
 	@./scripts/bench-client.sh
 
+## bench-domain: the domain's hot paths under ordo-one/benchmark (percentiles, mallocs per operation, its own
+## package in Benchmarks/), then memory per active ride in a plain process (ride-bench memory)
 bench-domain: deps
-	$(SWIFT) build -c release --product ride-bench
-	.build/release/ride-bench domain
-
-## bench-ordo: the domain's hot paths under ordo-one/benchmark (percentiles, mallocs per operation); its own package
-bench-ordo: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench memory
 
 ## bench-e2e: load harness: the release worker and a bare mosquitto_sub under rising fix rates, then 10,000 rides
 bench-e2e: deps

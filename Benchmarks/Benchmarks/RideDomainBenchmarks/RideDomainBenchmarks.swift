@@ -3,9 +3,10 @@ import Foundation
 import RideDomain
 import Synchronization
 
-// Issue 3's hot paths, one operation each (scaled by 1,000 where one is too short to time), with
-// Foundation's JSONDecoder on the same payload as the comparison. Memory per active ride is measured by
-// `make bench-domain` (a plain process: the malloc interposer here adds a header to every allocation).
+// The domain's hot paths, one operation each (scaled by 1,000 where one is too short to time), with
+// Foundation's JSONDecoder on the same payload as the comparison: the project's one harness for them
+// (`make bench-domain`). Memory per active ride alone is measured by `ride-bench memory`, a plain process:
+// the malloc interposer here adds a header to every allocation.
 
 let origin = Date(timeIntervalSince1970: 1_795_341_000)
 let activeRides = 100_000
@@ -116,6 +117,21 @@ let benchmarks: @Sendable () -> Void = {
                 now: origin.addingTimeInterval(Double(index) * 0.001), configuration: configuration)
             if StatusValidator.violation(of: status, bookedRide: "r-1") == nil { bytes += status.encoded().count }
         }
+        precondition(bytes > 0)
+    }
+
+    // L5: the durable state written with the statuses that persist it (JSONWriter; it was JSONEncoder, about
+    // 36k a second, before this release).
+    Benchmark("L5: encode the durable state", configuration: perOperation) { benchmark in
+        let booking = Array(
+            #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":52.52,"longitude":13.41},"dropOffLocation":{"latitude":52.51,"longitude":13.38},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+                .utf8)
+        var ride = Ride(
+            booking: try! InputDecoder().booking(rideIdentifier: "r-1", payload: booking), now: origin,
+            configuration: configuration)
+        _ = ride.nextStatus(now: origin, configuration: configuration)
+        var bytes = 0
+        for _ in benchmark.scaledIterations { bytes += ride.durableState().count }
         precondition(bytes > 0)
     }
 
