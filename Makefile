@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e clean
 
 all: build
 
@@ -44,7 +44,8 @@ test: deps
 
 ## test-tsan: the MQTT client, the lifecycle and the in-memory service tests under ThreadSanitizer (separate build folder)
 test-tsan: deps
-	$(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter "MQTTClientTests|ServiceInMemoryTests|WorkerLifecycleTests"
+	TSAN_OPTIONS="suppressions=$(CURDIR)/scripts/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread \
+		--filter "MQTTClientTests|ServiceInMemoryTests|WorkerLifecycleTests|SubscriptionQueueTests"
 
 ## chaos: faults against the release worker and a real mosquitto (kills, broker restarts, a freeze, a cut);
 ## prints its counts and fails unless all are 0. CHAOS_ARGS for more (ride-bench chaos --help)
@@ -71,7 +72,7 @@ format:
 	$(SWIFT) format format --in-place --recursive Sources Tests Fuzz Benchmarks/Benchmarks Benchmarks/Package.swift
 
 ## bench: client throughput against mosquitto_sub, and the domain benchmarks (release builds)
-bench: bench-client bench-domain bench-quotes bench-e2e
+bench: bench-client bench-domain bench-subscribe bench-quotes bench-e2e
 
 bench-client: deps
 	$(SWIFT) build -c release --product ride-bench
@@ -83,6 +84,11 @@ bench-domain: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench memory
+
+## bench-subscribe: 20,000 vehicle subscriptions one at a time against one batch, each on a fresh mosquitto
+bench-subscribe: deps
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench subscribe
 
 ## bench-e2e: load harness: the release worker and a bare mosquitto_sub under rising fix rates, then 10,000 rides
 bench-e2e: deps

@@ -7,7 +7,8 @@ struct RideBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ride-bench", abstract: "Benchmarks of the MQTT client and the ride domain.",
         subcommands: [
-            ClientBenchmark.self, MemoryBenchmark.self, QuoteBenchmark.self, EndToEndBenchmark.self, ChaosSuite.self,
+            ClientBenchmark.self, MemoryBenchmark.self, SubscribeBenchmark.self, QuoteBenchmark.self,
+            EndToEndBenchmark.self, ChaosSuite.self,
             FloodBenchmark.self,
         ])
 }

@@ -145,19 +145,21 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     }
 
     private func applySubscriptionChanges() async {
-        for await change in subscriptions.changes {
-            do {
-                switch change {
-                case .subscribe(let filter, let options):
-                    try await transport.subscribe(filter, qos: .atLeastOnce, options: options)
-                    if filter == settings.topics.stateFilter && options.noLocal {
-                        core.withLock { $0.watchingStates = true }
+        while let steps = await subscriptions.next() {
+            for step in steps {
+                do {
+                    switch step {
+                    case .subscribe(let filters, let options):
+                        try await transport.subscribe(filters, qos: .atLeastOnce, options: options)
+                        if options.noLocal && filters.contains(settings.topics.stateFilter) {
+                            core.withLock { $0.watchingStates = true }
+                        }
+                    case .unsubscribe(let filter): try await transport.unsubscribe(filter)
+                    case .ready: readiness.withLock { $0.recovered = true }
                     }
-                case .unsubscribe(let filter): try await transport.unsubscribe(filter)
-                case .ready: readiness.withLock { $0.recovered = true }
+                } catch {
+                    logger.error("subscription change failed", metadata: ["change": "\(step)", "error": "\(error)"])
                 }
-            } catch {
-                logger.error("subscription change failed", metadata: ["change": "\(change)", "error": "\(error)"])
             }
         }
     }

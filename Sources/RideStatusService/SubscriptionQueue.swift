@@ -1,29 +1,81 @@
+import Locking
 import MQTTClient
 
 /// Subscription changes in the order the engine asked for them. Subscribing waits for the broker's
-/// acknowledgement, which must not happen under the engine's lock: the changes go through this queue to one
-/// task that makes them in turn (L3: a vehicle's subscription follows its ride).
-struct SubscriptionQueue: Sendable {
-    enum Change: Sendable {
+/// acknowledgement, which must not happen under the engine's lock: the changes queue here for one task that
+/// makes them (L3: a vehicle's subscription follows its ride). That task takes everything queued at once and
+/// sends a run of subscriptions with the same options as one batch (packets of many filters, every packet
+/// sent before any acknowledgement is awaited): a SUBSCRIBE and a wait per vehicle in turn kept 100,000
+/// booked rides from becoming active within minutes (issue 12).
+final class SubscriptionQueue: Sendable {
+    enum Change: Sendable, Equatable {
         case subscribe(String, options: MQTTSubscribeOptions)
         case unsubscribe(String)
         /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
         case ready
     }
 
-    let changes: AsyncStream<Change>
-    private let sink: AsyncStream<Change>.Continuation
-
-    init() { (changes, sink) = AsyncStream<Change>.makeStream() }
-
-    func subscribe(_ filter: String, options: MQTTSubscribeOptions = MQTTSubscribeOptions()) {
-        sink.yield(.subscribe(filter, options: options))
+    /// What the applying task does with one batch.
+    enum Step: Equatable {
+        case subscribe([String], options: MQTTSubscribeOptions)
+        case unsubscribe(String)
+        case ready
     }
 
-    func unsubscribe(_ filter: String) { sink.yield(.unsubscribe(filter)) }
+    private let queue = Locked((changes: [Change](), finished: false))
+    private let wakeup = Wakeup()
+
+    func subscribe(_ filter: String, options: MQTTSubscribeOptions = MQTTSubscribeOptions()) {
+        append(.subscribe(filter, options: options))
+    }
+
+    func unsubscribe(_ filter: String) { append(.unsubscribe(filter)) }
 
     /// Marks the point after which the worker is ready.
-    func ready() { sink.yield(.ready) }
+    func ready() { append(.ready) }
 
-    func finish() { sink.finish() }
+    /// No more changes: the applying task ends once the queue is empty.
+    func finish() {
+        queue.withLock { $0.finished = true }
+        wakeup.signal()
+    }
+
+    private func append(_ change: Change) {
+        queue.withLock { $0.changes.append(change) }
+        wakeup.signal()
+    }
+
+    /// The next batch in order, waiting for one; nil once finished and empty (or cancelled).
+    func next() async -> [Step]? {
+        while !Task.isCancelled {
+            let (changes, finished) = queue.withLock { queue in
+                defer { queue.changes = [] }
+                return (queue.changes, queue.finished)
+            }
+            if !changes.isEmpty { return Self.steps(changes) }
+            if finished { return nil }
+            await wakeup.wait(upTo: .seconds(60))
+        }
+        return nil
+    }
+
+    /// Runs of subscriptions with the same options become one step; order is kept (an unsubscribe of a filter
+    /// never overtakes its subscription, and `ready` comes after everything before it).
+    static func steps(_ changes: [Change]) -> [Step] {
+        var steps: [Step] = []
+        for change in changes {
+            switch change {
+            case .subscribe(let filter, let options):
+                if case .subscribe(var filters, let runOptions) = steps.last, runOptions == options {
+                    filters.append(filter)
+                    steps[steps.count - 1] = .subscribe(filters, options: options)
+                } else {
+                    steps.append(.subscribe([filter], options: options))
+                }
+            case .unsubscribe(let filter): steps.append(.unsubscribe(filter))
+            case .ready: steps.append(.ready)
+            }
+        }
+        return steps
+    }
 }

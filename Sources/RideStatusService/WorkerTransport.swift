@@ -22,6 +22,9 @@ public protocol WorkerTransport: AnyObject, Sendable {
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties) throws
     /// Subscribes and waits for the acknowledgement.
     func subscribe(_ filter: String, qos: MQTTQoS, options: MQTTSubscribeOptions) async throws
+    /// Subscribes to many filters with the same options, in as few packets as it can, and waits for every
+    /// acknowledgement.
+    func subscribe(_ filters: [String], qos: MQTTQoS, options: MQTTSubscribeOptions) async throws
     /// Unsubscribes and waits for the acknowledgement.
     func unsubscribe(_ filter: String) async throws
     /// Waits until every QoS 1 publish is acknowledged; false when the timeout came first.

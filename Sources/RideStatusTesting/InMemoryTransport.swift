@@ -74,6 +74,10 @@ public final class InMemoryTransport: WorkerTransport {
         broker.subscribe(id, filter: filter, options: options)
     }
 
+    public func subscribe(_ filters: [String], qos: MQTTQoS, options: MQTTSubscribeOptions) async throws {
+        for filter in filters { broker.subscribe(id, filter: filter, options: options) }
+    }
+
     /// Subscribes with the default options (for a test's observer).
     public func subscribe(_ filter: String) async throws {
         try await subscribe(filter, qos: .atLeastOnce, options: MQTTSubscribeOptions())

@@ -141,6 +141,39 @@ struct MQTTClientIntegrationTests {
         }
     }
 
+    @Test("batch subscribe: 600 filters in packets of 256, every one acknowledged and delivering, also after a restart")
+    func batchSubscribe() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker, cleanStart: true)
+            let filters = (0..<600).map { "fleet/vehicles/v-\($0)/position" }
+            try await client.subscribe(filters, qos: .atLeastOnce)
+            #expect(client.subscriptions.count == 600)
+            let publisher = try await connectedClient(broker)
+            // The first and last filter of each packet: none of the three packets went missing.
+            let probes = [0, 255, 256, 511, 512, 599]
+            for index in probes {
+                try await publisher.publish(topic: filters[index], payload: Array("\(index)".utf8))
+            }
+            let received = try await receive(client, count: probes.count)
+            #expect(received.map(\.topic) == probes.map { filters[$0] })
+            // Clean start: only the client's own (batched) restore can bring the 600 back after a restart.
+            try await broker.restart()
+            try await waitForEvent(client) { if case .connected = $0 { return true } else { return false } }
+            let again = try await connectedClient(broker)
+            var last: [MQTTMessage] = []
+            for _ in 0..<50 where last.isEmpty {
+                try await again.publish(topic: filters[599], payload: "after".bytes)
+                last = (try? await receive(client, timeout: .milliseconds(100))) ?? []
+            }
+            #expect(last.first?.topic == filters[599])
+            try await again.publish(topic: filters[300], payload: "middle".bytes)
+            #expect(try await receive(client).first?.topic == filters[300])
+            await again.disconnect()
+            await publisher.disconnect()
+            await client.disconnect()
+        }
+    }
+
     @Test("persistent session: QoS 1 messages published while the client was away arrive after a broker restart")
     func persistentSessionSurvivesBrokerRestart() async throws {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
