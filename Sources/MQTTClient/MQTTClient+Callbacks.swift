@@ -77,16 +77,7 @@ extension MQTTClient {
                 if subscription.options != MQTTSubscribeOptions() {
                     for filter in packet { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
                 }
-                let names = packet.map { strdup($0) }
-                defer { names.forEach { free($0) } }
-                let rc = names.withUnsafeBufferPointer { buffer in
-                    buffer.baseAddress!.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: names.count)
-                    {
-                        mosquitto_subscribe_multiple(
-                            handle, nil, Int32(names.count), $0, subscription.qos.rawValue,
-                            optionBits(subscription.options), nil)
-                    }
-                }
+                let rc = sendSubscribe(packet, qos: subscription.qos, options: subscription.options, mid: nil)
                 if rc != 0 {
                     logger.error("MQTT resubscribe failed", metadata: ["filters": "\(packet.count)", "rc": "\(rc)"])
                 }

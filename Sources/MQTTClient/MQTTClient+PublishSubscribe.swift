@@ -135,29 +135,7 @@ extension MQTTClient {
         guard mosquitto_sub_topic_check(filter) == MOSQ_ERR_SUCCESS.rawValue else {
             throw MQTTError.invalidConfiguration("'\(filter)' is not a valid topic filter")
         }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let rc: Int32 = state.withLock { state in
-                let previous = state.subscriptions[filter]
-                state.subscriptions[filter] = (qos, options)
-                guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
-                // mosquitto 2.0 keeps the options of a subscription made again (measured: a no-local
-                // subscription over an earlier one still sent the client its own publishes), so a filter whose
-                // options change is unsubscribed first; the two packets leave in order.
-                if let previous, previous.options != options { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
-                var mid: Int32 = 0
-                let rc = mosquitto_subscribe_v5(handle, &mid, filter, qos.rawValue, optionBits(options), nil)
-                if rc == MOSQ_ERR_SUCCESS.rawValue {
-                    state.waiters[mid] = continuation
-                    state.pendingSubscriptions[mid] = filter
-                }
-                return rc
-            }
-            if rc == MOSQ_ERR_NO_CONN.rawValue {
-                continuation.resume()
-            } else if rc != MOSQ_ERR_SUCCESS.rawValue {
-                continuation.resume(throwing: Self.libraryError("subscribe \(filter)", rc))
-            }
-        }
+        try await subscribePacket([filter], qos: qos, options: options)
     }
 
     /// The most filters one SUBSCRIBE packet carries in ``subscribe(_:qos:options:)-(String...)``.
@@ -195,18 +173,12 @@ extension MQTTClient {
                     state.subscriptions[filter] = (qos, options)
                 }
                 guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
-                // As for one filter: a filter whose options change is unsubscribed first (mosquitto 2.0).
+                // mosquitto 2.0 keeps the options of a subscription made again (measured: a no-local
+                // subscription over an earlier one still sent the client its own publishes), so a filter whose
+                // options change is unsubscribed first; the packets leave in order.
                 for filter in changed { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
-                let names = filters.map { strdup($0) }
-                defer { names.forEach { free($0) } }
                 var mid: Int32 = 0
-                let rc = names.withUnsafeBufferPointer { buffer in
-                    buffer.baseAddress!.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: names.count)
-                    {
-                        mosquitto_subscribe_multiple(
-                            handle, &mid, Int32(names.count), $0, qos.rawValue, optionBits(options), nil)
-                    }
-                }
+                let rc = sendSubscribe(filters, qos: qos, options: options, mid: &mid)
                 if rc == MOSQ_ERR_SUCCESS.rawValue {
                     state.waiters[mid] = continuation
                     state.pendingSubscriptions[mid] = filters.first ?? ""
@@ -216,7 +188,23 @@ extension MQTTClient {
             if rc == MOSQ_ERR_NO_CONN.rawValue {
                 continuation.resume()
             } else if rc != MOSQ_ERR_SUCCESS.rawValue {
-                continuation.resume(throwing: Self.libraryError("subscribe \(filters.count) filters", rc))
+                let what = filters.count == 1 ? filters[0] : "\(filters.count) filters"
+                continuation.resume(throwing: Self.libraryError("subscribe \(what)", rc))
+            }
+        }
+    }
+
+    /// One SUBSCRIBE packet for `filters` (libmosquitto's `mosquitto_subscribe_multiple`); its return code.
+    func sendSubscribe(
+        _ filters: some Collection<String>, qos: MQTTQoS, options: MQTTSubscribeOptions,
+        mid: UnsafeMutablePointer<Int32>?
+    ) -> Int32 {
+        let names = filters.map { strdup($0) }
+        defer { names.forEach { free($0) } }
+        return names.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: names.count) {
+                mosquitto_subscribe_multiple(
+                    handle, mid, Int32(names.count), $0, qos.rawValue, optionBits(options), nil)
             }
         }
     }

@@ -108,6 +108,17 @@ public final class ChildProcess: Sendable {
         return true
     }
 
+    /// Like ``waitForExit(timeout:)``, but suspends between polls instead of blocking a thread of the
+    /// cooperative pool (on 2 cores, two blocked threads starve every other test's tasks).
+    public func exited(within timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() > deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
     /// SIGTERM, then SIGKILL if the child has not exited after `grace` seconds.
     public func terminate(grace: Double = 5) {
         signal(SIGTERM)

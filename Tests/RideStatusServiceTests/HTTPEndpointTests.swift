@@ -21,7 +21,7 @@ struct HTTPEndpointTests {
             #expect(httpGet(host: "::1", port: worker.metricsPort, path: "/nothing-here")?.status == 404)
             // Loopback only, and only the address asked for.
             #expect(httpGet(host: "127.0.0.1", port: worker.metricsPort, path: "/healthz") == nil)
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
         }
     }
 
@@ -50,7 +50,7 @@ struct HTTPEndpointTests {
                     broker.directory.appendingPathComponent("state").path,
                 ],
                 output: log)
-            #expect(process.waitForExit(timeout: 15))
+            #expect(await process.exited(within: 15))
             #expect(process.exitCode != 0)
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             #expect(text.contains("metrics.port") && text.contains("127.0.0.1:\(port)"), "\(text)")

@@ -89,7 +89,7 @@ struct RideOptionsEndToEndTests {
                 options[0]["disclaimerMessage"]?.stringValue == "Vehicle can carry up to 4 passengers.",
                 "fixed capacity")
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -145,7 +145,7 @@ struct RideOptionsEndToEndTests {
             #expect(status["rideOption"]?["localizedName"]?.stringValue == "Kompakt")
             #expect(status["vehicle"]?["mapAnnotationImage"]?.stringValue == "https://assets.example/cars/compact.png")
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -190,7 +190,7 @@ struct RideOptionsEndToEndTests {
             }
             #expect(abs(gone - 600) < 5, "no vehicle: \(gone) s")
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -208,7 +208,7 @@ struct RideOptionsEndToEndTests {
         let process = try ChildProcess(
             executable: WorkerProcess.executable,
             arguments: ["--set", "rideOptions.catalog=\(file.path)", "--metrics-port", "0"], output: log)
-        #expect(process.waitForExit(timeout: 10))
+        #expect(await process.exited(within: 10))
         #expect(process.exitCode == 2)
         let message = try String(contentsOf: log, encoding: .utf8)
         #expect(

@@ -52,7 +52,9 @@ struct ServiceInMemoryTests {
             }
         }
 
-        func waitFor(_ what: String, timeout: Double = 5, _ condition: () -> Bool) async throws {
+        /// Generous: these take milliseconds, but a machine busy with the end-to-end tests (which block threads of
+        /// the cooperative pool in their synchronous waits) can hold a task back for seconds.
+        func waitFor(_ what: String, timeout: Double = 30, _ condition: () -> Bool) async throws {
             let deadline = Date().addingTimeInterval(timeout)
             while !condition() {
                 guard Date() < deadline else { throw TimedOut(what: what) }

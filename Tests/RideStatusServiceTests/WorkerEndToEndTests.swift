@@ -59,7 +59,7 @@ struct WorkerEndToEndTests {
                 messages.contains { $0.topic == "rides/r-full/status" && $0.payload.isEmpty }
             }
             await observer.stop()
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
         }
     }
 
@@ -95,7 +95,7 @@ struct WorkerEndToEndTests {
             #expect(String(decoding: first[0].payload, as: UTF8.self) == "marker")
             await late.stop()
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -171,7 +171,7 @@ struct WorkerEndToEndTests {
             #expect(statuses.last?["vehicle"]?["location"]?["latitude"]?.doubleValue == near.latitude)
             #expect(worker.logText.contains("input rejected (T1)"), "log lines name the rule")
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -192,7 +192,7 @@ struct WorkerEndToEndTests {
             try await observer.waitFor("pickup") { _ in observer.statuses("r-d").last?.phase == "pickup" }
             try await Task.sleep(for: .milliseconds(300))
             let lastSequence = try #require(observer.statuses("r-d").last?.sequence)
-            worker.kill()
+            await worker.kill()
             try await observer.waitFor("will: offline (L8)") { messages in
                 messages.contains {
                     $0.topic == "ridestatus/workers/w-durable"
@@ -211,7 +211,7 @@ struct WorkerEndToEndTests {
             #expect((resumed.sequence ?? 0) > lastSequence)
             #expect(resumed["vehicle"]?["location"]?["latitude"]?.doubleValue == spot.latitude)
             await observer.stop()
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
         }
     }
 
@@ -223,7 +223,7 @@ struct WorkerEndToEndTests {
             let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/deadletter"])
             try await observer.publish("rides/r-good/start", booking(ride: "r-good", vehicle: "v-good"))
             try await observer.waitFor("confirmed") { _ in !observer.statuses("r-good").isEmpty }
-            worker.kill()
+            await worker.kill()
             // The worker's own state, read back from a broker anyone may have written to.
             let state = try await Observer(broker, filters: ["ridestatus/state/r-good"])
             let stored = try await state.waitFor("the good ride's state") { !$0.isEmpty }
@@ -252,7 +252,7 @@ struct WorkerEndToEndTests {
             for _ in 0..<2 {
                 try await worker.start()
                 try await observer.waitFor("the good ride resumes") { _ in !observer.statuses("r-good").isEmpty }
-                worker.kill()
+                await worker.kill()
                 observer.clear()
             }
             try await worker.start()
@@ -267,7 +267,7 @@ struct WorkerEndToEndTests {
             #expect(worker.logText.contains("ride state refused (A2)"))
             #expect(observer.statuses("r-max").isEmpty && observer.statuses("r-plus").isEmpty)
             await observer.stop()
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
         }
     }
 
@@ -292,14 +292,14 @@ struct WorkerEndToEndTests {
             }
             #expect(retained.contains { $0.retain && !$0.payload.isEmpty })
             await reader.stop()
-            worker.kill()
+            await worker.kill()
             observer.clear()
             try await worker.start()
             try await observer.waitFor("the ride resumes after a restart (L5)") { _ in
                 !observer.statuses("r-del").isEmpty
             }
             await observer.stop()
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
         }
     }
 
@@ -311,7 +311,7 @@ struct WorkerEndToEndTests {
             let observer = try await Observer(broker, filters: ["rides/+/status"])
             try await observer.publish("rides/r-l6/start", booking(ride: "r-l6", vehicle: "v-l6"))
             try await observer.waitFor("confirmed") { _ in observer.statuses("r-l6").last?.phase == "confirmed" }
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
             try await observer.publish("rides/r-l6/event", #"{"type":"passengerOnBoard"}"#)
             try await observer.publish("rides/r-l6/event", #"{"type":"passengerOnBoard"}"#)
             try await observer.publish("rides/r-l6b/start", booking(ride: "r-l6b", vehicle: "v-l6b"))
@@ -324,7 +324,7 @@ struct WorkerEndToEndTests {
             #expect(!worker.logText.contains("eventNotAllowed"), "the duplicate event is not an error")
             #expect(observer.statuses("r-l6").allSatisfy { $0.phase == "ongoing" || $0.phase == "confirmed" })
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -337,7 +337,7 @@ struct WorkerEndToEndTests {
             try await observer.waitFor("online") { messages in
                 messages.contains { String(decoding: $0.payload, as: UTF8.self).contains(#""state":"online""#) }
             }
-            let (code, seconds) = worker.terminate()
+            let (code, seconds) = await worker.terminate()
             #expect(code == 0)
             #expect(seconds < 5)
             try await observer.waitFor("offline") { messages in
@@ -381,7 +381,7 @@ struct WorkerEndToEndTests {
             #expect(Date().timeIntervalSince(back) < 8, "well before the 20 s cadence")
             await watcher.stop()
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -427,7 +427,7 @@ struct WorkerEndToEndTests {
             }
             await late.stop()
             await observer.stop()
-            #expect(worker.terminate().code == 0)
+            #expect(await worker.terminate().code == 0)
         }
     }
 
@@ -460,7 +460,7 @@ struct WorkerEndToEndTests {
             #expect(arrivals.count == 200)
             #expect(maxGap <= 1.5, "maximum cadence gap \(maxGap) s")
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -486,7 +486,7 @@ struct WorkerEndToEndTests {
             let unknown = try #require(replies.first { $0.properties.correlationData == [9] })
             #expect(String(decoding: unknown.payload, as: UTF8.self) == #"{"code":"failure","reason":"unknownRide"}"#)
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -533,7 +533,7 @@ struct WorkerEndToEndTests {
                 messages.contains { $0.topic == "replies/app-1" && $0.properties.correlationData == [8] }
             }
             await observer.stop()
-            _ = worker.terminate()
+            _ = await worker.terminate()
         }
     }
 
@@ -544,7 +544,7 @@ struct WorkerEndToEndTests {
         let process = try ChildProcess(
             executable: WorkerProcess.executable, arguments: ["--update-interval", "25", "--metrics-port", "0"],
             output: log)
-        #expect(process.waitForExit(timeout: 10))
+        #expect(await process.exited(within: 10))
         #expect(process.exitCode == 2)
         let message = try String(contentsOf: log, encoding: .utf8)
         #expect(message.contains("rides.updateInterval") && message.contains("0.1...20"), "\(message)")

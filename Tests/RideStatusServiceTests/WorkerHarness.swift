@@ -75,16 +75,16 @@ final class WorkerProcess: @unchecked Sendable {
     /// The HTTP status of `/readyz`, or nil when nothing answers.
     func readyStatus() -> Int? { httpGet(host: metricsHost, port: metricsPort, path: "/readyz")?.status }
 
-    func kill() {
+    func kill() async {
         process?.signal(SIGKILL)
-        process?.waitForExit(timeout: 5)
+        _ = await process?.exited(within: 5)
     }
 
     /// SIGTERM; returns the exit code and how long the exit took.
-    func terminate() -> (code: Int32?, seconds: Double) {
+    func terminate() async -> (code: Int32?, seconds: Double) {
         let started = Date()
         process?.signal(SIGTERM)
-        process?.waitForExit(timeout: 10)
+        _ = await process?.exited(within: 10)
         return (process?.exitCode, Date().timeIntervalSince(started))
     }
 }
