@@ -66,7 +66,9 @@ extension MQTTClient {
         }
         // The same filters again, in packets of many filters with the same QoS and options (100,000 vehicle
         // subscriptions are a few hundred packets, not 100,000).
-        let groups = Dictionary(grouping: subscriptions) { "\($0.value.qos.rawValue) \(optionBits($0.value.options))" }
+        let groups = Dictionary(grouping: subscriptions) {
+            "\($0.value.qos.rawValue) \($0.value.options.noLocal) \($0.value.options.retainHandling)"
+        }
         for group in groups.values {
             let subscription = group[0].value
             let filters = group.map(\.key).sorted()
@@ -233,7 +235,9 @@ private func onSubscribe(
     _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ count: Int32,
     _ granted: UnsafePointer<Int32>?, _ props: OpaquePointer?
 ) {
-    let code = (count > 0 ? granted?.pointee : nil) ?? 0
+    // One code per filter of the packet (a batch carries up to 256): any refusal fails the whole subscribe.
+    let codes = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(count, 0)))) } ?? []
+    let code = codes.first { $0 >= 0x80 } ?? codes.first ?? 0
     MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: code, operation: "subscribe")
 }
 

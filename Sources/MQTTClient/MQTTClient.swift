@@ -177,7 +177,7 @@ public final class MQTTClient: @unchecked Sendable {
     @discardableResult
     public func flush(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline && !Task.isCancelled {
             if state.withLock({ $0.inFlightQoS1.isEmpty && $0.resend.heldCount == 0 }) { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }

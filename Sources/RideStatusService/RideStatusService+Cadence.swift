@@ -39,7 +39,9 @@ extension RideStatusService {
     /// Records when the cadence loop should wake; wakes it now if a ride came due before that. Called under
     /// the lock after every input that may schedule a status.
     func planWake(_ core: inout Core) {
-        let due = core.engine.nextDueDate() ?? .distantFuture
+        // Before recovery ends the loop sleeps until its next report whatever is due: the plan says so, so
+        // that the first rides due after recovery wake it (never a plan earlier than the real wake).
+        let due = core.lifecycle.recovered ? (core.engine.nextDueDate() ?? .distantFuture) : .distantFuture
         if due < core.plannedWake { wakeup.signal() }
         core.plannedWake = due
     }

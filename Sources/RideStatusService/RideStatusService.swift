@@ -105,10 +105,12 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
 
     public func run() async throws {
         logStart()
+        // Not a child of the group below: a SUBACK that never comes (a half-open connection) must not hold up
+        // the goodbye; the connection's disconnect answers its waiter after this service returns.
+        let applier = Task { await self.applySubscriptionChanges() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.consumeEvents() }
             group.addTask { await self.consumeMessages() }
-            group.addTask { await self.applySubscriptionChanges() }
             group.addTask { await self.runCadence() }
             // Wait for SIGTERM/SIGINT (or the group's cancellation), then leave cleanly (L8); the connection
             // service disconnects after this returns.
@@ -118,6 +120,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             try? transport.publish(identity.presenceTopic, identity.presence(online: false), retain: true)
             let flushed = await transport.flush(timeout: .seconds(3))
             subscriptions.finish()
+            applier.cancel()
             group.cancelAll()
             logger.info("stopped", metadata: ["flushed": "\(flushed)"])
         }

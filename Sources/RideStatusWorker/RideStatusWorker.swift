@@ -79,7 +79,8 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
             .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
         ]
         if let http = worker.httpServer(metricsText: { registry.emitToString() }) {
-            services.append(.init(service: http))
+            // A port it cannot bind shuts the group down in order (goodbye, flush, disconnect), not at once.
+            services.append(.init(service: http, failureTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
