@@ -34,6 +34,16 @@ func engineWithActiveRides() -> RideEngine {
     return engine
 }
 
+/// One confirmed ride `r-1` with a minimal booking (3.2), for the per-status benchmarks.
+func oneRide(configuration: RideConfiguration) -> Ride {
+    let booking = Array(
+        #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":52.52,"longitude":13.41},"dropOffLocation":{"latitude":52.51,"longitude":13.38},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+            .utf8)
+    return Ride(
+        booking: try! InputDecoder().booking(rideIdentifier: "r-1", payload: booking), now: origin,
+        configuration: configuration)
+}
+
 /// The fields of the native telemetry shape, for Foundation's decoder.
 struct NativeFix: Decodable {
     var vehicleId: String?
@@ -105,12 +115,7 @@ let benchmarks: @Sendable () -> Void = {
         teardown: { applyState.withLock { $0 = ApplyState() } })
 
     Benchmark("V1-V6: build + validate + encode a status", configuration: perOperation) { benchmark in
-        let booking = Array(
-            #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":52.52,"longitude":13.41},"dropOffLocation":{"latitude":52.51,"longitude":13.38},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
-                .utf8)
-        var ride = Ride(
-            booking: try! InputDecoder().booking(rideIdentifier: "r-1", payload: booking), now: origin,
-            configuration: configuration)
+        var ride = oneRide(configuration: configuration)
         var bytes = 0
         for index in benchmark.scaledIterations {
             let status = ride.nextStatus(
@@ -123,12 +128,7 @@ let benchmarks: @Sendable () -> Void = {
     // L5: the durable state written with the statuses that persist it (JSONWriter; it was JSONEncoder, about
     // 36k a second, before this release).
     Benchmark("L5: encode the durable state", configuration: perOperation) { benchmark in
-        let booking = Array(
-            #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":52.52,"longitude":13.41},"dropOffLocation":{"latitude":52.51,"longitude":13.38},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
-                .utf8)
-        var ride = Ride(
-            booking: try! InputDecoder().booking(rideIdentifier: "r-1", payload: booking), now: origin,
-            configuration: configuration)
+        var ride = oneRide(configuration: configuration)
         _ = ride.nextStatus(now: origin, configuration: configuration)
         var bytes = 0
         for _ in benchmark.scaledIterations { bytes += ride.durableState().count }
