@@ -65,6 +65,20 @@ let targets: [String: ([UInt8]) -> Void] = [
             _ = ride.nextStatus(now: fuzzNow.addingTimeInterval(60), configuration: RideConfiguration()).encoded()
         }
     },
+    // L5, A2: a retained status read back at recovery merges into a restored ride or is refused; the ride
+    // then publishes only valid statuses whose sequence is above its state's.
+    "retained-status": { payload in
+        var engine = FuzzEngine.shared
+        let before = engine.ride("r-1")?.sequence ?? 0
+        _ = engine.noteRetainedStatus(topic: "rides/r-1/status", ride: "r-1", payload: payload, now: fuzzNow)
+        engine.mergeRetainedStatuses()
+        for case .publish(let status, _, _) in engine.publishAll(now: fuzzNow.addingTimeInterval(1)) {
+            check(
+                StatusValidator.violation(of: status, bookedRide: status.rideIdentifier) == nil,
+                "invalid status published after a merge")
+            check(status.rideIdentifier != "r-1" || status.sequence > before, "sequence went back after a merge")
+        }
+    },
     // The whole engine: the first byte picks a topic, the rest is its payload, on top of two active rides.
     "engine": { input in
         var engine = FuzzEngine.shared
@@ -75,7 +89,7 @@ let targets: [String: ([UInt8]) -> Void] = [
         guard let first = input.first else { return }
         let payload = Array(input.dropFirst())
         let actions = engine.receive(topic: topics[Int(first) % topics.count], payload: payload, now: fuzzNow)
-        for case .publish(let status, _) in actions {
+        for case .publish(let status, _, _) in actions {
             check(
                 StatusValidator.violation(of: status, bookedRide: status.rideIdentifier) == nil,
                 "invalid status published")

@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-60}"
-targets="${FUZZ_TARGETS:-telemetry booking assign event cancel stop status-request quote-request availability durable-state engine}"
+targets="${FUZZ_TARGETS:-telemetry booking assign event cancel stop status-request quote-request availability durable-state retained-status engine}"
 out=.build-fuzz
 binary=$out/ride-fuzz
 mkdir -p "$out"

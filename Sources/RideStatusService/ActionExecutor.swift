@@ -20,8 +20,8 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
         var published = false
         for action in actions {
             switch action {
-            case .publish(let status, let state):
-                published = publish(status, state: state) || published
+            case .publish(let status, let state, let gap):
+                published = publish(status, state: state, gap: gap) || published
             case .clear(let ride):
                 try? transport.publish(topics.status(ride: ride), [], retain: true)
                 try? transport.publish(topics.state(ride: ride), [], retain: true)
@@ -47,10 +47,14 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
         return published
     }
 
-    /// State first, then the status: a restart then never reuses a sequence already published (C5, L5).
-    private func publish(_ status: RideStatus, state: Ride) -> Bool {
+    /// The state (when the engine asks for one) first, then the status: the state's sequence ceiling reaches
+    /// the broker before any status above the previous ceiling, so a restart never reuses a published
+    /// sequence (C5, L5).
+    private func publish(_ status: RideStatus, state: Ride?, gap: Double?) -> Bool {
         do {
-            try transport.publish(topics.state(ride: status.rideIdentifier), state.durableState(), retain: true)
+            if let state {
+                try transport.publish(topics.state(ride: status.rideIdentifier), state.durableState(), retain: true)
+            }
             try transport.publish(topics.status(ride: status.rideIdentifier), status.encoded(), retain: true)
         } catch {
             logger.error(
@@ -58,7 +62,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
             return false
         }
         // Never a trap: a gap that is not a plausible duration (a restored state's odd time) is not recorded.
-        if let gap = state.cadenceGap, let nanoseconds = Int64(exactly: (gap * 1e9).rounded()), nanoseconds >= 0 {
+        if let gap, let nanoseconds = Int64(exactly: (gap * 1e9).rounded()), nanoseconds >= 0 {
             metrics.cadenceGap.recordNanoseconds(nanoseconds)
         }
         return true

@@ -44,13 +44,18 @@ extension RideStatusService {
         }
     }
 
-    /// L5: read every retained ride state, then a marker published after the state subscription: the broker
-    /// sends retained messages before anything published later, so the marker closes the recovery.
+    /// L5: read every retained ride state and ride status, then a marker published after both subscriptions:
+    /// the broker sends retained messages before anything published later, so the marker closes the
+    /// recovery. The state is written once per sequence block (C5); the retained status, always the newest,
+    /// brings the last sequence, time and location since. No local: this worker's own statuses after the
+    /// recovery do not come back before the unsubscribe takes effect.
     private func startRecovery(nonce: String, sessionPresent: Bool) async {
         logger.info("recovering rides from retained state", metadata: ["session.present": "\(sessionPresent)"])
         do {
             try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(settings.topics.stateFilter, qos: .atLeastOnce, options: .init())
+            try await transport.subscribe(
+                settings.topics.statusFilter, qos: .atLeastOnce, options: MQTTSubscribeOptions(noLocal: true))
             try transport.publish(identity.recoveryMarker, Array(nonce.utf8))
         } catch {
             logger.error("recovery subscription failed; retrying on next connection", metadata: ["error": "\(error)"])
@@ -64,6 +69,7 @@ extension RideStatusService {
         subscriptions.subscribe(
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
+        subscriptions.unsubscribe(topics.statusFilter)
         var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
         if core.quoter != nil { filters.append(topics.availabilityFilter) }
@@ -72,11 +78,13 @@ extension RideStatusService {
         subscriptions.ready()
         announce()
         let now = Date()
+        let merged = core.engine.mergeRetainedStatuses()
         executor.execute(core.engine.publishAll(now: now))
         logger.info(
             "recovered; rides resumed (L5)",
             metadata: [
-                "rides": "\(core.engine.activeRideCount)", "queued.messages": "\(stash.count)",
+                "rides": "\(core.engine.activeRideCount)", "statuses.read": "\(merged)",
+                "queued.messages": "\(stash.count)",
                 "fixes.skipped": "\(core.lifecycle.fixesSkipped)",
             ])
         if core.lifecycle.stashOverflow > 0 {
@@ -110,6 +118,7 @@ extension RideStatusService {
             let kind: WorkerLifecycle<MQTTMessage>.Kind
             switch parsed {
             case .state: kind = .rideState
+            case .status: kind = .rideStatus
             case .position: kind = .fix
             case .unknown where message.topic == identity.recoveryMarker:
                 kind = .recoveryMarker(String(decoding: message.payload, as: UTF8.self))
@@ -122,7 +131,11 @@ extension RideStatusService {
                     planWake(&core)
                     return published
                 case .restore(let message):
-                    if case .state(let ride) = parsed { restore(message, ride: ride, now: now, core: &core) }
+                    switch parsed {
+                    case .state(let ride): restore(message, ride: ride, now: now, core: &core)
+                    case .status(let ride): readBack(message, ride: ride, now: now, core: &core)
+                    default: break
+                    }
                 case .finishRecovery(let stashed):
                     finishRecovery(stashed: stashed, core: &core)
                 case .none, .startRecovery, .republishAll:
@@ -142,6 +155,21 @@ extension RideStatusService {
         for case .deadLetter(let letter) in actions {
             logger.error(
                 "ride state refused (A2); it stays retained and the ride is not resumed",
+                metadata: [
+                    "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
+                ])
+        }
+        executor.execute(actions)
+    }
+
+    /// L5, A2: one retained ride status, kept until every state is in; what fails the checks is logged (naming
+    /// A2), dead-lettered and left retained.
+    private func readBack(_ message: MQTTMessage, ride: String, now: Date, core: inout Core) {
+        let actions = core.engine.noteRetainedStatus(
+            topic: message.topic, ride: ride, payload: message.payload, now: now)
+        for case .deadLetter(let letter) in actions {
+            logger.error(
+                "retained ride status refused (A2); the ride resumes from its state alone",
                 metadata: [
                     "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
                 ])

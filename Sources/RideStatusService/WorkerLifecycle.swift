@@ -24,6 +24,8 @@ struct WorkerLifecycle<Message> {
     enum Kind: Equatable {
         /// A retained ride state (`ridestatus/state/{ride}`).
         case rideState
+        /// A ride's status (`rides/{ride}/status`): retained ones are read back during recovery (L5).
+        case rideStatus
         /// The recovery marker, with its payload.
         case recoveryMarker(String)
         /// A vehicle's position.
@@ -97,7 +99,7 @@ struct WorkerLifecycle<Message> {
         }
         guard state != .draining else { return .none }
         switch kind {
-        case .rideState:
+        case .rideState, .rideStatus:
             return .restore(message)
         case .recoveryMarker(let payload):
             guard state == .recovering, payload == nonce else { return .none }

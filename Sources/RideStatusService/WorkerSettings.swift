@@ -95,6 +95,9 @@ public struct WorkerSettings: Sendable {
         "rides.deadLettersPerSecond": {
             $0.ride.deadLettersPerSecond = try number($1, "rides.deadLettersPerSecond", 1...10_000)
         },
+        "rides.sequenceBlock": {
+            $0.ride.sequenceBlock = Int(try number($1, "rides.sequenceBlock", 1...1_000_000))
+        },
         "rides.feedbackTypes": { settings, value in
             let types = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty
@@ -114,7 +117,7 @@ public struct WorkerSettings: Sendable {
             let unit =
                 key.hasPrefix("rides.") && !key.contains("Bytes") && !key.contains("Speed") && !key.contains("Radius")
                     && !key.contains("Distance") && !key.contains("Accuracy") && !key.contains("Factor")
-                    && !key.contains("PerSecond") ? " seconds" : ""
+                    && !key.contains("PerSecond") && !key.contains("Block") ? " seconds" : ""
             throw Problem(
                 key: key,
                 message:

@@ -34,6 +34,11 @@ public final class InMemoryBroker: Sendable {
     /// Every topic with a retained message.
     public var retainedTopics: [String] { state.withLock { $0.retained.keys.sorted() } }
 
+    /// Every filter some client is subscribed to.
+    public var subscribedFilters: Set<String> {
+        state.withLock { Set($0.sessions.values.flatMap { $0.subscriptions.keys }) }
+    }
+
     /// Every message published through this broker so far, in order.
     public var published: [MQTTMessage] { state.withLock { $0.published } }
 

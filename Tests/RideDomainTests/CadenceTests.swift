@@ -9,17 +9,17 @@ struct CadenceTests {
         var harness = Harness()
         #expect(
             harness.start(ride: "r-1").compactMap { action -> Double?? in
-                if case .publish(_, let state) = action { return state.cadenceGap } else { return nil }
+                if case .publish(_, _, let gap) = action { return gap } else { return nil }
             } == [nil], "the first status has no gap")
         harness.start(ride: "r-2", vehicle: "v-2", at: t0.addingTimeInterval(2))
         var published: [String: [Date]] = [:]
         var time = t0
         while time < t0.addingTimeInterval(60) {
             time = time.addingTimeInterval(0.1)
-            for case .publish(let status, let state) in harness.engine.tick(now: time) {
+            for case .publish(let status, _, let gap) in harness.engine.tick(now: time) {
                 // The gap the ride reports with each publish (the worker's cadence-gap metric) is the one seen.
                 let previous = published[status.rideIdentifier]?.last ?? (status.rideIdentifier == "r-1" ? t0 : t0 + 2)
-                #expect(abs((state.cadenceGap ?? -1) - time.timeIntervalSince(previous)) < 1e-6)
+                #expect(abs((gap ?? -1) - time.timeIntervalSince(previous)) < 1e-6)
                 published[status.rideIdentifier, default: []].append(time)
             }
         }

@@ -40,10 +40,14 @@ struct DurableStateTrustTests {
     @Test("A2, C5: a sequence outside 0...2^53-1 is refused, never an arithmetic trap at the next status")
     func sequenceRange() throws {
         for value in [Int.max, -1, Ride.maxSequence + 1] {
-            var document = try stateDocument()
-            document["sequence"] = value
-            let refused = try #require(try rejection(document))
-            #expect(refused.reason == .invalidField && refused.detail.contains("A2"), "\(value): \(refused)")
+            for field in ["sequence", "sequenceCeiling"] {
+                var document = try stateDocument()
+                document[field] = value
+                let refused = try #require(try rejection(document))
+                #expect(
+                    refused.reason == .invalidField && refused.detail.contains("A2") && refused.detail.contains(field),
+                    "\(field) \(value): \(refused)")
+            }
         }
         var atMost = try stateDocument()
         atMost["sequence"] = Ride.maxSequence - 1
@@ -143,6 +147,7 @@ struct DurableStateTrustTests {
         var engine = RideEngine()
         var good = try stateDocument()
         good["sequence"] = 7
+        good["sequenceCeiling"] = 7
         let goodActions = engine.restore(
             topic: "ridestatus/state/r-1", ride: "r-1",
             payload: Array(try JSONSerialization.data(withJSONObject: good)),

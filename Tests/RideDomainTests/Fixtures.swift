@@ -72,7 +72,7 @@ struct Harness {
 
 extension [RideAction] {
     var statuses: [RideStatus] {
-        compactMap { if case .publish(let status, _) = $0 { return status } else { return nil } }
+        compactMap { if case .publish(let status, _, _) = $0 { return status } else { return nil } }
     }
     var deadLetters: [DeadLetter] {
         compactMap { if case .deadLetter(let letter) = $0 { return letter } else { return nil } }

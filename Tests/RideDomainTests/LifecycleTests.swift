@@ -75,7 +75,7 @@ struct LifecycleTests {
         harness.start()
         harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 900, bearing: 90), speed: 9)
         var state: Ride?
-        for case .publish(_, let saved) in harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)) {
+        for case .publish(_, let saved?, _) in harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)) {
             state = saved
         }
         let saved = Data(try #require(state).durableState())
@@ -86,7 +86,9 @@ struct LifecycleTests {
         #expect(actions == [.subscribe(vehicle: "v-1")])
         let resumed = try #require(restarted.engine.tick(now: t0.addingTimeInterval(30)).statuses.first)
         #expect(resumed.phase == .pickup)
-        #expect(resumed.sequence == (state?.sequence ?? 0) + 1)
+        // C5: statuses up to the ceiling the state reserved may have left before the restart: it continues above.
+        #expect(resumed.sequence == (state?.sequenceCeiling ?? 0) + 1)
+        #expect(resumed.sequence == (state?.sequence ?? 0) + RideConfiguration().sequenceBlock)
         #expect(resumed.vehicleLocation?.coordinate == pickup.moved(metres: 900, bearing: 90))
         #expect(ride.lastValidStatus?.phase == .pickup, "V7's last valid status survives the restart")
         #expect(ride.lastValidStatus?.rideOption.name == "Compact")
@@ -115,8 +117,11 @@ struct LifecycleTests {
     /// and a completed one with its payment: `v1` by the first releases (the whole booking and the whole last
     /// valid status), `v2` by the release before the compact ride storage.
     @Test(
-        "L5: durable state written by every release decodes; this release writes shape 3 (RFC 3339 times)",
-        arguments: ["v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed", "v3-ongoing", "v3-completed"])
+        "L5, C5: durable state written by every release decodes; this release writes shape 4 (with the ceiling)",
+        arguments: [
+            "v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed", "v3-ongoing", "v3-completed", "v4-ongoing",
+            "v4-completed",
+        ])
     func durableStateFromPreviousRelease(name: String) throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
         let written = try Data(contentsOf: folder.appendingPathComponent("durable-state-\(name).json"))
@@ -135,18 +140,27 @@ struct LifecycleTests {
             #expect(ride.location?.speed == 11 && ride.smoothedSpeed != nil)
         }
         let again = ride.durableState()
-        if ProcessInfo.processInfo.environment["RECORD_GOLDEN"] == "1", name.hasPrefix("v2") {
+        if ProcessInfo.processInfo.environment["RECORD_GOLDEN"] == "1", name.hasPrefix("v3") {
             let object = try JSONSerialization.jsonObject(with: Data(again))
             let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-            let v3 = "durable-state-" + name.replacingOccurrences(of: "v2", with: "v3") + ".json"
-            try pretty.write(to: folder.appendingPathComponent(v3))
+            let v4 = "durable-state-" + name.replacingOccurrences(of: "v3", with: "v4") + ".json"
+            try pretty.write(to: folder.appendingPathComponent(v4))
         }
         let before = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
         let after = try #require(try JSONSerialization.jsonObject(with: Data(again)) as? NSDictionary)
         #expect(after["version"] as? Int == Ride.durableStateVersion)
         #expect(after["startedAt"] is String, "times as RFC 3339, readable by other tools")
-        if name.hasPrefix("v3") {
+        if name.hasPrefix("v4") {
             #expect(before == after, "the durable shape (L5) is exactly this release's")
+            // C5: the golden state reserved numbers up to its ceiling; a restart continues above it.
+            #expect(ride.sequenceCeiling == ride.sequence + 11)
+            var engine = RideEngine()
+            _ = engine.restore(ride, now: Date())
+            #expect(engine.ride(ride.rideIdentifier)?.sequence == ride.sequenceCeiling)
+        } else if name.hasPrefix("v3") {
+            // Shape 3 was written with every status: the ceiling is the sequence itself.
+            #expect(ride.sequenceCeiling == ride.sequence && before["sequenceCeiling"] == nil)
+            #expect(after["sequenceCeiling"] as? Int == ride.sequence)
         } else if name.hasPrefix("v1") {
             #expect(before["booking"] != nil && before["lastValidStatus"] != nil)
             #expect(after["bookingBox"] != nil && after["lastValid"] != nil)
@@ -202,10 +216,11 @@ struct LifecycleTests {
         #expect(topics.parse("ride-options/request") == .rideOptionsRequest)
         #expect(topics.parse("fleet/vehicles/v-1/availability") == .availability(vehicle: "v-1"))
         #expect(topics.parse("ridestatus/state/r-1") == .state(ride: "r-1"))
+        #expect(topics.parse("rides/r-1/status") == .status(ride: "r-1"), "read back at recovery (L5)")
         #expect(topics.parse("rides//start") == .control(.start, ride: ""), "the engine rejects the empty id (I1)")
         for unknown in [
             "fleet/vehicles/v-1/position/x", "fleet/vehicles/v-1", "fleet/vehicles/v-1/speed", "rides/r-1/status/get/x",
-            "rides/r-1/status", "rides/r-1", "rides/r-1/launch", "ridestatus/state/r-1/x", "other/thing", "",
+            "rides/r-1", "rides/r-1/launch", "ridestatus/state/r-1/x", "other/thing", "",
             "fleetx/vehicles/v-1/position",
         ] {
             #expect(topics.parse(unknown) == .unknown, "\(unknown)")

@@ -108,7 +108,7 @@ struct PhaseRulesTests {
         harness.start()
         var arrival: Date?
         drive(&harness, from: start, to: pickup.moved(metres: 20, bearing: 90), at: t0) { action in
-            if case .publish(let status, _) = action, status.phase == .pickup, arrival == nil {
+            if case .publish(let status, _, _) = action, status.phase == .pickup, arrival == nil {
                 arrival = status.issuedAt
             }
         }

@@ -71,7 +71,8 @@ struct ServiceInMemoryTests {
         var engine = RideEngine()
         let actions = engine.receive(
             topic: "rides/r-1/start", payload: Array(booking(ride: "r-1", vehicle: "v-1").utf8), now: Date())
-        var state = try #require(actions.compactMap { if case .publish(_, let ride) = $0 { ride } else { nil } }.first)
+        var state = try #require(
+            actions.compactMap { if case .publish(_, let ride, _) = $0 { ride } else { nil } }.first)
         for _ in 0..<40 { _ = state.nextStatus(now: Date(), configuration: RideConfiguration()) }
         let broker = InMemoryBroker()
         broker.publish("ridestatus/state/r-1", state.durableState(), retain: true)
@@ -91,6 +92,57 @@ struct ServiceInMemoryTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(running.statuses("r-1").last?["phase"]?.stringValue == "approachingPickup")
+        await running.stop()
+    }
+
+    @Test("L5, C5: recovery reads the retained status too: the location and sequence since the last state write")
+    func recoveryReadsRetainedStatus() async throws {
+        // A ride as a worker left it: its state written with the first status (reserving sequences up to 12),
+        // then four statuses without a state write, the vehicle 300 m further on in the last one.
+        var engine = RideEngine()
+        let start = Date().addingTimeInterval(-60)
+        var state: [UInt8] = []
+        var status: [UInt8] = []
+        func keep(_ actions: [RideAction]) {
+            for case .publish(let published, let ride, _) in actions {
+                if let ride { state = ride.durableState() }
+                status = published.encoded()
+            }
+        }
+        keep(
+            engine.receive(
+                topic: "rides/r-1/start", payload: Array(booking(ride: "r-1", vehicle: "v-1").utf8), now: start))
+        let stateWrites = engine.counters.statesWritten
+        for step in 1...4 {
+            let time = start.addingTimeInterval(5 * Double(step))
+            let place = pickupPoint.moved(metres: 2000 - 100 * Double(step), bearing: 90)
+            keep(
+                engine.receive(
+                    topic: "fleet/vehicles/v-1/position", payload: Array(fix("v-1", place, at: time, speed: 8).utf8),
+                    now: time))
+            keep(engine.tick(now: time.addingTimeInterval(0.1)))
+        }
+        #expect(engine.ride("r-1")?.sequence == 5)
+        #expect(engine.counters.statesWritten == stateWrites, "no state write within the block")
+        let last = try #require(engine.ride("r-1")?.location)
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/state/r-1", state, retain: true)
+        broker.publish("rides/r-1/status", status, retain: true)
+
+        let running = try Running(broker: broker)
+        try await running.ready()
+        // The first status on the topic is the retained one this test put there.
+        try await running.waitFor("the restored ride's status") { running.statuses("r-1").count > 1 }
+        let resumed = running.statuses("r-1")[1]
+        // C5: above every sequence the state reserved (1 + 12 - 1 = 12), so above the retained status's too.
+        #expect(resumed["sequence"]?.doubleValue == 13)
+        // L5: the last location, from the retained status, not the older one in the state.
+        #expect(resumed["vehicle"]?["location"]?["latitude"]?.doubleValue == last.coordinate.latitude)
+        #expect(resumed["vehicle"]?["location"]?["longitude"]?.doubleValue == last.coordinate.longitude)
+        // The worker reads statuses only while it recovers: its own (and later ones) do not come back to it.
+        try await running.waitFor("the status subscription dropped") {
+            !running.broker.subscribedFilters.contains("rides/+/status")
+        }
         await running.stop()
     }
 

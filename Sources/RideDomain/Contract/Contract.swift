@@ -64,6 +64,8 @@ public struct Topics: Sendable, Equatable {
         case availability(vehicle: String)
         case control(ControlKind, ride: String)
         case statusRequest(ride: String)
+        /// A ride's status: the worker reads the retained ones back at recovery (L5).
+        case status(ride: String)
         case rideOptionsRequest
         case state(ride: String)
         case unknown
@@ -83,6 +85,7 @@ public struct Topics: Sendable, Equatable {
         // `{ridesPrefix}/{ride}/{kind}` and `{ridesPrefix}/{ride}/status/get`
         if let rest = Self.after(ridesPrefix, "/", in: utf8), let (ride, tail) = Self.level(rest, of: topic) {
             if !tail.contains(UInt8(ascii: "/")) {
+                if tail.elementsEqual("status".utf8) { return .status(ride: ride) }
                 if let kind = ControlKind(rawValue: String(decoding: tail, as: UTF8.self)) {
                     return .control(kind, ride: ride)
                 }

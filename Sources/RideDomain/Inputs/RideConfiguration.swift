@@ -46,6 +46,11 @@ public struct RideConfiguration: Sendable, Equatable {
     public var mapAnnotationImages: [String: String] = [:]
     /// 3.5: dead letters per second per reason (at least 1).
     public var deadLettersPerSecond: Double = 10
+    /// C5, L5: statuses a ride may publish between two writes of its durable state (a change of phase,
+    /// completion, vehicle or driver writes it at once). A restart continues the sequence above the
+    /// block the last write reserved, so it may skip up to this many numbers. 12 is one minute at the
+    /// default interval; 1 writes the state before every status.
+    public var sequenceBlock: Int = 12
 
     public init() {}
 
@@ -86,6 +91,7 @@ public struct RideConfiguration: Sendable, Equatable {
             feedbackTypes.allSatisfy { $0 == "rate" || $0 == "tip" }, "feedbackTypes",
             "only 'rate' and 'tip' are allowed")
         require(deadLettersPerSecond >= 1, "deadLettersPerSecond", "must be at least 1 per second")
+        require((1...1_000_000).contains(sequenceBlock), "sequenceBlock", "must be 1...1000000 statuses")
         return problems
     }
 }

@@ -20,7 +20,7 @@ extension RideEngine {
             } catch {
                 reject(error, topic: topic, payload: payload, now: now, into: &actions)
             }
-        case .statusRequest, .rideOptionsRequest, .availability, .state, .unknown:
+        case .statusRequest, .status, .rideOptionsRequest, .availability, .state, .unknown:
             break
         }
         return actions
@@ -110,7 +110,7 @@ extension RideEngine {
             rideTable[slot: slot] = ride
             if let replaced { release(vehicle: replaced, rideSlot: slot, into: &actions) }
             retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
-            publish(slot, now: now, phaseChanged: changed, into: &actions)
+            publish(slot, now: now, phaseChanged: changed, crewChanged: true, into: &actions)
         case .event:
             let event = try decoder.event(rideIdentifier: id, payload: payload)
             let slot = try activeSlot(of: id)

@@ -73,10 +73,43 @@ extension RideEngine {
         var actions: [RideAction] = []
         let id = ride.rideIdentifier
         guard Identifier.isValid(id), !rideTable.contains(id) else { return actions }
+        // C5: statuses up to the ceiling may have been published after this state was written.
+        var ride = ride
+        ride.sequence = max(ride.sequence, ride.sequenceCeiling)
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
         return actions
+    }
+
+    /// L5, A2: the retained status of `ride`, read back during recovery and checked as fresh input is (what
+    /// fails is dead-lettered with the rule in its detail and left alone). It is kept until
+    /// ``mergeRetainedStatuses()``, since it may arrive before or after the ride's state.
+    public mutating func noteRetainedStatus(topic: String, ride: String, payload: [UInt8], now: Date) -> [RideAction] {
+        var actions: [RideAction] = []
+        guard !payload.isEmpty, Identifier.isValid(ride) else { return actions }
+        do throws(Rejection) {
+            retainedStatuses[ride] = try RetainedStatus.read(
+                topicRide: ride, payload: payload, now: now, configuration: configuration)
+        } catch {
+            reject(error, topic: topic, payload: payload, now: now, into: &actions)
+        }
+        return actions
+    }
+
+    /// L5, C5: once every retained state is restored, each restored ride takes what its retained status adds
+    /// (the last sequence, time and location); call before ``publishAll(now:)``. Returns how many rides took
+    /// something; statuses of rides without a state are dropped.
+    @discardableResult
+    public mutating func mergeRetainedStatuses() -> Int {
+        var merged = 0
+        for (id, retained) in retainedStatuses {
+            guard let slot = rideTable.slot(of: id) else { continue }
+            rideTable[slot: slot].merge(retained)
+            merged += 1
+        }
+        retainedStatuses = [:]
+        return merged
     }
 
     // MARK: Internals
@@ -110,12 +143,17 @@ extension RideEngine {
         }
     }
 
-    /// - Parameter nextIn: the share of the interval until the ride's next status (1: a whole interval; less
-    ///   staggers rides that would otherwise all come due together, still within C1).
+    /// - Parameters:
+    ///   - phaseChanged: the phase or the completion status changed (C2); the durable state is written too.
+    ///   - crewChanged: the vehicle or the driver changed (`assign`); the durable state is written too.
+    ///   - nextIn: the share of the interval until the ride's next status (1: a whole interval; less
+    ///     staggers rides that would otherwise all come due together, still within C1).
     mutating func publish(
-        _ slot: Int, now: Date, phaseChanged: Bool, nextIn share: Double = 1, into actions: inout [RideAction]
+        _ slot: Int, now: Date, phaseChanged: Bool, crewChanged: Bool = false, nextIn share: Double = 1,
+        into actions: inout [RideAction]
     ) {
         let id = rideTable.identifier(at: slot)
+        let significant = phaseChanged || crewChanged
         // In place, by slot: the ride is neither looked up again nor copied out and back.
         let status = rideTable[slot: slot].nextStatus(now: now, configuration: configuration)
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
@@ -123,15 +161,35 @@ extension RideEngine {
             actions.append(.invalidStatus(ride: id, violation: violation))
             if let replacement = rideTable[slot: slot].replacementStatus(now: now) {
                 counters.statusesPublished += 1
-                actions.append(.publish(replacement, state: rideTable[slot: slot]))
+                actions.append(
+                    .publish(
+                        replacement, state: durableState(slot, significant: significant),
+                        gap: rideTable[slot: slot].cadenceGap))
             }
         } else {
             rideTable[slot: slot].recordValid(status)
             counters.statusesPublished += 1
             if phaseChanged { counters.phaseTransitions += 1 }
-            actions.append(.publish(status, state: rideTable[slot: slot]))
+            actions.append(
+                .publish(
+                    status, state: durableState(slot, significant: significant), gap: rideTable[slot: slot].cadenceGap))
         }
         scheduler.schedule(slot, at: now.timeIntervalSince1970 + configuration.updateInterval * share)
+    }
+
+    /// C5, L5: the ride to keep durably before the status it has just numbered, or nil when the last written
+    /// state still covers it. The state is written on a change that matters (phase, completion, vehicle,
+    /// driver; the booking is written with the first status) and whenever the sequence passes the ceiling the
+    /// last write reserved; each write reserves the next `sequenceBlock` numbers. A restart continues above
+    /// the ceiling, so no published sequence is ever reused, and the broker carries one state message per
+    /// block instead of one per status. (The last location between writes comes from the retained status on
+    /// recovery: ``mergeRetainedStatuses()``.)
+    private mutating func durableState(_ slot: Int, significant: Bool) -> Ride? {
+        let sequence = rideTable[slot: slot].sequence
+        guard significant || sequence > rideTable[slot: slot].sequenceCeiling else { return nil }
+        rideTable[slot: slot].sequenceCeiling = min(sequence + configuration.sequenceBlock - 1, Ride.maxSequence)
+        counters.statesWritten += 1
+        return rideTable[slot: slot]
     }
 
     /// 3.5: a rejection found outside the engine (quotes, availability): counted, and a dead letter if the

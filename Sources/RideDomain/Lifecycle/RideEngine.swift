@@ -2,8 +2,10 @@ public import Foundation
 
 /// What the owner of a ``RideEngine`` must do. The engine itself does no I/O.
 public enum RideAction: Sendable, Equatable {
-    /// Publish the status (retained, QoS 1) and keep `state` durably (L5) before it.
-    case publish(RideStatus, state: Ride)
+    /// Publish the status (retained, QoS 1), and keep `state` durably (L5) before it when there is one: the
+    /// engine writes the state only on changes that matter and once per sequence block (C5). `gap`: seconds
+    /// since the ride's status before (C1; nil for a ride's first status after a start or a restart).
+    case publish(RideStatus, state: Ride?, gap: Double?)
     /// L2: publish a zero-length retained status and forget the ride's durable state.
     case clear(ride: String)
     /// L3: first active ride of the vehicle.
@@ -25,6 +27,8 @@ public struct RideCounters: Sendable, Equatable {
     public var rejections: [RejectionReason: Int] = [:]
     public var deadLettersSuppressed = 0
     public var statusesPublished = 0
+    /// Durable-state writes asked for (C5, L5): one per change that matters and per sequence block.
+    public var statesWritten = 0
     public var phaseTransitions = 0
     public var duplicateStarts = 0
     public var invalidStatuses = 0
@@ -49,6 +53,8 @@ public struct RideEngine: Sendable {
     /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
     /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.
     var vehicles = SlotTable<VehicleState>()
+    /// L5: retained statuses read back during recovery, merged into their rides once every state is in.
+    var retainedStatuses: [String: RetainedStatus] = [:]
 
     struct VehicleState: Sendable {
         /// Slots in `rideTable`.

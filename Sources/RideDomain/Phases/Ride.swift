@@ -21,6 +21,9 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed var lastFixAcceptedAt: Date?
     var startedAt: Date
     package internal(set) var sequence: Int
+    /// C5, L5: the highest `sequence` the last written durable state allows before the next write; a restart
+    /// continues above it (RideEngine+Publishing.swift). Not part of the status.
+    package internal(set) var sequenceCeiling = 0
     @NaNBoxed var lastIssuedAt: Date?
     /// Seconds from the status before to the latest one (the cadence gap a subscriber saw, C1); nil for
     /// the first status, and for the first after a restart too (not durable).

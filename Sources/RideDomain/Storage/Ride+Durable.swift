@@ -2,15 +2,17 @@ import Foundation
 
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder
 
-// This release writes shape 3: the field names and nesting that every release used (other tools read them),
-// with RFC 3339 UTC times (milliseconds, as on the wire) and a `version`. It is written on every status, so
-// it goes through the allocation-free JSONWriter rather than `JSONEncoder`; it is read only at recovery
+// This release writes shape 4: the field names and nesting that every release used (other tools read them),
+// with RFC 3339 UTC times (milliseconds, as on the wire), a `version` (since 3) and the `sequenceCeiling`
+// (since 4: a restart continues above it, so the state need not be written with every status). It is written
+// on every change that matters and once per `sequenceBlock` statuses, so it goes through the allocation-free
+// JSONWriter rather than `JSONEncoder`; it is read only at recovery
 // (L5) and when another client changes it (A2), where `JSONDecoder` is fast enough and reads every older
 // shape: times as seconds since 2001 (shapes 1 and 2) as well as RFC 3339.
 
 extension Ride {
     /// The shape of the durable state this release writes.
-    package static let durableStateVersion = 3
+    package static let durableStateVersion = 4
 
     /// The durable state (L5): the retained payload of `ridestatus/state/{rideId}`.
     public func durableState() -> [UInt8] {
@@ -37,6 +39,8 @@ extension Ride {
         writer.date("startedAt", startedAt)
         writer.key("sequence")
         writer.integer(sequence)
+        writer.key("sequenceCeiling")
+        writer.integer(max(sequenceCeiling, sequence))
         writer.dateIfPresent("lastIssuedAt", lastIssuedAt)
         if let completion {
             writer.key("completion")
@@ -123,7 +127,8 @@ extension LastValidStatus {
 // `lastValidBox` field (decoded without a snapshot).
 extension Ride: Decodable {
     private struct Durable: Decodable {
-        /// The shape's version: absent before 3 (dates as seconds since 2001), 3 for RFC 3339 dates.
+        /// The shape's version: absent before 3 (dates as seconds since 2001), 3 for RFC 3339 dates, 4 with
+        /// the sequence ceiling.
         var version: Int?
         var bookingBox: BookingTerms?
         /// The first releases kept the whole booking under this name (read, never written).
@@ -136,6 +141,8 @@ extension Ride: Decodable {
         var lastFixAcceptedAt: Date?
         var startedAt: Date
         var sequence: Int
+        /// Absent before shape 4, which wrote the state with every status: the ceiling is the sequence.
+        var sequenceCeiling: Int?
         var lastIssuedAt: Date?
         var completion: CompletionStatus?
         var completedAt: Date?
@@ -168,6 +175,7 @@ extension Ride: Decodable {
             crew: Shared(Crew(vehicle: durable.vehicle, driver: durable.driver)), startedAt: durable.startedAt,
             sequence: durable.sequence, drivenMetres: durable.drivenMetres,
             estimatedPickupDate: durable.estimatedPickupDate, legMetres: legMetres)
+        sequenceCeiling = durable.sequenceCeiling ?? durable.sequence
         vehicleId = durable.vehicleId
         location = durable.location
         lastFixAcceptedAt = durable.lastFixAcceptedAt

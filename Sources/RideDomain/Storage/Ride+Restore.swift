@@ -46,6 +46,10 @@ extension Ride {
         guard (0...Self.maxSequence).contains(sequence) else {
             throw Rejection(.invalidField, "sequence \(sequence) is outside 0...\(Self.maxSequence) (A2, C5)")
         }
+        guard (0...Self.maxSequence).contains(sequenceCeiling) else {
+            throw Rejection(
+                .invalidField, "sequenceCeiling \(sequenceCeiling) is outside 0...\(Self.maxSequence) (A2, C5)")
+        }
         if let last = lastValidStatus, last.sequence > sequence || last.sequence < 0 {
             throw Rejection(.invalidField, "lastValid.sequence \(last.sequence) is above sequence \(sequence) (A2, C5)")
         }

@@ -1,0 +1,200 @@
+import Foundation
+import RideDomain
+import Testing
+
+/// C5, L5: the durable state is written on changes that matter and once per sequence block, not with every
+/// status; a restart continues above the block's ceiling and takes the last location from the retained status.
+@Suite("C5, L5: durable state in sequence blocks")
+struct DurableStateWritesTests {
+    /// What the broker keeps for one ride, as the worker's executor writes it: the state (when the engine asks
+    /// for one) first, then the status.
+    struct Retained {
+        var state: [UInt8]?
+        var status: [UInt8]?
+        var published: [Int] = []
+        var states = 0
+
+        mutating func apply(_ actions: [RideAction]) {
+            for case .publish(let status, let state, _) in actions {
+                if let state {
+                    self.state = state.durableState()
+                    states += 1
+                }
+                self.status = status.encoded()
+                published.append(status.sequence)
+            }
+        }
+    }
+
+    /// An ongoing ride driven for `seconds`: a fix every second towards the drop-off and the cadence ticking.
+    func drive(_ harness: inout Harness, _ retained: inout Retained, from start: Date, seconds: Int) {
+        for second in 1...seconds {
+            let time = start.addingTimeInterval(Double(second))
+            let position = toward(pickup, dropOff, metres: 10 * Double(second))
+            retained.apply(harness.fix(at: time, position, speed: 10))
+            retained.apply(harness.engine.tick(now: time))
+        }
+    }
+
+    /// The next status after a restart from what the broker retained.
+    func restart(_ retained: Retained, at now: Date) throws -> (RideEngine, RideStatus) {
+        var engine = RideEngine()
+        let state = try #require(retained.state)
+        #expect(engine.restore(topic: "ridestatus/state/r-1", ride: "r-1", payload: state, now: now).deadLetters == [])
+        if let status = retained.status {
+            #expect(engine.noteRetainedStatus(topic: "rides/r-1/status", ride: "r-1", payload: status, now: now) == [])
+        }
+        engine.mergeRetainedStatuses()
+        let resumed = try #require(engine.publishAll(now: now).statuses.first)
+        return (engine, resumed)
+    }
+
+    @Test("C5, L5: the state is written with the first status, on every phase or crew change, and once per block")
+    func writesPerBlock() {
+        var harness = Harness()
+        var retained = Retained()
+        retained.apply(harness.start())
+        #expect(retained.states == 1, "the booking is written with the first status")
+        // The cadence alone: 120 statuses at the 5 s interval write the state once per 12 (sequenceBlock).
+        for step in 1...120 { retained.apply(harness.engine.tick(now: t0.addingTimeInterval(5 * Double(step)))) }
+        #expect(retained.published.count == 121)
+        #expect(retained.states == 1 + 10, "\(retained.states) state writes for 121 statuses")
+        // An assignment of another vehicle writes it at once (no phase change); so does a phase change (C2).
+        var now = t0.addingTimeInterval(601)
+        retained.apply(
+            harness.send(
+                "rides/r-1/assign", bytes(#"{"vehicleId":"v-2","driver":{"displayName":"Grace H."}}"#), at: now))
+        #expect(retained.states == 12 && harness.engine.ride("r-1")?.vehicleId == "v-2")
+        now += 1
+        retained.apply(harness.event("arrivedAtPickup", at: now))
+        #expect(retained.states == 13 && harness.engine.ride("r-1")?.phase == .pickup)
+        // The engine counts what it asks for (the worker's ridestatus_state_writes_total).
+        #expect(harness.engine.counters.statesWritten == retained.states)
+    }
+
+    @Test("C5: sequenceBlock 1 writes the state before every status, as releases before shape 4 did")
+    func blockOfOne() {
+        var configuration = RideConfiguration()
+        configuration.sequenceBlock = 1
+        var harness = Harness(configuration: configuration)
+        var retained = Retained()
+        retained.apply(harness.start())
+        for step in 1...20 { retained.apply(harness.engine.tick(now: t0.addingTimeInterval(5 * Double(step)))) }
+        #expect(retained.states == retained.published.count && retained.states == 21)
+        configuration.sequenceBlock = 0
+        #expect(configuration.problems().map(\.key) == ["sequenceBlock"])
+    }
+
+    @Test(
+        "L5, C5: killed after any publish (state and status, or the state alone), a restart never reuses a sequence and keeps the last location"
+    )
+    func killAnywhere() throws {
+        var harness = Harness()
+        var retained = Retained()
+        retained.apply(harness.start())
+        retained.apply(harness.fix(at: t0.addingTimeInterval(1), pickup, speed: 0))
+        retained.apply(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)))
+        retained.apply(harness.event("passengerOnBoard", at: t0.addingTimeInterval(3)))
+        var kills = 0
+        let start = t0.addingTimeInterval(3)
+        for second in 1...150 {
+            let time = start.addingTimeInterval(Double(second))
+            let before = retained
+            retained.apply(harness.fix(at: time, toward(pickup, dropOff, metres: 10 * Double(second)), speed: 10))
+            retained.apply(harness.engine.tick(now: time))
+            guard retained.published.count > before.published.count else { continue }
+            let seen = try #require(retained.published.max())
+            // Killed after the status left: the retained status is the newest, and it carries the location.
+            let (_, resumed) = try restart(retained, at: time.addingTimeInterval(1))
+            #expect(resumed.sequence > seen, "killed at \(second) s: \(resumed.sequence) after \(seen)")
+            let last = try #require(harness.engine.ride("r-1")?.location)
+            #expect(resumed.vehicleLocation?.coordinate == last.coordinate, "L5: the last location intact")
+            #expect(resumed.phase == .ongoing)
+            // Killed between the state and its status: the status never reached the broker.
+            var lost = retained
+            lost.status = before.status
+            let (_, afterLoss) = try restart(lost, at: time.addingTimeInterval(1))
+            #expect(afterLoss.sequence > seen)
+            kills += 1
+        }
+        #expect(kills >= 30, "the cadence published at least every 5 s")
+        #expect(retained.states < retained.published.count / 5, "\(retained.states) of \(retained.published.count)")
+    }
+
+    @Test("L5, P5: the retained status brings the location since the state, and the distance driven to it")
+    func retainedStatusMerges() throws {
+        var harness = Harness()
+        var retained = Retained()
+        retained.apply(harness.start())
+        retained.apply(harness.fix(at: t0.addingTimeInterval(1), pickup, speed: 0))
+        retained.apply(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)))
+        retained.apply(harness.event("passengerOnBoard", at: t0.addingTimeInterval(3)))
+        let statesBefore = retained.states
+        drive(&harness, &retained, from: t0.addingTimeInterval(3), seconds: 40)
+        #expect(retained.states == statesBefore, "40 s of cadence fit in one block")
+        let live = try #require(harness.engine.ride("r-1"))
+        let now = t0.addingTimeInterval(44)
+
+        // From the state alone, the ride would resume where the vehicle was when the state was written.
+        var stateOnly = retained
+        stateOnly.status = nil
+        let (fromState, _) = try restart(stateOnly, at: now)
+        #expect(fromState.ride("r-1")?.location?.coordinate != live.location?.coordinate)
+
+        let (engine, resumed) = try restart(retained, at: now)
+        let ride = try #require(engine.ride("r-1"))
+        #expect(resumed.vehicleLocation == live.location)
+        #expect(abs(ride.drivenMetres - live.drivenMetres) < 1, "\(ride.drivenMetres) vs \(live.drivenMetres)")
+        #expect(resumed.stale == false, "C3: the last fix time comes with the location")
+        let lastIssued = try decodedIssuedAt(try #require(retained.status))
+        #expect(resumed.issuedAt >= lastIssued, "C5: issuedAt never decreases")
+    }
+
+    @Test("A2: a retained status that fails the checks is dead-lettered; the ride resumes from its state alone")
+    func retainedStatusChecked() throws {
+        var harness = Harness()
+        var retained = Retained()
+        retained.apply(harness.start())
+        let good = try #require(retained.status)
+        let now = t0.addingTimeInterval(5)
+        func edited(_ change: (inout [String: Any]) -> Void) throws -> [UInt8] {
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(good)) as? [String: Any])
+            change(&object)
+            return Array(try JSONSerialization.data(withJSONObject: object))
+        }
+        let cases: [(String, [UInt8], RejectionReason, String)] = [
+            ("not JSON", bytes("{"), .malformedJSON, "I2"),
+            ("another ride", try edited { $0["rideIdentifier"] = "r-2" }, .identifierMismatch, "I3"),
+            ("sequence too large", try edited { $0["sequence"] = 1e300 }, .invalidField, "C5"),
+            ("sequence negative", try edited { $0["sequence"] = -1 }, .invalidField, "C5"),
+            (
+                "issued in the future", try edited { $0["issuedAt"] = iso(now.addingTimeInterval(3600)) },
+                .invalidField,
+                "T2"
+            ),
+            ("no stale", try edited { $0["stale"] = nil }, .invalidField, "stale"),
+            (
+                "location off the map",
+                try edited { $0["vehicle"] = ["location": ["latitude": 91, "longitude": 13, "timestamp": iso(t0)]] },
+                .invalidCoordinates, "T1"
+            ),
+        ]
+        for (name, payload, reason, rule) in cases {
+            var engine = RideEngine()
+            _ = engine.restore(
+                topic: "ridestatus/state/r-1", ride: "r-1", payload: try #require(retained.state), now: now)
+            let actions = engine.noteRetainedStatus(topic: "rides/r-1/status", ride: "r-1", payload: payload, now: now)
+            let letter = try #require(actions.deadLetters.first, "\(name)")
+            #expect(letter.reason == reason, "\(name): \(letter.detail)")
+            #expect(letter.detail.contains("A2") && letter.detail.contains(rule), "\(name): \(letter.detail)")
+            #expect(engine.mergeRetainedStatuses() == 0)
+            #expect(engine.publishAll(now: now).statuses.first?.sequence == RideConfiguration().sequenceBlock + 1)
+        }
+    }
+
+    func decodedIssuedAt(_ status: [UInt8]) throws -> Date {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status)) as? [String: Any])
+        let text = try #require(object["issuedAt"] as? String)
+        return try #require(Timestamps.parse(text))
+    }
+}
