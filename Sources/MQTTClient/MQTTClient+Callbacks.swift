@@ -132,7 +132,14 @@ extension MQTTClient {
             state.inFlightQoS1.remove(mid)
             state.pendingSubscriptions[mid] = nil
             state.pendingUnsubscribes[mid] = nil
-            if state.resend.acknowledged(mid, connected: state.connected) { releaseHeld(state: &state) }
+            if state.resend.acknowledged(mid, connected: state.connected) {
+                releaseHeld(state: &state)
+            } else if state.connected, state.resend.mayReleaseIntoWindow,
+                state.inFlightQoS1.count <= configuration.maxInFlight / 2
+            {
+                // Half the window is free again: the next held messages leave, in order.
+                releaseHeld(state: &state)
+            }
             return state.waiters.removeValue(forKey: mid)
         }
         guard let waiter else { return }

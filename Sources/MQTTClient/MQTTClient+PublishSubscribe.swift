@@ -48,6 +48,10 @@ extension MQTTClient {
             // C5: while the connection is down, or a reconnect's resends are not yet acknowledged, a new publish
             // waits its turn here; libmosquitto would otherwise send it ahead of the older messages it resends.
             if state.stopped { return .failure(state.refusal ?? .shutDown) }
+            if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
+                // The window is full (a slow or frozen broker): wait here, coalesced, rather than in libmosquitto.
+                state.resend.holdForWindow()
+            }
             if state.resend.isHolding {
                 state.resend.hold(message)
                 return .success(0)
@@ -82,10 +86,12 @@ extension MQTTClient {
         return mid
     }
 
-    /// Sends every held-back message in the order it was published, once ``OrderedResend`` allows. Call with
+    /// Sends held-back messages in the order they were published, once ``OrderedResend`` allows, as many as
+    /// the window of unacknowledged messages has room for; acknowledgements release the rest. Call with
     /// `state` locked, on the network thread.
     func releaseHeld(state: inout State) {
-        for message in state.resend.release() {
+        let room = max(0, configuration.maxInFlight - state.inFlightQoS1.count)
+        for message in state.resend.release(room: room) {
             do {
                 _ = try publishNow(message, state: &state)
             } catch {

@@ -159,8 +159,18 @@ public final class MQTTClient: @unchecked Sendable {
     /// Messages dropped by the incoming buffer's policy (always 0 with `suspendNetwork`).
     public var droppedMessages: Int { buffer.dropped }
 
+    /// How many more messages may be published now without waiting in the client: 0 while disconnected,
+    /// while a reconnect's resends are outstanding, or while the window of unacknowledged messages
+    /// (`MQTTConfiguration.maxInFlight`) is full. A producer that can wait (the worker's cadence) asks first.
+    public var publishRoom: Int {
+        state.withLock { state in
+            guard state.connected, !state.resend.isHolding else { return 0 }
+            return max(0, configuration.maxInFlight - state.inFlightQoS1.count)
+        }
+    }
+
     /// QoS 1 messages sent and not yet acknowledged, plus messages held back until a reconnect's resends
-    /// are acknowledged.
+    /// are acknowledged or the window has room.
     package var unacknowledgedCount: Int { state.withLock { $0.inFlightQoS1.count + $0.resend.heldCount } }
 
     /// Publishes held back while disconnected; a retained publish replaced by a newer one to the same topic
@@ -168,7 +178,7 @@ public final class MQTTClient: @unchecked Sendable {
     var heldCount: Int { state.withLock { $0.resend.heldCount } }
 
     /// Retained publishes that a newer one to the same topic replaced while both were held back.
-    var coalescedCount: Int { state.withLock { $0.resend.coalesced } }
+    package var coalescedCount: Int { state.withLock { $0.resend.coalesced } }
 
     /// Non-retained publishes dropped because too many were held back while disconnected.
     var droppedWhileHeld: Int { state.withLock { $0.resend.dropped } }

@@ -13,6 +13,11 @@
 /// for long holds one message per retained topic instead of one per publish. Non-retained publishes are held
 /// up to `nonRetainedLimit`; beyond that the newest are dropped and counted.
 ///
+/// The same holding bounds what a slow or frozen broker can cost while the connection stays up: the client
+/// hands libmosquitto at most `MQTTConfiguration.maxInFlight` unacknowledged messages (``holdForWindow()``),
+/// the rest wait here, coalesced per retained topic, and leave in order as acknowledgements make room
+/// (``release(room:)``).
+///
 /// A plain state machine: the client calls it under its lock and carries out what it returns.
 struct OrderedResend {
     struct Publish {
@@ -24,8 +29,10 @@ struct OrderedResend {
         var waiter: CheckedContinuation<Void, any Error>?
     }
 
-    /// Held publishes in order; a slot is nil once a newer retained publish to its topic took its place.
+    /// Held publishes in order from `head`; a slot is nil once a newer retained publish to its topic took its
+    /// place, or once it was released.
     private var held: [Publish?] = []
+    private var head = 0
     /// Index in `held` of the newest held retained publish per topic.
     private var retainedSlot: [String: Int] = [:]
     private var nonRetained = 0
@@ -67,6 +74,14 @@ struct OrderedResend {
     /// (for example a message the broker never acknowledges). The caller decides to release anyway.
     var outstandingResends: Int { barrier.count }
 
+    /// The window of unacknowledged messages is full: hold new publishes until ``release(room:)``.
+    mutating func holdForWindow() {
+        isHolding = true
+    }
+
+    /// Whether held messages may leave as the window makes room: connected, and no resend outstanding.
+    var mayReleaseIntoWindow: Bool { isHolding && barrier.isEmpty }
+
     mutating func hold(_ message: Publish) {
         if message.retain, message.waiter == nil, let slot = retainedSlot[message.topic] {
             // Superseded before it left: the newer one takes its place in the order.
@@ -95,11 +110,43 @@ struct OrderedResend {
     mutating func drain() -> [Publish] { takeAll(holding: true) }
 
     /// Stops holding and returns what was held, in order.
-    mutating func release() -> [Publish] { takeAll(holding: false) }
+    mutating func release() -> [Publish] { release(room: .max) }
+
+    /// The oldest held messages, at most `room`, in order; holding stops once none is left (new publishes
+    /// then go straight out again). The resend barrier is over: the caller releases only when it is.
+    mutating func release(room: Int) -> [Publish] {
+        barrier = []
+        var messages: [Publish] = []
+        while head < held.count, messages.count < room {
+            if let message = held[head] {
+                messages.append(message)
+                if message.retain, retainedSlot[message.topic] == head { retainedSlot[message.topic] = nil }
+                if !message.retain { nonRetained -= 1 }
+                held[head] = nil
+            }
+            head += 1
+        }
+        heldCount -= messages.count
+        if head == held.count {
+            held = []
+            head = 0
+            retainedSlot = [:]
+            nonRetained = 0
+            heldCount = 0
+            isHolding = false
+        } else if head > 4096, head * 2 > held.count {
+            // Compact: what is left moves to the front, and the retained slots with it.
+            held.removeFirst(head)
+            retainedSlot = retainedSlot.mapValues { $0 - head }
+            head = 0
+        }
+        return messages
+    }
 
     private mutating func takeAll(holding: Bool) -> [Publish] {
-        let messages = held.compactMap { $0 }
+        let messages = held[head...].compactMap { $0 }
         held = []
+        head = 0
         retainedSlot = [:]
         nonRetained = 0
         heldCount = 0

@@ -32,6 +32,17 @@ func residentBytes(of pid: Int32) -> Int {
     return kilobytes * 1024
 }
 
+/// CPU seconds (user and system) another process has used so far (`/proc/<pid>/stat`); 0 when unknown.
+func cpuSeconds(of pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return 0 }
+    // After the command name in parentheses: state is field 3, utime field 14 and stime field 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// Polls `condition` every 100 ms until it holds, or throws naming `what` after `timeout` seconds.
 func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
     let deadline = Date().addingTimeInterval(timeout)

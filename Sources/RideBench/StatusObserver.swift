@@ -11,6 +11,11 @@ final class StatusObserver: Sendable {
         var arrivals: [String: ContinuousClock.Instant] = [:]
         var last: [String: ContinuousClock.Instant] = [:]
         var gaps: [String: Double] = [:]
+        /// By the statuses' own `issuedAt`: the worker's cadence, whatever the broker and this subscriber add.
+        var lastIssued: [String: Date] = [:]
+        var issuedGap = 0.0
+        /// Arrival here minus `issuedAt`: what the broker and this subscriber add.
+        var worstDelay = 0.0
         var gapPrefix: String?
     }
 
@@ -22,6 +27,8 @@ final class StatusObserver: Sendable {
         guard levels.count == 3, !message.payload.isEmpty else { return }
         let ride = String(levels[1])
         let phase = Self.phase(in: message.payload)
+        let issued = Self.value(of: #""issuedAt":""#, in: message.payload).flatMap { Timestamps.parse($0) }
+        let arrived = Date()
         state.withLock { state in
             if let phase, state.arrivals["\(ride)/\(phase)"] == nil { state.arrivals["\(ride)/\(phase)"] = now }
             guard let prefix = state.gapPrefix, ride.hasPrefix(prefix) else { return }
@@ -29,12 +36,22 @@ final class StatusObserver: Sendable {
                 state.gaps[ride] = max(state.gaps[ride] ?? 0, (now - previous).seconds)
             }
             state.last[ride] = now
+            if let issued {
+                if let before = state.lastIssued[ride] {
+                    state.issuedGap = max(state.issuedGap, issued.timeIntervalSince(before))
+                }
+                state.lastIssued[ride] = issued
+                state.worstDelay = max(state.worstDelay, arrived.timeIntervalSince(issued))
+            }
         }
     }
 
     /// The phase without decoding the whole status: the value after `"phase":"`.
-    static func phase(in payload: [UInt8]) -> String? {
-        let marker = Array(#""phase":""#.utf8)
+    static func phase(in payload: [UInt8]) -> String? { value(of: #""phase":""#, in: payload) }
+
+    /// The string value after `marker` (a key, its colon and the opening quote), without decoding the payload.
+    static func value(of marker: String, in payload: [UInt8]) -> String? {
+        let marker = Array(marker.utf8)
         guard payload.count > marker.count else { return nil }
         for start in 0...(payload.count - marker.count)
         where payload[start..<start + marker.count].elementsEqual(marker) {
@@ -55,11 +72,20 @@ final class StatusObserver: Sendable {
             state.gapPrefix = prefix
             state.last = [:]
             state.gaps = [:]
+            state.lastIssued = [:]
+            state.issuedGap = 0
+            state.worstDelay = 0
         }
     }
 
     /// The largest gap between two statuses of one ride, counting the time since each ride's last status
     /// too (a ride that fell silent shows), and how many rides were seen.
+    /// The largest gap between two `issuedAt` of one ride (the worker's cadence) and the longest delivery
+    /// delay (arrival minus `issuedAt`), since ``resetGaps(prefix:)``.
+    func issuedGapAndDelay() -> (gap: Double, delay: Double) {
+        state.withLock { ($0.issuedGap, $0.worstDelay) }
+    }
+
     func maxGap(prefix: String) -> (Double, Int) {
         let now = ContinuousClock.now
         return state.withLock { state in

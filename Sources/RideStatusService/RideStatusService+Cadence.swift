@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Locking
+import Logging
 import RideDomain
 
 // MARK: - Cadence (C1): statuses on time, and metrics that stay current whatever the load
@@ -9,15 +10,25 @@ extension RideStatusService {
     /// Sleeps until the next ride is due (or the next report), not polling: an input that makes a ride due
     /// earlier wakes it (``planWake(_:)``). Due rides go in slices of 16 with the lock released between
     /// slices, so a message (a phase change) waits for at most one slice, not a whole burst (C2).
+    ///
+    /// Only into the room the connection has (``WorkerTransport/publishRoom``): while the broker is down or
+    /// falls behind, due rides simply stay due, so nothing piles up in memory; when it takes messages again
+    /// each publishes once, its newest status (the coalescing happens at the source), oldest due first.
     func runCadence() async {
         var nextReport = ContinuousClock.now + reportInterval
+        var waitingSince: ContinuousClock.Instant?
         while !Task.isCancelled {
             var more = true
+            var blocked = false
             while more && !Task.isCancelled {
+                // A status is at most two messages (its state, then itself).
+                let limit = min(16, transport.publishRoom / 2)
+                blocked = limit == 0
+                if blocked { break }
                 more = core.withLock { core in
                     guard core.lifecycle.recovered else { return false }
                     let now = Date()
-                    executor.execute(core.engine.tick(now: now, limit: 16))
+                    executor.execute(core.engine.tick(now: now, limit: limit))
                     return core.engine.hasDue(now: now)
                 }
                 if ContinuousClock.now >= nextReport {
@@ -26,14 +37,41 @@ extension RideStatusService {
                 }
                 if more { await Task.yield() }
             }
+            waitingSince = noteBackpressure(blocked: blocked, since: waitingSince)
+            if ContinuousClock.now >= nextReport {
+                nextReport = ContinuousClock.now + reportInterval
+                report()
+            }
             let untilReport = nextReport - ContinuousClock.now
             let untilDue: Duration? = core.withLock { core in
                 planWake(&core)
                 guard core.lifecycle.recovered, let due = core.engine.nextDueDate() else { return nil }
                 return .milliseconds(Int64(max(0, due.timeIntervalSinceNow) * 1000) + 1)
             }
-            await wakeup.wait(upTo: min(untilReport, untilDue ?? untilReport))
+            // Waiting for room: look again shortly (acknowledgements make room; no signal reaches this loop).
+            let wait = blocked ? .milliseconds(10) : (untilDue ?? untilReport)
+            await wakeup.wait(upTo: min(untilReport, wait))
         }
+    }
+
+    /// Logs when the cadence starts waiting for the broker (after a second of it, so a brief full window is
+    /// not news) and when it stops; returns since when it has been waiting.
+    private func noteBackpressure(blocked: Bool, since: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        guard blocked else {
+            if let since, now - since >= .seconds(1) {
+                logger.notice(
+                    "broker takes statuses again; due rides publish their newest status (C1)",
+                    metadata: ["waited.seconds": "\((now - since).components.seconds)"])
+            }
+            return nil
+        }
+        guard let since else { return now }
+        if now - since >= .seconds(1), now - since < .seconds(1) + .milliseconds(11) {
+            logger.warning(
+                "broker not taking statuses (disconnected or behind); rides wait, coalesced, nothing piles up (C1)")
+        }
+        return since
     }
 
     /// Records when the cadence loop should wake; wakes it now if a ride came due before that. Called under
@@ -58,6 +96,7 @@ extension RideStatusService {
         }
         metrics.reconnects.record(transport.reconnectCount)
         metrics.droppedMessages.record(transport.droppedMessages)
+        metrics.publishRoom.record(transport.publishRoom)
     }
 }
 

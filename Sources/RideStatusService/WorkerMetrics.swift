@@ -7,6 +7,8 @@ struct WorkerMetrics: Sendable {
     let connects = Counter(label: "ridestatus_connects_total")
     let reconnects = Gauge(label: "ridestatus_reconnects")
     let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
+    /// Publishes the connection takes now without holding them back (0: disconnected or the broker behind).
+    let publishRoom = Gauge(label: "ridestatus_mqtt_publish_room")
     let deadLetters = Counter(label: "ridestatus_dead_letters_sent_total")
     let inputToStatus = Timer(label: "ridestatus_input_to_status_seconds", preferredDisplayUnit: .seconds)
     let cadenceGap = Timer(label: "ridestatus_cadence_gap_seconds", preferredDisplayUnit: .seconds)

@@ -14,6 +14,9 @@ public protocol WorkerTransport: AnyObject, Sendable {
     var reconnectCount: Int { get }
     /// Messages dropped because the worker fell behind.
     var droppedMessages: Int { get }
+    /// How many more publishes the connection takes now without holding them back (0 while disconnected
+    /// or while the broker falls behind): the cadence publishes only into this room.
+    var publishRoom: Int { get }
 
     /// Connects in the background and keeps reconnecting.
     func start()

@@ -19,6 +19,7 @@ public final class InMemoryTransport: WorkerTransport {
         var everConnected = false
         var reconnects = 0
         var outbox: [MQTTMessage] = []
+        var room = Int.max
     }
 
     init(broker: InMemoryBroker) {
@@ -31,6 +32,11 @@ public final class InMemoryTransport: WorkerTransport {
     public var reconnectCount: Int { state.withLock { $0.reconnects } }
     public var droppedMessages: Int { 0 }
     public var isConnected: Bool { state.withLock { $0.connected } }
+    public var publishRoom: Int { state.withLock { $0.connected ? $0.room : 0 } }
+
+    /// Stands in for a broker that falls behind: the room ``publishRoom`` reports while connected (publishes
+    /// beyond it still go through, as the real client holds them).
+    public func setPublishRoom(_ room: Int) { state.withLock { $0.room = room } }
 
     public func start() { connect() }
 

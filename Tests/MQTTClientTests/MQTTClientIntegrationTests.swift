@@ -196,6 +196,36 @@ struct MQTTClientIntegrationTests {
         }
     }
 
+    @Test(
+        "a frozen broker (SIGSTOP): at most maxInFlight in libmosquitto, the rest coalesced per topic; after it, the newest of each"
+    )
+    func frozenBrokerIsBounded() async throws {
+        try await withTestBroker { broker in
+            let publisher = try await connectedClient(broker, id: "pub-frozen") { $0.maxInFlight = 20 }
+            let subscriber = try await connectedClient(broker, id: "sub-frozen")
+            broker.freeze()
+            // 50 topics x 40 versions, retained: 2,000 publishes that the broker cannot take.
+            for version in 1...40 {
+                for topic in 0..<50 {
+                    try publisher.publishWithoutWaiting(
+                        topic: "frozen/\(topic)", payload: "v\(version)".bytes, qos: .atLeastOnce, retain: true)
+                }
+            }
+            #expect(publisher.publishRoom == 0, "the window is full")
+            #expect(publisher.unacknowledgedCount <= 20 + 50, "\(publisher.unacknowledgedCount) kept, not 2,000")
+            #expect(publisher.coalescedCount >= 2_000 - 20 - 50)
+            broker.thaw()
+            #expect(await publisher.flush(timeout: .seconds(20)), "everything leaves once the broker runs again")
+            #expect(publisher.publishRoom == 20)
+            // The broker retained the newest version of every topic: order kept (C5).
+            try await subscriber.subscribe("frozen/+")
+            let retained = try await receive(subscriber, count: 50, timeout: .seconds(10))
+            #expect(Set(retained.map { String(decoding: $0.payload, as: UTF8.self) }) == ["v40"])
+            await publisher.disconnect()
+            await subscriber.disconnect()
+        }
+    }
+
     @Test("QoS 1 publish made while the broker is down is delivered after it returns")
     func qos1QueuedWhileBrokerDown() async throws {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in

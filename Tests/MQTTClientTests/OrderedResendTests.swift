@@ -60,6 +60,44 @@ struct OrderedResendTests {
         #expect(released9 == ["state6", "status6", "other"])
     }
 
+    @Test("a full window holds publishes, coalesced per retained topic, and releases them in order as room comes")
+    func window() {
+        var resend = OrderedResend(holding: false)
+        resend.holdForWindow()
+        #expect(resend.isHolding && resend.mayReleaseIntoWindow)
+        for sequence in 1...3 {
+            resend.hold(publish("ridestatus/state/r-1", "state\(sequence)"))
+            resend.hold(publish("rides/r-1/status", "status\(sequence)"))
+            resend.hold(publish("rides/r-2/status", "other\(sequence)"))
+        }
+        resend.hold(publish("ridestatus/deadletter", "d1", retain: false))
+        #expect(resend.heldCount == 4 && resend.coalesced == 6, "one per retained topic, however long the wait")
+        let first = texts(resend.release(room: 2))
+        #expect(first == ["state3", "status3"])
+        #expect(resend.isHolding && resend.heldCount == 2, "the rest waits for more room")
+        // A publish to a topic already released is held again behind the rest, never ahead of it.
+        resend.hold(publish("rides/r-1/status", "status4"))
+        resend.hold(publish("rides/r-2/status", "other4"))
+        #expect(resend.heldCount == 3)
+        let rest = texts(resend.release(room: 10))
+        #expect(rest == ["other4", "d1", "status4"])
+        #expect(!resend.isHolding && resend.heldCount == 0, "empty: publishes go straight out again")
+    }
+
+    @Test("a long hold compacts as it drains and keeps coalescing into the right slots")
+    func windowCompacts() {
+        var resend = OrderedResend(holding: false)
+        resend.holdForWindow()
+        for ride in 0..<10_000 { resend.hold(publish("rides/r-\(ride)/status", "a\(ride)")) }
+        #expect(texts(resend.release(room: 6_000)).count == 6_000)
+        // After compaction the slots still point at their messages.
+        resend.hold(publish("rides/r-9999/status", "b9999"))
+        resend.hold(publish("rides/r-0/status", "b0"))
+        #expect(resend.heldCount == 4_001)
+        let rest = texts(resend.release(room: .max))
+        #expect(rest.count == 4_001 && rest.first == "a6000" && rest[3_999] == "b9999" && rest.last == "b0")
+    }
+
     @Test("C5: a held retained publish with a waiter is never overtaken by a later one to its topic")
     func waiterKeepsItsPlace() async throws {
         var released: [String] = []

@@ -146,6 +146,37 @@ struct ServiceInMemoryTests {
         await running.stop()
     }
 
+    @Test("C1, C5: a broker that takes nothing holds the cadence back, not memory; then each ride publishes its newest")
+    func backpressure() async throws {
+        let running = try Running(interval: 0.2)
+        try await running.ready()
+        let rides = (1...20).map { "r-\($0)" }
+        for ride in rides { running.broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: nil)) }
+        try await running.waitFor("every ride's cadence") { rides.allSatisfy { running.statuses($0).count >= 3 } }
+        // The broker falls behind: no room to publish. Many intervals pass; nothing is produced to wait anywhere.
+        running.transport.setPublishRoom(0)
+        try await Task.sleep(for: .milliseconds(300))
+        let before = running.broker.published.count
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(running.broker.published.count == before, "\(running.broker.published.count - before) published")
+        // A phase change (C2) still goes out at once: the client holds it if it must, coalesced.
+        running.broker.publish("rides/r-1/cancel", #"{"canceledBy":"user"}"#)
+        try await running.waitFor("the cancellation") {
+            running.statuses("r-1").last?["phase"]?.stringValue == "completed"
+        }
+        // Room again: every ride publishes, once, its newest status, in sequence order (C5).
+        let counts = Dictionary(uniqueKeysWithValues: rides.map { ($0, running.statuses($0).count) })
+        running.transport.setPublishRoom(.max)
+        try await running.waitFor("every ride again") {
+            rides.allSatisfy { running.statuses($0).count > counts[$0]! }
+        }
+        for ride in rides {
+            let sequences = running.statuses(ride).compactMap { $0["sequence"]?.doubleValue }
+            #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count, "\(ride): \(sequences)")
+        }
+        await running.stop()
+    }
+
     @Test("C4: after a drop and a reconnect every ride publishes at once, without a second recovery")
     func reconnect() async throws {
         let running = try Running(interval: 20)
