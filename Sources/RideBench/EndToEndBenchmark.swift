@@ -28,6 +28,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     @Option(help: "The worker's update interval, seconds (C1).") var interval = 5.0
     @Option(help: "The worker's rides.sequenceBlock (statuses per durable-state write; 1: before every status).")
     var sequenceBlock: Int?
+    @Option(help: "After the cadence phase, freeze the broker (SIGSTOP) this many seconds; 0: no freeze.")
+    var freezeSeconds = 0.0
 
     struct Step {
         var offered: Double
@@ -227,8 +229,50 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     "  worker resident memory: %.1f MiB with %d rides, %.1f MiB with %d (%.0f bytes per added ride; issue 12: <= 1,536)",
                 Double(rssBefore) / 1_048_576, expected, Double(rssAfter) / 1_048_576, expected + cadenceRides,
                 Double(rssAfter - rssBefore) / Double(cadenceRides)))
+        if freezeSeconds > 0 {
+            try await freeze(worker: worker, broker: broker, observer: observer, rides: expected + cadenceRides)
+        }
         await control.disconnect()
         await watcher.disconnect()
+    }
+
+    /// The broker frozen (SIGSTOP) with every ride active: the worker's memory during the freeze (issue 12:
+    /// flat), then the time until every cadence ride has published a status issued after the thaw (C4), and
+    /// whether any subscriber saw a sequence go back (C5).
+    func freeze(worker: Worker, broker: TestBroker, observer: StatusObserver, rides: Int) async throws {
+        print("")
+        print("  freeze: broker stopped (SIGSTOP) for \(Int(freezeSeconds)) s with \(rides) active rides ...")
+        var samples: [Double] = [Double(worker.residentBytes()) / 1_048_576]
+        broker.freeze()
+        let frozenAt = ContinuousClock.now
+        while ContinuousClock.now - frozenAt < .seconds(freezeSeconds) {
+            try await Task.sleep(for: .seconds(min(5, freezeSeconds)))
+            samples.append(Double(worker.residentBytes()) / 1_048_576)
+        }
+        let thawed = Date()
+        broker.thaw()
+        let thawClock = ContinuousClock.now
+        print(
+            "    worker resident memory, MiB, every 5 s from the freeze: "
+                + samples.map { String(format: "%.0f", $0) }.joined(separator: " "))
+        print(
+            String(
+                format: "    growth during the freeze: %+.1f MiB (%.0f bytes per ride)", samples.last! - samples.first!,
+                (samples.last! - samples.first!) * 1_048_576 / Double(rides)))
+        do {
+            try await waitFor("every cadence ride to publish after the thaw", timeout: 180) {
+                observer.ridesIssued(since: thawed) >= cadenceRides
+            }
+            print(
+                String(
+                    format: "    every cadence ride published again %.1f s after the thaw; peak memory after: %.0f MiB",
+                    (ContinuousClock.now - thawClock).seconds, Double(worker.residentBytes()) / 1_048_576))
+        } catch {
+            print(
+                "    ABOVE: \(observer.ridesIssued(since: thawed)) of \(cadenceRides) rides published within 180 s of the thaw"
+            )
+        }
+        print("    statuses below a sequence already seen (C5): \(observer.sequenceRegressions)")
     }
 
     // MARK: Report

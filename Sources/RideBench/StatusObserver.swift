@@ -17,6 +17,9 @@ final class StatusObserver: Sendable {
         /// Arrival here minus `issuedAt`: what the broker and this subscriber add.
         var worstDelay = 0.0
         var gapPrefix: String?
+        /// C5 at this subscriber: the highest sequence seen per ride, and statuses that came below it.
+        var newestSequence: [String: Int] = [:]
+        var regressions = 0
     }
 
     private let state = Locked(State())
@@ -29,7 +32,12 @@ final class StatusObserver: Sendable {
         let phase = Self.phase(in: message.payload)
         let issued = Self.value(of: #""issuedAt":""#, in: message.payload).flatMap { Timestamps.parse($0) }
         let arrived = Date()
+        let sequence = Self.integer(after: #""sequence":"#, in: message.payload)
         state.withLock { state in
+            if let sequence {
+                if let newest = state.newestSequence[ride], sequence < newest { state.regressions += 1 }
+                state.newestSequence[ride] = max(sequence, state.newestSequence[ride] ?? sequence)
+            }
             if let phase, state.arrivals["\(ride)/\(phase)"] == nil { state.arrivals["\(ride)/\(phase)"] = now }
             guard let prefix = state.gapPrefix, ride.hasPrefix(prefix) else { return }
             if let previous = state.last[ride] {
@@ -44,6 +52,31 @@ final class StatusObserver: Sendable {
                 state.worstDelay = max(state.worstDelay, arrived.timeIntervalSince(issued))
             }
         }
+    }
+
+    /// The non-negative integer after `marker`, without decoding the payload.
+    static func integer(after marker: String, in payload: [UInt8]) -> Int? {
+        let marker = Array(marker.utf8)
+        guard payload.count > marker.count else { return nil }
+        for start in 0...(payload.count - marker.count)
+        where payload[start..<start + marker.count].elementsEqual(marker) {
+            var value = 0
+            var index = start + marker.count
+            while index < payload.count, (48...57).contains(payload[index]) {
+                value = value * 10 + Int(payload[index] - 48)
+                index += 1
+            }
+            return index > start + marker.count ? value : nil
+        }
+        return nil
+    }
+
+    /// Statuses that arrived with a lower sequence than one already seen for their ride (C5).
+    var sequenceRegressions: Int { state.withLock { $0.regressions } }
+
+    /// Rides under the gap prefix whose newest status was issued at or after `date`.
+    func ridesIssued(since date: Date) -> Int {
+        state.withLock { $0.lastIssued.values.filter { $0 >= date }.count }
     }
 
     /// The phase without decoding the whole status: the value after `"phase":"`.
