@@ -352,9 +352,12 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             throw ValidationError("\(executable) is missing: build it with `swift build -c release`")
         }
         let port = try TestBroker.freePort()
+        // A profiler in front of the worker (heaptrack, valgrind, perf record): its words, then the worker's.
+        let wrapper = (ProcessInfo.processInfo.environment["RIDE_BENCH_WORKER_WRAPPER"] ?? "")
+            .split(separator: " ").map(String.init)
         let process = try ChildProcess(
-            executable: executable,
-            arguments: [
+            executable: wrapper.first ?? executable,
+            arguments: Array(wrapper.dropFirst()) + (wrapper.isEmpty ? [] : [executable]) + [
                 "--broker", broker.url, "--worker-id", "bench", "--update-interval", "\(interval)", "--state-dir",
                 broker.directory.appendingPathComponent("state").path, "--metrics-port", "\(port)", "--log-level",
                 "error",

@@ -14,13 +14,19 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     let logger: Logger
     let changes: SubscriptionQueue
 
-    /// Returns whether a status was published.
+    /// Returns whether a status was published. A status the broker has no room for
+    /// (``WorkerTransport/publishRoom``) does not leave: `engine` makes its ride due again, so it publishes
+    /// its newest status as soon as there is room (coalesced at the source; nothing waits in memory).
     @discardableResult
-    func execute(_ actions: [RideAction]) -> Bool {
+    func execute(_ actions: [RideAction], engine: inout RideEngine, now: Date) -> Bool {
         var published = false
         for action in actions {
             switch action {
             case .publish(let status, let state, let gap):
+                guard transport.publishRoom >= (state == nil ? 1 : 2) else {
+                    engine.deferStatus(of: status.rideIdentifier, stateDropped: state != nil, now: now)
+                    continue
+                }
                 published = publish(status, state: state, gap: gap) || published
             case .clear(let ride):
                 try? transport.publish(topics.status(ride: ride), [], retain: true)

@@ -21,14 +21,15 @@ extension RideStatusService {
             var more = true
             var blocked = false
             while more && !Task.isCancelled {
-                // A status is at most two messages (its state, then itself).
-                let limit = min(16, transport.publishRoom / 2)
-                blocked = limit == 0
+                // A status is at most two messages (its state, then itself); the cadence leaves the last
+                // `Self.inputReserve` places of the window to statuses that inputs cause (C2).
+                let limit = min(16, (transport.publishRoom - Self.inputReserve) / 2)
+                blocked = limit <= 0
                 if blocked { break }
                 more = core.withLock { core in
                     guard core.lifecycle.recovered else { return false }
                     let now = Date()
-                    executor.execute(core.engine.tick(now: now, limit: limit))
+                    executor.execute(core.engine.tick(now: now, limit: limit), engine: &core.engine, now: now)
                     return core.engine.hasDue(now: now)
                 }
                 if ContinuousClock.now >= nextReport {
@@ -53,6 +54,11 @@ extension RideStatusService {
             await wakeup.wait(upTo: min(untilReport, wait))
         }
     }
+
+    /// Places of the publish window (``WorkerTransport/publishRoom``) the cadence leaves to statuses caused by
+    /// inputs, so that a phase change (C2) leaves at once even while the cadence keeps the broker busy: 100 is
+    /// a tenth of the client's default window of 1,000 (``MQTTConfiguration/maxInFlight``), 50 phase changes.
+    public static var inputReserve: Int { 100 }
 
     /// Logs when the cadence starts waiting for the broker (after a second of it, so a brief full window is
     /// not news) and when it stops; returns since when it has been waiting.

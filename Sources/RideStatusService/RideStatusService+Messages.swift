@@ -20,11 +20,13 @@ extension RideStatusService {
                 case .republishAll:
                     announce()
                     let count = core.withLock { core in
-                        executor.execute(core.engine.publishAll(now: Date()))
+                        core.engine.makeAllDue(now: Date())
                         planWake(&core)
                         return core.engine.activeRideCount
                     }
-                    logger.info("reconnected: republished every active ride (C4)", metadata: ["rides": "\(count)"])
+                    logger.info(
+                        "reconnected: every active ride publishes now, as fast as the broker takes them (C4)",
+                        metadata: ["rides": "\(count)"])
                 case .none, .restore, .finishRecovery, .handle:
                     break
                 }
@@ -79,7 +81,7 @@ extension RideStatusService {
         announce()
         let now = Date()
         let merged = core.engine.mergeRetainedStatuses()
-        executor.execute(core.engine.publishAll(now: now))
+        core.engine.makeAllDue(now: now)
         logger.info(
             "recovered; rides resumed (L5)",
             metadata: [
@@ -159,7 +161,7 @@ extension RideStatusService {
                     "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
                 ])
         }
-        executor.execute(actions)
+        executor.execute(actions, engine: &core.engine, now: now)
     }
 
     /// L5, A2: one retained ride status, kept until every state is in; what fails the checks is logged (naming
@@ -174,7 +176,7 @@ extension RideStatusService {
                     "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
                 ])
         }
-        executor.execute(actions)
+        executor.execute(actions, engine: &core.engine, now: now)
     }
 
     /// Handles one message, its topic parsed once by the caller; returns whether it caused a status publish.
@@ -201,7 +203,8 @@ extension RideStatusService {
             executor.rewriteState(of: current, payloadBytes: message.payload.count)
         default:
             return executor.execute(
-                core.engine.receive(parsed, topic: message.topic, payload: message.payload, now: now))
+                core.engine.receive(parsed, topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
         }
         return false
     }
@@ -209,7 +212,9 @@ extension RideStatusService {
     /// 3.5: each refusal becomes a dead letter naming its rule.
     private func reject(_ refusals: [Rejection], _ message: MQTTMessage, now: Date, core: inout Core) {
         for refused in refusals {
-            executor.execute(core.engine.reject(refused, topic: message.topic, payload: message.payload, now: now))
+            executor.execute(
+                core.engine.reject(refused, topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
         }
     }
 }

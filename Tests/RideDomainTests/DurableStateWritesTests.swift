@@ -121,6 +121,64 @@ struct DurableStateWritesTests {
         #expect(retained.states < retained.published.count / 5, "\(retained.states) of \(retained.published.count)")
     }
 
+    @Test(
+        "C1, C5: a status with no room at the broker waits as its ride: due at once, its dropped state written with the next, no sequence reused"
+    )
+    func deferred() throws {
+        var harness = Harness()
+        var retained = Retained()
+        retained.apply(harness.start())
+        retained.apply(harness.engine.tick(now: t0.addingTimeInterval(5)))
+        // A phase change (C2) the broker has no room for: neither its state nor its status leaves.
+        let arrived = t0.addingTimeInterval(7)
+        let dropped = harness.event("arrivedAtPickup", at: arrived)
+        let droppedStatus = try #require(dropped.statuses.first)
+        #expect(dropped.contains { if case .publish(_, let state, _) = $0 { state != nil } else { false } })
+        harness.engine.deferStatus(of: "r-1", stateDropped: true, now: arrived)
+        let due = harness.engine.hasDue(now: arrived)
+        #expect(due, "due at once, not an interval later")
+        // Room again: the ride's newest status, above the dropped one, with its state in front (the broker's
+        // ceiling is still the one written before the drop).
+        let later = arrived.addingTimeInterval(0.5)
+        let resent = harness.engine.tick(now: later)
+        guard case .publish(let status, let state, let gap)? = resent.first else {
+            Issue.record("no status after the room came back: \(resent)")
+            return
+        }
+        #expect(status.sequence > droppedStatus.sequence && status.phase == .pickup)
+        #expect(state?.phase == .pickup, "the dropped state is written with the next status")
+        #expect(
+            gap.map { abs($0 - 2.5) < 1e-6 } == true, "gap from the last status that left: \(String(describing: gap))")
+        retained.apply(resent)
+        // A cadence status without a state that could not leave: the next needs none either (same block).
+        let cadence = harness.engine.tick(now: later.addingTimeInterval(5))
+        #expect(cadence.statuses.count == 1)
+        harness.engine.deferStatus(of: "r-1", stateDropped: false, now: later.addingTimeInterval(5))
+        let again = harness.engine.tick(now: later.addingTimeInterval(5.1))
+        #expect(again.contains { if case .publish(_, nil, _) = $0 { true } else { false } })
+        retained.apply(again)
+        // The engine counts what left (ridestatus_statuses_published_total, ridestatus_state_writes_total).
+        #expect(harness.engine.counters.statusesPublished == retained.published.count)
+        #expect(harness.engine.counters.statesWritten == retained.states)
+        #expect(harness.engine.counters.statusesDeferred == 2)
+        // Killed now: the restart continues above everything numbered, published or not.
+        let (_, resumed) = try restart(retained, at: later.addingTimeInterval(6))
+        #expect(resumed.sequence > (retained.published.max() ?? 0) && resumed.phase == .pickup)
+    }
+
+    @Test("C4: after a reconnect every ride is due at once; the cadence publishes them as the broker takes them")
+    func allDue() {
+        var harness = Harness()
+        _ = harness.start()
+        _ = harness.engine.tick(now: t0.addingTimeInterval(5))
+        let now = t0.addingTimeInterval(6)
+        let dueBefore = harness.engine.hasDue(now: now)
+        harness.engine.makeAllDue(now: now)
+        let dueAfter = harness.engine.hasDue(now: now)
+        #expect(!dueBefore && dueAfter)
+        #expect(harness.engine.tick(now: now, limit: 16).statuses.map(\.rideIdentifier) == ["r-1"])
+    }
+
     @Test("L5, P5: the retained status brings the location since the state, and the distance driven to it")
     func retainedStatusMerges() throws {
         var harness = Harness()

@@ -157,19 +157,34 @@ struct ServiceInMemoryTests {
         running.transport.setPublishRoom(0)
         try await Task.sleep(for: .milliseconds(300))
         let before = running.broker.published.count
+        let statusesBefore = running.broker.published.filter { $0.topic.hasSuffix("/status") }.count
         try await Task.sleep(for: .seconds(1.5))
         #expect(running.broker.published.count == before, "\(running.broker.published.count - before) published")
-        // A phase change (C2) still goes out at once: the client holds it if it must, coalesced.
+        // A little room, all of it inside the reserve the cadence leaves to inputs: the cadence still waits,
+        // and a phase change (C2) goes out at once.
+        running.transport.setPublishRoom(RideStatusService<InMemoryTransport>.inputReserve / 2)
         running.broker.publish("rides/r-1/cancel", #"{"canceledBy":"user"}"#)
         try await running.waitFor("the cancellation") {
             running.statuses("r-1").last?["phase"]?.stringValue == "completed"
         }
-        // Room again: every ride publishes, once, its newest status, in sequence order (C5).
+        try await Task.sleep(for: .seconds(0.5))
+        let statusesNow = running.broker.published.filter { $0.topic.hasSuffix("/status") }.count
+        #expect(statusesNow == statusesBefore + 1, "the cancellation's status and no cadence")
+        // No room at all: a new booking's first status waits as its ride, not as a message (its state too).
+        running.transport.setPublishRoom(0)
+        running.broker.publish("rides/r-21/start", booking(ride: "r-21", vehicle: nil))
+        try await Task.sleep(for: .seconds(0.5))
+        #expect(running.statuses("r-21").isEmpty)
+        #expect(!running.broker.published.contains { $0.topic == "ridestatus/state/r-21" })
+        // Room again: every ride publishes, once, its newest status, in sequence order (C5); the booking
+        // that waited writes its state before its first status.
         let counts = Dictionary(uniqueKeysWithValues: rides.map { ($0, running.statuses($0).count) })
         running.transport.setPublishRoom(.max)
         try await running.waitFor("every ride again") {
-            rides.allSatisfy { running.statuses($0).count > counts[$0]! }
+            rides.allSatisfy { running.statuses($0).count > counts[$0]! } && !running.statuses("r-21").isEmpty
         }
+        let r21 = running.broker.published.map(\.topic).filter { $0.hasSuffix("/r-21") || $0.hasSuffix("/r-21/status") }
+        #expect(r21.prefix(2) == ["ridestatus/state/r-21", "rides/r-21/status"], "\(r21)")
         for ride in rides {
             let sequences = running.statuses(ride).compactMap { $0["sequence"]?.doubleValue }
             #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count, "\(ride): \(sequences)")

@@ -42,6 +42,25 @@ extension RideEngine {
         return actions
     }
 
+    /// C4 at fleet scale: every active ride due now. The owner's cadence then publishes them as fast as the
+    /// broker takes them (``tick(now:limit:)``), each its newest status, instead of all of them in one burst
+    /// that would wait in memory for a slow broker.
+    public mutating func makeAllDue(now: Date) {
+        for slot in rideTable.slots { scheduler.schedule(slot, at: now.timeIntervalSince1970) }
+    }
+
+    /// C1, C5: the status numbered for `ride` could not leave (no room at the broker: a burst of bookings or
+    /// phase changes while the broker falls behind). The ride is due again at once, so its newest status
+    /// leaves as soon as there is room; a durable state that stayed behind with it is written with that one.
+    public mutating func deferStatus(of ride: String, stateDropped: Bool, now: Date) {
+        guard let slot = rideTable.slot(of: ride) else { return }
+        rideTable[slot: slot].unpublished(stateDropped: stateDropped)
+        counters.statusesDeferred += 1
+        counters.statusesPublished -= 1
+        if stateDropped { counters.statesWritten -= 1 }
+        scheduler.schedule(slot, at: now.timeIntervalSince1970)
+    }
+
     // MARK: Queries and recovery
 
     /// L7: the ride's current status (the last one published), if the ride is active.

@@ -29,6 +29,9 @@ public struct RideCounters: Sendable, Equatable {
     public var statusesPublished = 0
     /// Durable-state writes asked for (C5, L5): one per change that matters and per sequence block.
     public var statesWritten = 0
+    /// Statuses numbered that could not leave for lack of room at the broker; their rides published again
+    /// as soon as there was room (not counted in `statusesPublished` or `statesWritten`).
+    public var statusesDeferred = 0
     public var phaseTransitions = 0
     public var duplicateStarts = 0
     public var invalidStatuses = 0

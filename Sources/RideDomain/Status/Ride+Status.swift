@@ -22,6 +22,15 @@ extension Ride {
             stale: isStale(now: now, configuration: configuration))
     }
 
+    /// C1, C5: the status just numbered did not leave (the broker had no room for it). The next one is measured
+    /// from the status before it, and, when this one's durable state stayed behind too, writes the state
+    /// first: the ceiling on the broker is still the one before, so no later status may pass it unwritten.
+    mutating func unpublished(stateDropped: Bool) {
+        if let issued = lastIssuedAt { lastIssuedAt = cadenceGap.map { issued.addingTimeInterval(-$0) } }
+        cadenceGap = nil
+        if stateDropped { sequenceCeiling = min(sequenceCeiling, sequence) }
+    }
+
     /// V7: remembers a status that passed validation.
     public mutating func recordValid(_ status: RideStatus) {
         lastValid = snapshot(LastValidStatus.Durable(status))

@@ -17,7 +17,10 @@ struct SlotTable<Value> {
     var count: Int { index.count }
     var isEmpty: Bool { index.count == 0 }
     /// The identifiers of every value, in slot order.
-    var keys: [String] { (0..<used).filter { self[stored: $0] != nil }.map { identifiers[$0] } }
+    var keys: [String] { slots.map { identifiers[$0] } }
+
+    /// Every slot that holds a value, in slot order.
+    var slots: [Int] { (0..<used).filter { self[stored: $0] != nil } }
 
     func slot(of identifier: String) -> Int? { index.slot(of: identifier, in: identifiers) }
 
