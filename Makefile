@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale clean
 
 all: build
 
@@ -95,6 +95,15 @@ bench-e2e: deps
 	$(SWIFT) build -c release --product ride-bench
 	$(SWIFT) build -c release --product ride-status-worker
 	.build/release/ride-bench e2e $(E2E_ARGS)
+
+## bench-scale: one worker at fleet scale (issue 12): 100,000 cadence rides (intake, largest gap, memory, CPU,
+## broker messages per status), a drain of 150,000 queued fixes against a bare mosquitto_sub, then the broker
+## frozen for 60 s (memory during it, time to republish every ride). About 5 minutes; SCALE_ARGS to change
+bench-scale: deps
+	$(SWIFT) build -c release --product ride-bench
+	$(SWIFT) build -c release --product ride-status-worker
+	.build/release/ride-bench e2e --rates 2000 --step-seconds 2 --probes 10 --cadence-rides 100000 \
+		--cadence-seconds 60 --freeze-seconds 60 $(SCALE_ARGS)
 
 ## bench-quotes: the live-fleet index (nearest query at 100,000 vehicles) against a brute-force scan, and quotes
 bench-quotes: deps

@@ -20,13 +20,18 @@ public final class TestBroker: Sendable {
         public var tls: Bool
         /// `sys_interval` in seconds (how often `$SYS` topics are published), 0 for never.
         public var sysInterval: Int
+        /// `max_queued_messages`: QoS 1 messages the broker queues per client beyond those in flight.
+        public var maxQueuedMessages: Int
 
-        public init(persistence: Bool = false, users: [String: String]? = nil, tls: Bool = false, sysInterval: Int = 0)
-        {
+        public init(
+            persistence: Bool = false, users: [String: String]? = nil, tls: Bool = false, sysInterval: Int = 0,
+            maxQueuedMessages: Int = 100_000
+        ) {
             self.persistence = persistence
             self.users = users
             self.tls = tls
             self.sysInterval = sysInterval
+            self.maxQueuedMessages = maxQueuedMessages
         }
     }
 
@@ -144,7 +149,7 @@ public final class TestBroker: Sendable {
             "log_type warning",
             "log_type notice",
             "log_type information",
-            "max_queued_messages 100000",
+            "max_queued_messages \(options.maxQueuedMessages)",
             "max_inflight_messages 100",
             "set_tcp_nodelay true",
             "sys_interval \(options.sysInterval)",

@@ -28,6 +28,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     @Option(help: "The worker's update interval, seconds (C1).") var interval = 5.0
     @Option(help: "The worker's rides.sequenceBlock (statuses per durable-state write; 1: before every status).")
     var sequenceBlock: Int?
+    @Option(help: "Drain: fixes per load ride queued at the broker while the worker is stopped; 0: no drain.")
+    var drainFixes = 150
     @Option(help: "After the cadence phase, freeze the broker (SIGSTOP) this many seconds; 0: no freeze.")
     var freezeSeconds = 0.0
 
@@ -44,7 +46,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         let steps = rates.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
         guard !steps.isEmpty else { throw ValidationError("--rates needs at least one number") }
         let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
-        let broker = try await TestBroker()
+        // Room at the broker for the drain's queue (each subscriber's share beyond those in flight).
+        let broker = try await TestBroker(.init(maxQueuedMessages: max(100_000, 2 * rides * (drainFixes + 1))))
         defer { broker.stop() }
         let worker = try await startWorker(broker)
         defer { worker.process.terminate() }
@@ -162,6 +165,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.count, probes))
         }
         summarize(results)
+        if drainFixes > 0 { try await drain(worker: worker, broker: broker, observer: observer, publisher: publisher) }
         await publisher.disconnect()
 
         // Cadence with many active rides (C1, C6).
@@ -234,6 +238,91 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         }
         await control.disconnect()
         await watcher.disconnect()
+    }
+
+    /// Drain (issue 12, intake at the broker's rate): the worker and a bare `mosquitto_sub` (QoS 1, as the
+    /// worker subscribes) are stopped (SIGSTOP) while `drainFixes` fixes per load ride, then one
+    /// `arrivedAtPickup` per ride, queue at the broker; both are continued in the same instant. The worker is
+    /// done when every load ride's `pickup` status has arrived (the event comes after all of its fixes), the
+    /// bare subscriber when it has written every message; the ratio of their rates is the figure.
+    func drain(worker: Worker, broker: TestBroker, observer: StatusObserver, publisher: MQTTClient) async throws {
+        let total = rides * (drainFixes + 1)
+        print("")
+        print(
+            "  drain: \(rides) rides x \(drainFixes) fixes + 1 event each (\(total) messages) queued while stopped ...")
+        let bareLog = broker.directory.appendingPathComponent("bare-drain.txt")
+        let bare = try ChildProcess(
+            executable: "/usr/bin/mosquitto_sub",
+            arguments: [
+                "-h", broker.host, "-p", "\(broker.port)", "-q", "1", "-t", "fleet/vehicles/+/position", "-t",
+                "rides/+/event", "-F", "%t", "-C", "\(total)",
+            ],
+            output: bareLog)
+        defer { bare.terminate(grace: 2) }
+        try await Task.sleep(for: .milliseconds(500))
+        worker.process.signal(SIGSTOP)
+        bare.signal(SIGSTOP)
+        let origin = Coordinate(latitude: 52.45, longitude: 13.30)
+        let start = Date()
+        for fix in 0..<drainFixes {
+            // Distinct times 10 ms apart and 5 cm steps: every fix is new (T3) and plausible (T5).
+            let stamp = Timestamps.format(start.addingTimeInterval(Double(fix) * 0.01))
+            for vehicle in 0..<rides {
+                let position = vehiclePosition(vehicle, origin: origin).moved(metres: Double(fix) * 0.05, bearing: 0)
+                try publisher.publishWithoutWaiting(
+                    topic: "fleet/vehicles/v-load-\(vehicle)/position",
+                    payload: Array(
+                        #"{"vehicleId":"v-load-\#(vehicle)","timestamp":"\#(stamp)","latitude":\#(position.latitude),"longitude":\#(position.longitude),"speed":5,"horizontalAccuracy":5}"#
+                            .utf8), qos: .atLeastOnce)
+            }
+            if fix % 10 == 9 {
+                try await waitFor("the broker to take the fixes", timeout: 60) { publisher.unacknowledgedCount < 5000 }
+            }
+        }
+        for ride in 0..<rides {
+            try publisher.publishWithoutWaiting(
+                topic: "rides/r-load-\(ride)/event", payload: Array(#"{"type":"arrivedAtPickup"}"#.utf8),
+                qos: .atLeastOnce)
+        }
+        try await waitFor("the broker to take every message", timeout: 60) { publisher.unacknowledgedCount == 0 }
+        let continued = ContinuousClock.now
+        worker.process.signal(SIGCONT)
+        bare.signal(SIGCONT)
+        var workerDone: Duration?
+        var bareDone: Duration?
+        var bareCount = 0
+        let deadline = continued + .seconds(30)
+        while (workerDone == nil || bareDone == nil) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            if workerDone == nil,
+                (0..<rides).allSatisfy({ observer.firstArrival("r-load-\($0)", phase: "pickup") != nil })
+            {
+                workerDone = ContinuousClock.now - continued
+            }
+            // It exits after `total` messages (-C), its output flushed.
+            if bareDone == nil, !bare.isRunning {
+                bareCount = (try? Data(contentsOf: bareLog))?.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } ?? 0
+                bareDone = ContinuousClock.now - continued
+            }
+        }
+        guard let workerDone, let bareDone, bareCount == total else {
+            let lines = (try? Data(contentsOf: bareLog))?.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } ?? 0
+            print(
+                "    NOT DONE within 30 s: worker done: \(workerDone != nil), bare subscriber done: \(bareDone != nil) (\(lines) lines of \(total), log \(bareLog.path))"
+            )
+            return
+        }
+        let ratio = bareDone.seconds / workerDone.seconds
+        print(
+            String(
+                format:
+                    "    worker: every pickup status %.2f s after the continue (%.0f msg/s); bare mosquitto_sub: %.2f s (%.0f msg/s)",
+                workerDone.seconds, Double(total) / workerDone.seconds, bareDone.seconds,
+                Double(total) / bareDone.seconds))
+        print(
+            String(
+                format: "    worker rate / bare subscriber rate: %.1f%% (issue 12: >= 95%%: %@)", 100 * ratio,
+                ratio >= 0.95 ? "meets" : "BELOW"))
     }
 
     /// The broker frozen (SIGSTOP) with every ride active: the worker's memory during the freeze (issue 12:
@@ -364,7 +453,10 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             ] + (sequenceBlock.map { ["--set", "rides.sequenceBlock=\($0)"] } ?? []),
             output: broker.directory.appendingPathComponent("worker.log"))
         let worker = Worker(process: process, metricsPort: port)
-        try await waitFor("worker readiness", timeout: 30) { httpGet(port: port, path: "/readyz")?.status == 200 }
+        // Under a profiler the start takes far longer.
+        try await waitFor("worker readiness", timeout: wrapper.isEmpty ? 30 : 300) {
+            httpGet(port: port, path: "/readyz")?.status == 200
+        }
         return worker
     }
 
