@@ -181,7 +181,7 @@ public final class MQTTClient: @unchecked Sendable {
     package var coalescedCount: Int { state.withLock { $0.resend.coalesced } }
 
     /// Non-retained publishes dropped because too many were held back while disconnected.
-    var droppedWhileHeld: Int { state.withLock { $0.resend.dropped } }
+    package var droppedWhileHeld: Int { state.withLock { $0.resend.dropped } }
 
     /// Waits until every QoS 1 publish is acknowledged, or `timeout` passes. Returns whether all were.
     @discardableResult

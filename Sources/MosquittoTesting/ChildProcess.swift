@@ -34,6 +34,14 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, input?.path ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process reaches the child: an inherited MQTT socket would keep a connection open
+        // after its client closed it (no will, no session end), and a stopped child would hold it.
+        // (glibc's closefrom action is not visible to Swift; an entry closed meanwhile is ignored by glibc.)
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+            if let descriptor = Int32(entry), descriptor > 2 {
+                posix_spawn_file_actions_addclose(&actions, descriptor)
+            }
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
