@@ -27,7 +27,7 @@ extension MQTTClient {
                 }
                 socketOpen = true
             }
-            let rc = mosquitto_loop(handle, 100, 1)
+            let rc = loopOverBurst()
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 if state.withLock({ $0.connected }) { delay = configuration.initialReconnectDelay }
                 releaseHeldAfterTimeout()
@@ -71,6 +71,10 @@ extension MQTTClient {
             _ = mosquitto_property_add_int32(
                 &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), configuration.sessionExpiry)
         }
+        if configuration.protocolVersion == .v5 && configuration.receiveMaximum > 0 {
+            _ = mosquitto_property_add_int16(
+                &properties, Int32(MQTT_PROP_RECEIVE_MAXIMUM.rawValue), configuration.receiveMaximum)
+        }
         return mosquitto_connect_bind_v5(
             handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
     }
@@ -91,6 +95,44 @@ extension MQTTClient {
                 "resends after reconnecting not acknowledged in time; held publishes sent anyway",
                 metadata: ["unacknowledged": "\(outstanding)", "timeout": "\(configuration.orderedResendTimeout)"])
         }
+    }
+
+    /// Runs `mosquitto_loop` while the socket has unread bytes (at most ``burstLoops`` times), with the socket
+    /// corked: libmosquitto reads about one packet per loop and writes each acknowledgement on its own, and
+    /// with `TCP_NODELAY` (C2) each became a TCP segment of its own. Corked, one burst's acknowledgements and
+    /// publishes leave in one segment when the burst ends, and the consumer is woken once for the burst.
+    /// Measured on the drain of `make bench-scale`: the network thread spent 29 % of its time sending
+    /// 4-byte PUBACKs one segment each.
+    private func loopOverBurst() -> Int32 {
+        let socket = mosquitto_socket(handle)
+        var on: Int32 = 1
+        var off: Int32 = 0
+        if socket >= 0 { setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size)) }
+        defer {
+            if socket >= 0 {
+                setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
+            }
+            buffer.endOfBurst()
+        }
+        var rc = mosquitto_loop(handle, 100, 1)
+        var loops = 1
+        while rc == MOSQ_ERR_SUCCESS.rawValue && loops < Self.burstLoops && socketHasPendingBytes() {
+            rc = mosquitto_loop(handle, 0, 1)
+            loops += 1
+        }
+        return rc
+    }
+
+    /// Loops of one burst, at most: about two messages each, below the broker's window (Receive Maximum).
+    static let burstLoops = 16
+
+    /// Whether bytes wait unread on the connection's socket (TLS may hold more inside OpenSSL: then this says
+    /// no, and the consumer is woken early, never late).
+    private func socketHasPendingBytes() -> Bool {
+        let socket = mosquitto_socket(handle)
+        guard socket >= 0 else { return false }
+        var pending: Int32 = 0
+        return ioctl(socket, UInt(FIONREAD), &pending) == 0 && pending > 0
     }
 
     /// Sleeps in short slices so that a shutdown is not held up by a long backoff.
