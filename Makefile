@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions clean
 
 all: build
 
@@ -104,6 +104,12 @@ bench-scale: deps
 	$(SWIFT) build -c release --product ride-status-worker
 	.build/release/ride-bench e2e --rates 2000 --step-seconds 2 --probes 10 --cadence-rides 100000 \
 		--cadence-seconds 60 --freeze-seconds 60 $(SCALE_ARGS)
+
+## bench-instructions: instructions per accepted fix and per status under valgrind's callgrind (repeatable on a
+## noisy machine: compare two builds with it); the status with the durable state per block and before every status
+bench-instructions: deps
+	$(SWIFT) build -c release --product ride-instructions
+	@./scripts/bench-instructions.sh
 
 ## bench-quotes: the live-fleet index (nearest query at 100,000 vehicles) against a brute-force scan, and quotes
 bench-quotes: deps

@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "fleet-sim", targets: ["FleetSim"]),
         .executable(name: "ride-watch", targets: ["RideWatch"]),
         .executable(name: "ride-bench", targets: ["RideBench"]),
+        .executable(name: "ride-instructions", targets: ["RideInstructions"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "RideDomain", targets: ["RideDomain"]),
         .library(name: "RideJSON", targets: ["RideJSON"]),
@@ -136,6 +137,15 @@ let package = Package(
                 "MosquittoTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Instructions per fix and per status under callgrind (make bench-instructions): a synchronous main
+        .executableTarget(
+            name: "RideInstructions",
+            dependencies: [
+                "RideDomain",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
