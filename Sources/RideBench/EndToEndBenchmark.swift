@@ -487,6 +487,12 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             }
             next = next.advanced(by: .milliseconds(10))
             try await Task.sleep(until: next, clock: .continuous)
+            // Below the client's bound on held messages (OrderedResend's 10,000), which drops the newest: a
+            // broker slower than the offered rate stretches the spread instead.
+            try await waitFor("the broker to take the bookings", timeout: 60) { client.unacknowledgedCount < 5000 }
+        }
+        guard client.droppedWhileHeld == 0 else {
+            throw ValidationError("the booking publisher dropped \(client.droppedWhileHeld) messages")
         }
     }
 
