@@ -67,6 +67,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Groups of workers (G1-G4): ownership and membership, pure (no I/O), tested alone
+        .target(
+            name: "WorkerGroup",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Pure ride domain (no I/O, no C, no MQTT), folders by the contract's sections
         .target(
             name: "RideDomain",
@@ -175,6 +181,14 @@ let package = Package(
                 "MQTTClient",
                 "MosquittoTesting",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "WorkerGroupTests",
+            dependencies: [
+                "WorkerGroup",
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
         ),

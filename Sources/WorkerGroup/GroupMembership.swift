@@ -1,0 +1,79 @@
+/// Who is in the group (G1), from the retained presence messages `ridestatus/workers/{id}` and their wills
+/// (L8): a pure state machine, presence messages in, membership changes out, tested alone.
+///
+/// Every birth and its will carry the same incarnation, and a new connection has a larger one (the Sparkplug
+/// primary-host pattern): a message of an older incarnation than one already seen is stale and ignored, so a
+/// will that arrives late never turns a reborn worker offline. Within one incarnation `offline` is final: it
+/// is that connection's will or its goodbye.
+public struct GroupMembership: Sendable {
+    /// One worker's presence as the group reads it.
+    public struct Presence: Sendable, Equatable {
+        public var online: Bool
+        /// Grows with every connection of the worker; 0 for a presence without one (releases before groups).
+        public var incarnation: UInt64
+
+        public init(online: Bool, incarnation: UInt64) {
+            self.online = online
+            self.incarnation = incarnation
+        }
+    }
+
+    /// A change of the live members, to be carried out by the owner of this state machine.
+    public struct Change: Sendable, Equatable {
+        public var joined: [String]
+        public var left: [String]
+        /// The live members after the change, this worker among them.
+        public var members: [String]
+
+        public init(joined: [String], left: [String], members: [String]) {
+            self.joined = joined
+            self.left = left
+            self.members = members
+        }
+    }
+
+    /// This worker: always a member in its own view while it runs.
+    public let selfID: String
+    /// The newest presence seen of each worker, this one's own included.
+    public private(set) var presences: [String: Presence] = [:]
+    /// The live members, sorted.
+    public private(set) var members: [String]
+
+    public init(selfID: String) {
+        self.selfID = selfID
+        self.members = [selfID]
+    }
+
+    /// A presence message for `worker`; `nil` when its retained presence was deleted (a zero-length message),
+    /// which counts as a leave of whatever incarnation was known. Returns the change of the live members, if any.
+    public mutating func received(worker: String, presence: Presence?) -> Change? {
+        let known = presences[worker]
+        if let presence {
+            if let known {
+                if presence.incarnation < known.incarnation { return nil }  // stale: a late will or an old birth
+                if presence.incarnation == known.incarnation && !known.online { return nil }  // offline is final
+            }
+            presences[worker] = presence
+        } else {
+            guard let known else { return nil }
+            presences[worker] = Presence(online: false, incarnation: known.incarnation)
+        }
+        return recompute()
+    }
+
+    /// Whether `worker` is a live member in this worker's view.
+    public func isMember(_ worker: String) -> Bool { members.contains(worker) }
+
+    private mutating func recompute() -> Change? {
+        var live = Set(presences.filter { $0.value.online }.map(\.key))
+        live.insert(selfID)
+        let sorted = live.sorted()
+        guard sorted != members else { return nil }
+        let before = Set(members)
+        let change = Change(
+            joined: sorted.filter { !before.contains($0) }, left: members.filter { !live.contains($0) },
+            members: sorted)
+        members = sorted
+        return change
+    }
+}
