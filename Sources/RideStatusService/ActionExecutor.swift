@@ -10,6 +10,8 @@ import RideDomain
 struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     let transport: Transport
     let topics: Topics
+    /// G2: the `worker` user property of every status and state publish.
+    let workerID: String
     let metrics: WorkerMetrics
     let logger: Logger
     let changes: SubscriptionQueue
@@ -27,10 +29,12 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
                     engine.deferStatus(of: status.rideIdentifier, stateDropped: state != nil, now: now)
                     continue
                 }
-                published = publish(status, state: state, gap: gap) || published
-            case .clear(let ride):
-                try? transport.publish(topics.status(ride: ride), [], retain: true)
-                try? transport.publish(topics.state(ride: ride), [], retain: true)
+                let epoch = state?.epoch ?? engine.epoch(of: status.rideIdentifier) ?? 1
+                published = publish(status, state: state, gap: gap, epoch: epoch) || published
+            case .clear(let ride, let epoch):
+                let owner = ownership(epoch: epoch)
+                try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner)
+                try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
                 logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])
             case .subscribe(let vehicle):
                 changes.subscribe(topics.position(vehicle: vehicle))
@@ -56,12 +60,15 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     /// The state (when the engine asks for one) first, then the status: the state's sequence ceiling reaches
     /// the broker before any status above the previous ceiling, so a restart never reuses a published
     /// sequence (C5, L5).
-    private func publish(_ status: RideStatus, state: Ride?, gap: Double?) -> Bool {
+    private func publish(_ status: RideStatus, state: Ride?, gap: Double?, epoch: UInt32) -> Bool {
+        let owner = ownership(epoch: epoch)
         do {
             if let state {
-                try transport.publish(topics.state(ride: status.rideIdentifier), state.durableState(), retain: true)
+                try transport.publish(
+                    topics.state(ride: status.rideIdentifier), state.durableState(), retain: true, properties: owner)
             }
-            try transport.publish(topics.status(ride: status.rideIdentifier), status.encoded(), retain: true)
+            try transport.publish(
+                topics.status(ride: status.rideIdentifier), status.encoded(), retain: true, properties: owner)
         } catch {
             logger.error(
                 "status publish failed", metadata: ["ride.id": "\(status.rideIdentifier)", "error": "\(error)"])
@@ -74,6 +81,12 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
         return true
     }
 
+    /// G2: the MQTT 5 user properties of a status or state publish: who published it, under which epoch of
+    /// the ride's ownership. (MQTT 3.1.1 carries no properties; the durable state keeps the epoch there.)
+    func ownership(epoch: UInt32) -> MQTTProperties {
+        MQTTProperties(userProperties: [("worker", workerID), ("epoch", String(epoch))])
+    }
+
     /// A2: another client wrote or deleted the state of a ride this worker runs. The worker's own is the
     /// truth: it is written again at once, so that a restart does not lose the ride.
     func rewriteState(of ride: Ride, payloadBytes: Int) {
@@ -81,7 +94,9 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
             "ride state changed on the broker by another client (A2); writing this worker's again",
             metadata: ["ride.id": "\(ride.rideIdentifier)", "payload.bytes": "\(payloadBytes)"])
         do {
-            try transport.publish(topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true)
+            try transport.publish(
+                topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true,
+                properties: ownership(epoch: ride.epoch))
         } catch {
             logger.error(
                 "ride state rewrite failed", metadata: ["ride.id": "\(ride.rideIdentifier)", "error": "\(error)"])

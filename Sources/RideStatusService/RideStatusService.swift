@@ -80,7 +80,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
                 quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) }))
         executor = ActionExecutor(
-            transport: transport, topics: settings.topics, metrics: metrics, logger: logger, changes: subscriptions)
+            transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
+            changes: subscriptions)
         responder = QuoteResponder(transport: transport, topics: settings.topics, decoder: decoder, metrics: metrics)
     }
 

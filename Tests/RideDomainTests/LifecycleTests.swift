@@ -60,7 +60,7 @@ struct LifecycleTests {
         var time = t0
         while time < t0.addingTimeInterval(7 * 3600) {
             time = time.addingTimeInterval(5)
-            for case .clear(let ride) in harness.engine.tick(now: time) { cleared[ride] = time }
+            for case .clear(let ride, _) in harness.engine.tick(now: time) { cleared[ride] = time }
         }
         #expect(cleared["r-1"].map { $0.timeIntervalSince(t0) >= 121 && $0.timeIntervalSince(t0) <= 131 } == true)
         #expect(
@@ -117,10 +117,10 @@ struct LifecycleTests {
     /// and a completed one with its payment: `v1` by the first releases (the whole booking and the whole last
     /// valid status), `v2` by the release before the compact ride storage.
     @Test(
-        "L5, C5: durable state written by every release decodes; this release writes shape 4 (with the ceiling)",
+        "L5, C5, G2: durable state written by every release decodes; this release writes shape 5 (with the epoch)",
         arguments: [
             "v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed", "v3-ongoing", "v3-completed", "v4-ongoing",
-            "v4-completed",
+            "v4-completed", "v5-ongoing", "v5-completed",
         ])
     func durableStateFromPreviousRelease(name: String) throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
@@ -140,18 +140,24 @@ struct LifecycleTests {
             #expect(ride.location?.speed == 11 && ride.smoothedSpeed != nil)
         }
         let again = ride.durableState()
-        if ProcessInfo.processInfo.environment["RECORD_GOLDEN"] == "1", name.hasPrefix("v3") {
+        if ProcessInfo.processInfo.environment["RECORD_GOLDEN"] == "1", name.hasPrefix("v4") {
             let object = try JSONSerialization.jsonObject(with: Data(again))
             let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-            let v4 = "durable-state-" + name.replacingOccurrences(of: "v3", with: "v4") + ".json"
-            try pretty.write(to: folder.appendingPathComponent(v4))
+            let v5 = "durable-state-" + name.replacingOccurrences(of: "v4", with: "v5") + ".json"
+            try pretty.write(to: folder.appendingPathComponent(v5))
         }
         let before = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
         let after = try #require(try JSONSerialization.jsonObject(with: Data(again)) as? NSDictionary)
         #expect(after["version"] as? Int == Ride.durableStateVersion)
         #expect(after["startedAt"] is String, "times as RFC 3339, readable by other tools")
-        if name.hasPrefix("v4") {
+        if name.hasPrefix("v5") {
             #expect(before == after, "the durable shape (L5) is exactly this release's")
+            #expect(ride.epoch == 1 && after["epoch"] as? Int == 1, "G2: the ownership epoch is kept")
+        }
+        if name.hasPrefix("v4") || name.hasPrefix("v5") {
+            // G2: shape 4 had no epoch: the ride had one owner, epoch 1.
+            #expect(ride.epoch == 1)
+            if name.hasPrefix("v4") { #expect(before["epoch"] == nil && after["epoch"] as? Int == 1) }
             // C5: the golden state reserved numbers up to its ceiling; a restart continues above it.
             #expect(ride.sequenceCeiling == ride.sequence + 11)
             var engine = RideEngine()

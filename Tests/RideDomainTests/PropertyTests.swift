@@ -79,7 +79,7 @@ func runAndCheck(_ steps: [Step]) {
         case .wait(let seconds):
             now = now.addingTimeInterval(seconds)
             actions = harness.engine.tick(now: now)
-            for case .clear(let ride) in actions { stopped.insert(ride) }
+            for case .clear(let ride, _) in actions { stopped.insert(ride) }
         }
         for status in actions.statuses {
             let id = status.rideIdentifier

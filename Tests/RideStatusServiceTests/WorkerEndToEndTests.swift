@@ -63,6 +63,36 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test("G2: every status and state publish carries the user properties worker and epoch")
+    func ownershipProperties() async throws {
+        try await withTestBroker { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-g2", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/state/+"])
+            try await observer.publish("rides/r-g2/start", booking(ride: "r-g2", vehicle: "v-g2"))
+            try await observer.waitFor("two statuses and a state") { messages in
+                messages.filter { $0.topic == "rides/r-g2/status" }.count >= 2
+                    && messages.contains { $0.topic == "ridestatus/state/r-g2" }
+            }
+            try await observer.publish("rides/r-g2/stop", "")
+            try await observer.waitFor("the end of the ride (L2)") { messages in
+                messages.contains { $0.topic == "rides/r-g2/status" && $0.payload.isEmpty }
+                    && messages.contains { $0.topic == "ridestatus/state/r-g2" && $0.payload.isEmpty }
+            }
+            let published = observer.messages.filter {
+                $0.topic.hasSuffix("r-g2/status") || $0.topic.hasSuffix("/r-g2")
+            }
+            #expect(published.count >= 5)
+            for message in published {
+                let properties = Dictionary(message.properties.userProperties, uniquingKeysWith: { first, _ in first })
+                #expect(properties["worker"] == "w-g2", "\(message.topic): \(message.properties.userProperties)")
+                #expect(properties["epoch"] == "1", "\(message.topic): one owner since the booking")
+            }
+            await observer.stop()
+            #expect(await worker.terminate().code == 0)
+        }
+    }
+
     @Test("stop removes the vehicle subscription ($SYS count) and clears the retained status (L2, L3)")
     func stopTearsDown() async throws {
         try await withTestBroker(TestBroker.Options(sysInterval: 1)) { broker in

@@ -139,7 +139,7 @@ extension RideEngine {
         scheduler.cancel(rideSlot)
         if let vehicle = ride.vehicleId { release(vehicle: vehicle, rideSlot: rideSlot, into: &actions) }
         counters.ridesStopped += 1
-        actions.append(.clear(ride: id))
+        actions.append(.clear(ride: id, epoch: ride.epoch))
     }
 
     mutating func retain(vehicle: String, ride: String, into actions: inout [RideAction]) {

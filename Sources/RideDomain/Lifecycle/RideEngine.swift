@@ -6,8 +6,9 @@ public enum RideAction: Sendable, Equatable {
     /// engine writes the state only on changes that matter and once per sequence block (C5). `gap`: seconds
     /// since the ride's status before (C1; nil for a ride's first status after a start or a restart).
     case publish(RideStatus, state: Ride?, gap: Double?)
-    /// L2: publish a zero-length retained status and forget the ride's durable state.
-    case clear(ride: String)
+    /// L2: publish a zero-length retained status and forget the ride's durable state; G2: under the ride's
+    /// last ownership epoch.
+    case clear(ride: String, epoch: UInt32 = 1)
     /// L3: first active ride of the vehicle.
     case subscribe(vehicle: String)
     /// L3: last active ride of the vehicle ended or was reassigned.
@@ -53,6 +54,10 @@ public struct RideEngine: Sendable {
     package var rides: [String: Ride] { rideTable.dictionary }
     /// One active ride.
     public func ride(_ identifier: String) -> Ride? { rideTable[identifier] }
+    /// G2: a ride's ownership epoch, without copying the ride out.
+    public func epoch(of identifier: String) -> UInt32? {
+        rideTable.slot(of: identifier).map { rideTable[slot: $0].epoch }
+    }
     /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
     /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.
     var vehicles = SlotTable<VehicleState>()

@@ -24,6 +24,9 @@ public struct Ride: Sendable, Equatable {
     /// C5, L5: the highest `sequence` the last written durable state allows before the next write; a restart
     /// continues above it (RideEngine+Publishing.swift). Not part of the status.
     package internal(set) var sequenceCeiling = 0
+    /// G2: the ownership epoch, which grows with every change of the ride's owner; carried by every status
+    /// and state publish as the MQTT 5 user property `epoch`, and kept in the durable state.
+    package internal(set) var epoch: UInt32 = 1
     @NaNBoxed var lastIssuedAt: Date?
     /// Seconds from the status before to the latest one (the cadence gap a subscriber saw, C1); nil for
     /// the first status, and for the first after a restart too (not durable).

@@ -2,9 +2,10 @@ import Foundation
 
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder
 
-// This release writes shape 4: the field names and nesting that every release used (other tools read them),
-// with RFC 3339 UTC times (milliseconds, as on the wire), a `version` (since 3) and the `sequenceCeiling`
-// (since 4: a restart continues above it, so the state need not be written with every status). It is written
+// This release writes shape 5: the field names and nesting that every release used (other tools read them),
+// with RFC 3339 UTC times (milliseconds, as on the wire), a `version` (since 3), the `sequenceCeiling`
+// (since 4: a restart continues above it, so the state need not be written with every status) and the
+// ownership `epoch` (since 5, G2; absent, it is 1). It is written
 // on every change that matters and once per `sequenceBlock` statuses, so it goes through the allocation-free
 // JSONWriter rather than `JSONEncoder`; it is read only at recovery
 // (L5) and when another client changes it (A2), where `JSONDecoder` is fast enough and reads every older
@@ -12,7 +13,7 @@ import Foundation
 
 extension Ride {
     /// The shape of the durable state this release writes.
-    package static let durableStateVersion = 4
+    package static let durableStateVersion = 5
 
     /// The durable state (L5): the retained payload of `ridestatus/state/{rideId}`.
     public func durableState() -> [UInt8] {
@@ -41,6 +42,8 @@ extension Ride {
         writer.integer(sequence)
         writer.key("sequenceCeiling")
         writer.integer(max(sequenceCeiling, sequence))
+        writer.key("epoch")
+        writer.integer(Int(epoch))
         writer.dateIfPresent("lastIssuedAt", lastIssuedAt)
         if let completion {
             writer.key("completion")
@@ -128,7 +131,7 @@ extension LastValidStatus {
 extension Ride: Decodable {
     private struct Durable: Decodable {
         /// The shape's version: absent before 3 (dates as seconds since 2001), 3 for RFC 3339 dates, 4 with
-        /// the sequence ceiling.
+        /// the sequence ceiling, 5 with the ownership epoch.
         var version: Int?
         var bookingBox: BookingTerms?
         /// The first releases kept the whole booking under this name (read, never written).
@@ -143,6 +146,8 @@ extension Ride: Decodable {
         var sequence: Int
         /// Absent before shape 4, which wrote the state with every status: the ceiling is the sequence.
         var sequenceCeiling: Int?
+        /// Absent before shape 5: the ride had one owner, epoch 1.
+        var epoch: UInt32?
         var lastIssuedAt: Date?
         var completion: CompletionStatus?
         var completedAt: Date?
@@ -176,6 +181,7 @@ extension Ride: Decodable {
             sequence: durable.sequence, drivenMetres: durable.drivenMetres,
             estimatedPickupDate: durable.estimatedPickupDate, legMetres: legMetres)
         sequenceCeiling = durable.sequenceCeiling ?? durable.sequence
+        epoch = durable.epoch ?? 1
         vehicleId = durable.vehicleId
         location = durable.location
         lastFixAcceptedAt = durable.lastFixAcceptedAt

@@ -50,6 +50,7 @@ extension Ride {
             throw Rejection(
                 .invalidField, "sequenceCeiling \(sequenceCeiling) is outside 0...\(Self.maxSequence) (A2, C5)")
         }
+        guard epoch >= 1 else { throw Rejection(.invalidField, "epoch 0: epochs start at 1 (A2, G2)") }
         if let last = lastValidStatus, last.sequence > sequence || last.sequence < 0 {
             throw Rejection(.invalidField, "lastValid.sequence \(last.sequence) is above sequence \(sequence) (A2, C5)")
         }
