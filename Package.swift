@@ -84,6 +84,7 @@ let package = Package(
         .target(
             name: "RideStatusService",
             dependencies: [
+                "WorkerGroup",
                 "Locking",
                 "MQTTClient",
                 "RideDomain",

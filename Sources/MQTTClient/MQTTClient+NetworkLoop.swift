@@ -63,8 +63,24 @@ extension MQTTClient {
         for exit in exits { exit.resume() }
     }
 
-    /// One blocking TCP (and TLS) connect that sends CONNECT with the session expiry property.
+    /// One blocking TCP (and TLS) connect that sends CONNECT with the session expiry property, and a will made
+    /// for this connection's incarnation when the configuration asks for one.
     private func connectOnce() -> Int32 {
+        let incarnation = state.withLock { state in
+            let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+            state.incarnation = max(state.incarnation + 1, now)
+            return state.incarnation
+        }
+        if let will = configuration.will, let makePayload = will.payloadForIncarnation {
+            let payload = makePayload(incarnation)
+            let rc = payload.withUnsafeBytes { bytes in
+                mosquitto_will_set_v5(
+                    handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos.rawValue, will.retain, nil)
+            }
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                logger.error("will not set for this connection", metadata: ["reason": "\(Self.describe(rc))"])
+            }
+        }
         var properties: OpaquePointer? = nil
         defer { mosquitto_property_free_all(&properties) }
         if configuration.protocolVersion == .v5 && !configuration.cleanStart {

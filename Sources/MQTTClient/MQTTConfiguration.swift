@@ -30,11 +30,19 @@ public struct MQTTConfiguration: Sendable {
         public var payload: [UInt8]
         public var qos: MQTTQoS
         public var retain: Bool
-        public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) {
+        /// When set, the will is made anew before every connection from that connection's incarnation
+        /// (``MQTTClient/incarnation``), so that a birth and its will can carry the same one (G1).
+        public var payloadForIncarnation: (@Sendable (UInt64) -> [UInt8])?
+
+        public init(
+            topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+            payloadForIncarnation: (@Sendable (UInt64) -> [UInt8])? = nil
+        ) {
             self.topic = topic
             self.payload = payload
             self.qos = qos
             self.retain = retain
+            self.payloadForIncarnation = payloadForIncarnation
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import Logging
 import RideDomain
+import WorkerGroup
 
 // MARK: - Cadence (C1): statuses on time, and metrics that stay current whatever the load
 
@@ -94,6 +95,7 @@ extension RideStatusService {
         core.withLock { core in
             metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
             core.reportedCounters = core.engine.counters
+            metrics.groupMembers.record(core.group.members.count)
             if core.quoter != nil {
                 // Positions older than availabilityMaxAge no longer count: memory follows the live fleet.
                 core.quoter!.pruneFleet(now: Date())

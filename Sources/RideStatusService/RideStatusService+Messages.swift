@@ -72,7 +72,8 @@ extension RideStatusService {
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
         subscriptions.unsubscribe(topics.statusFilter)
-        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
+        var filters =
+            topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest, topics.presenceFilter]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
         if core.quoter != nil { filters.append(topics.availabilityFilter) }
         for filter in filters { subscriptions.subscribe(filter) }
@@ -99,7 +100,8 @@ extension RideStatusService {
     }
 
     private func announce() {
-        try? transport.publish(identity.presenceTopic, identity.presence(online: true), retain: true)
+        try? transport.publish(
+            identity.presenceTopic, identity.presence(online: true, incarnation: transport.incarnation), retain: true)
     }
 
     // MARK: - Messages
@@ -198,6 +200,8 @@ extension RideStatusService {
             } catch {
                 reject([error], message, now: now, core: &core)
             }
+        case .presence(let worker):
+            receivePresence(message, worker: worker, now: now, core: &core)
         case .state(let ride):
             guard core.watchingStates, let current = core.engine.ride(ride) else { return false }
             executor.rewriteState(of: current, payloadBytes: message.payload.count)

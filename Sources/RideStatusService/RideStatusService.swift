@@ -5,6 +5,7 @@ public import MQTTClient
 import Metrics
 import RideDomain
 public import ServiceLifecycle
+import WorkerGroup
 
 /// The ride-status worker as a `Service`: wires a broker connection to the ride domain. A short
 /// composition of parts with one job each:
@@ -44,6 +45,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         /// message may be the worker's own echo (the recovery's subscription), and is not acted on.
         var watchingStates = false
         var reportedCounters = RideCounters()
+        /// G1: the live workers in this worker's view, from their presence and wills.
+        var group: GroupMembership
         /// When the cadence loop wakes next; an input that makes a ride due earlier wakes it.
         var plannedWake = Date.distantFuture
     }
@@ -78,7 +81,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         core = Locked(
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
-                quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) }))
+                quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) },
+                group: GroupMembership(selfID: identity.id)))
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
             changes: subscriptions)
@@ -118,7 +122,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             try? await gracefulShutdown()
             core.withLock { $0.lifecycle.shutdown() }
             logger.info("shutting down: presence offline, flushing QoS 1 messages")
-            try? transport.publish(identity.presenceTopic, identity.presence(online: false), retain: true)
+            try? transport.publish(
+                identity.presenceTopic, identity.presence(online: false, incarnation: transport.incarnation),
+                retain: true)
             let flushed = await transport.flush(timeout: .seconds(3))
             subscriptions.finish()
             applier.cancel()

@@ -22,9 +22,10 @@ struct WorkerIdentity: Sendable {
     /// The retained presence topic (L8).
     var presenceTopic: String { topics.presence(worker: id) }
 
-    /// The presence payload, `online` or `offline`, as of now.
-    func presence(online: Bool, now: Date = Date()) -> [UInt8] {
-        Presence(state: online ? "online" : "offline", since: now, version: version).encoded()
+    /// The presence payload, `online` or `offline`, as of now, for the connection's `incarnation` (G1).
+    func presence(online: Bool, incarnation: UInt64, now: Date = Date()) -> [UInt8] {
+        Presence(state: online ? "online" : "offline", since: now, version: version, incarnation: incarnation)
+            .encoded()
     }
 
     /// The topic of the marker that closes this worker's recovery (L5).

@@ -21,6 +21,8 @@ struct WorkerMetrics: Sendable {
     let duplicateStarts = Counter(label: "ridestatus_duplicate_starts_total")
     let invalidStatuses = Counter(label: "ridestatus_invalid_statuses_total")
     let activeRides = Gauge(label: "ridestatus_active_rides")
+    /// G1: live workers in this worker's view of the group, itself included.
+    let groupMembers = Gauge(label: "ridestatus_group_members")
     let vehicleSubscriptions = Gauge(label: "ridestatus_vehicle_subscriptions")
     let availableVehicles = Gauge(label: "ridestatus_available_vehicles_indexed")
     let quoteDuration = Timer(label: "ridestatus_quote_seconds", preferredDisplayUnit: .seconds)

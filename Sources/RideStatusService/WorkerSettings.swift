@@ -269,10 +269,14 @@ public struct WorkerSettings: Sendable {
         configuration.sessionExpiry = sessionExpiry
         configuration.keepAlive = 15
         configuration.maximumReconnectDelay = .seconds(5)
+        // G1, L8: each connection's will carries that connection's incarnation, as its birth does.
         configuration.will = .init(
             topic: topics.presence(worker: workerID),
-            payload: Presence(state: "offline", since: Date(), version: version).encoded(), qos: .atLeastOnce,
-            retain: true)
+            payload: Presence(state: "offline", since: Date(), version: version, incarnation: nil).encoded(),
+            qos: .atLeastOnce, retain: true,
+            payloadForIncarnation: { incarnation in
+                Presence(state: "offline", since: Date(), version: version, incarnation: incarnation).encoded()
+            })
         return configuration
     }
 }
@@ -282,6 +286,8 @@ struct Presence {
     var state: String
     var since: Date
     var version: String
+    /// G1: the connection's incarnation (absent only in a will made before any connection).
+    var incarnation: UInt64?
 
     func encoded() -> [UInt8] {
         var writer = JSONWriter(capacity: 128)
@@ -291,6 +297,10 @@ struct Presence {
         writer.date("since", since)
         writer.key("version")
         writer.string(version)
+        if let incarnation {
+            writer.key("incarnation")
+            writer.integer(Int(clamping: incarnation))
+        }
         writer.endObject()
         return writer.bytes
     }

@@ -12,6 +12,8 @@ public protocol WorkerTransport: AnyObject, Sendable {
     var events: AsyncStream<MQTTConnectionEvent> { get }
     /// How many times the connection came back.
     var reconnectCount: Int { get }
+    /// The current connection's incarnation: grows with every connection (G1, L8).
+    var incarnation: UInt64 { get }
     /// Messages dropped because the worker fell behind.
     var droppedMessages: Int { get }
     /// How many more publishes the connection takes now without holding them back (0 while disconnected

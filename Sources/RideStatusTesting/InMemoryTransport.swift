@@ -18,6 +18,7 @@ public final class InMemoryTransport: WorkerTransport {
         var connected = false
         var everConnected = false
         var reconnects = 0
+        var incarnation: UInt64 = 0
         var outbox: [MQTTMessage] = []
         var room = Int.max
     }
@@ -30,6 +31,7 @@ public final class InMemoryTransport: WorkerTransport {
     }
 
     public var reconnectCount: Int { state.withLock { $0.reconnects } }
+    public var incarnation: UInt64 { state.withLock { $0.incarnation } }
     public var droppedMessages: Int { 0 }
     public var isConnected: Bool { state.withLock { $0.connected } }
     public var publishRoom: Int { state.withLock { $0.connected ? $0.room : 0 } }
@@ -55,6 +57,7 @@ public final class InMemoryTransport: WorkerTransport {
             defer {
                 state.outbox = []
                 state.connected = true
+                state.incarnation += 1
                 if state.everConnected { state.reconnects += 1 }
                 state.everConnected = true
             }

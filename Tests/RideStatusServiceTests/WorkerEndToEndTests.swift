@@ -93,6 +93,45 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test("G1, L8: two workers on one broker see each other join and leave, presence carrying the incarnation")
+    func groupMembership() async throws {
+        try await withTestBroker { broker in
+            let first = try WorkerProcess(broker: broker, workerID: "w-one", interval: 1)
+            try await first.start()
+            let observer = try await Observer(broker, filters: ["ridestatus/workers/+"])
+            let second = try WorkerProcess(broker: broker, workerID: "w-two", interval: 1)
+            try await second.start()
+            func members(_ worker: WorkerProcess) -> Double? {
+                httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body
+                    .split(separator: "\n").first { $0.hasPrefix("ridestatus_group_members ") }
+                    .flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            try await observer.waitFor("both workers to see a group of 2", timeout: 10) { _ in
+                members(first) == 2 && members(second) == 2
+            }
+            // Each birth carries the incarnation its will carries (G1): a number of milliseconds since 1970.
+            let births = observer.messages.filter { $0.topic == "ridestatus/workers/w-two" && !$0.payload.isEmpty }
+            let birth = try #require(births.last.map { try JSONParser.parse($0.payload) })
+            #expect(birth["state"]?.stringValue == "online")
+            let incarnation = try #require(birth["incarnation"]?.doubleValue)
+            #expect(incarnation > 1_700_000_000_000 && incarnation <= Date().timeIntervalSince1970 * 1000)
+
+            #expect(await second.terminate().code == 0)
+            try await observer.waitFor("the first worker to see the second leave (L8)", timeout: 10) { _ in
+                members(first) == 1
+            }
+            let goodbye = try #require(
+                observer.messages.last { $0.topic == "ridestatus/workers/w-two" }.map {
+                    try JSONParser.parse($0.payload)
+                })
+            #expect(goodbye["state"]?.stringValue == "offline")
+            #expect(goodbye["incarnation"]?.doubleValue == incarnation, "the goodbye names the birth's incarnation")
+            #expect(first.logText.contains("group membership changed (G1)"))
+            await observer.stop()
+            #expect(await first.terminate().code == 0)
+        }
+    }
+
     @Test("stop removes the vehicle subscription ($SYS count) and clears the retained status (L2, L3)")
     func stopTearsDown() async throws {
         try await withTestBroker(TestBroker.Options(sysInterval: 1)) { broker in

@@ -55,6 +55,8 @@ public struct Topics: Sendable, Equatable {
     public var statusRequestFilter: String { "\(ridesPrefix)/+/status/get" }
     public var statusFilter: String { "\(ridesPrefix)/+/status" }
     public var stateFilter: String { "\(serviceName)/state/+" }
+    /// Every worker's presence (G1).
+    public var presenceFilter: String { "\(serviceName)/workers/+" }
     /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
     public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
 
@@ -68,6 +70,8 @@ public struct Topics: Sendable, Equatable {
         case status(ride: String)
         case rideOptionsRequest
         case state(ride: String)
+        /// A worker's presence (L8, G1).
+        case presence(worker: String)
         case unknown
     }
 
@@ -93,6 +97,12 @@ public struct Topics: Sendable, Equatable {
                 return .statusRequest(ride: ride)
             }
             return .unknown
+        }
+        // `{serviceName}/workers/{workerId}` (the recovery marker has a level more: not a presence)
+        if !serviceName.utf8.contains(UInt8(ascii: "/")), let rest = Self.after(serviceName, "/workers/", in: utf8),
+            !rest.contains(UInt8(ascii: "/"))
+        {
+            return .presence(worker: String(decoding: rest, as: UTF8.self))
         }
         // `{serviceName}/state/{ride}`
         if !serviceName.utf8.contains(UInt8(ascii: "/")), let rest = Self.after(serviceName, "/state/", in: utf8),

@@ -54,6 +54,8 @@ public struct RideEngine: Sendable {
     package var rides: [String: Ride] { rideTable.dictionary }
     /// One active ride.
     public func ride(_ identifier: String) -> Ride? { rideTable[identifier] }
+    /// The identifiers of the active rides.
+    public var rideIdentifiers: [String] { rideTable.keys }
     /// G2: a ride's ownership epoch, without copying the ride out.
     public func epoch(of identifier: String) -> UInt32? {
         rideTable.slot(of: identifier).map { rideTable[slot: $0].epoch }

@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+import WorkerGroup
+
+// MARK: - The group (G1): who else serves these topics, from their presence and wills
+
+extension RideStatusService {
+    /// G1, L8: one worker's presence (a birth, a will, a goodbye, or a deletion); a change of the members is
+    /// logged with the rides this worker would gain and lose by it (`ridestatus_group_members` counts them). What does not read is
+    /// dead-lettered (A2: read back from the broker, it is checked like any input).
+    func receivePresence(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
+        let presence: GroupMembership.Presence?
+        do throws(Rejection) {
+            presence = try Presence.member(from: message.payload)
+        } catch {
+            logger.warning(
+                "worker presence refused (G1, A2)",
+                metadata: ["topic": "\(message.topic)", "detail": "\(error.detail)"])
+            executor.execute(
+                core.engine.reject(error, topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
+            return
+        }
+        let before = Ownership(members: core.group.members)
+        guard let change = core.group.received(worker: worker, presence: presence) else { return }
+        let after = Ownership(members: change.members)
+        var gained = 0
+        var lost = 0
+        for ride in core.engine.rideIdentifiers {
+            let wasMine = before.owner(ofRide: ride) == identity.id
+            let isMine = after.owner(ofRide: ride) == identity.id
+            if wasMine && !isMine { lost += 1 }
+            if isMine && !wasMine { gained += 1 }
+        }
+        logger.info(
+            "group membership changed (G1)",
+            metadata: [
+                "members": "\(change.members)", "joined": "\(change.joined)", "left": "\(change.left)",
+                "rides.held": "\(core.engine.activeRideCount)", "rides.gained": "\(gained)", "rides.lost": "\(lost)",
+                "handover": "not built yet: this worker keeps serving every ride it holds",
+            ])
+    }
+}
+
+extension Presence {
+    /// G1, A2: a presence read from the broker: nil for a deleted one (a zero-length retained message); an
+    /// `incarnation` absent (releases before groups) reads as 0.
+    static func member(from payload: [UInt8]) throws(Rejection) -> GroupMembership.Presence? {
+        guard !payload.isEmpty else { return nil }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(payload)
+        } catch {
+            throw Rejection(.malformedJSON, "presence is not JSON: \(error.message) (G1, A2)")
+        }
+        guard case .object = value else { throw Rejection(.malformedJSON, "presence is not a JSON object (G1, A2)") }
+        let online: Bool
+        switch value["state"]?.stringValue {
+        case "online": online = true
+        case "offline": online = false
+        case nil: throw Rejection(.missingField, "presence: state (G1, L8)")
+        case let other?: throw Rejection(.invalidField, "presence: state '\(other)' is not online or offline (L8)")
+        }
+        var incarnation: UInt64 = 0
+        if let field = value["incarnation"] {
+            guard let number = field.doubleValue, number >= 0, number < 9_007_199_254_740_992,
+                number == number.rounded()
+            else { throw Rejection(.invalidField, "presence: incarnation is not a whole number up to 2^53 (G1)") }
+            incarnation = UInt64(number)
+        }
+        return GroupMembership.Presence(online: online, incarnation: incarnation)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import RideDomain
+import Testing
+import WorkerGroup
+
+@testable import RideStatusService
+
+/// G1, L8, A2: a worker's presence as the group reads it back from the broker.
+@Suite("Presence read back for the group (G1, L8, A2)")
+struct PresenceTests {
+    func read(_ text: String) throws(Rejection) -> GroupMembership.Presence? {
+        try Presence.member(from: Array(text.utf8))
+    }
+
+    @Test("G1: what this release writes reads back: state and incarnation")
+    func roundTrip() throws {
+        let written = Presence(state: "offline", since: .now, version: "1.0", incarnation: 1_795_600_000_123)
+        #expect(try Presence.member(from: written.encoded()) == .init(online: false, incarnation: 1_795_600_000_123))
+        #expect(
+            try read(#"{"state":"online","since":"2026-11-25T09:00:00.000Z","version":"0.1.0"}"#)
+                == .init(online: true, incarnation: 0), "a release before groups: incarnation 0")
+        #expect(try read("") == nil, "a deleted presence")
+    }
+
+    @Test("A2, G1: a presence that does not read is refused with the field named")
+    func refusals() {
+        let cases: [(String, RejectionReason)] = [
+            ("not json", .malformedJSON), ("[1]", .malformedJSON), (#"{"since":"x"}"#, .missingField),
+            (#"{"state":"sleeping"}"#, .invalidField), (#"{"state":"online","incarnation":-1}"#, .invalidField),
+            (#"{"state":"online","incarnation":1.5}"#, .invalidField),
+            (#"{"state":"online","incarnation":"7"}"#, .invalidField),
+        ]
+        for (text, reason) in cases {
+            #expect(throws: Rejection.self, "\(text)") { try read(text) }
+            do throws(Rejection) {
+                _ = try read(text)
+            } catch {
+                #expect(error.reason == reason, "\(text): \(error.detail)")
+            }
+        }
+    }
+}
