@@ -13,7 +13,7 @@ extension RideStatusService {
     func receivePresence(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
         let presence: GroupMembership.Presence?
         do throws(Rejection) {
-            presence = try Presence.member(from: message.payload)
+            presence = try Presence.member(from: message.payload, decoder: decoder)
         } catch {
             logger.warning(
                 "worker presence refused (G1, A2)",
@@ -47,15 +47,12 @@ extension RideStatusService {
 extension Presence {
     /// G1, A2: a presence read from the broker: nil for a deleted one (a zero-length retained message); an
     /// `incarnation` absent (releases before groups) reads as 0.
-    static func member(from payload: [UInt8]) throws(Rejection) -> GroupMembership.Presence? {
+    static func member(from payload: [UInt8], decoder: InputDecoder = InputDecoder()) throws(Rejection)
+        -> GroupMembership.Presence?
+    {
         guard !payload.isEmpty else { return nil }
-        let value: JSONValue
-        do {
-            value = try JSONParser.parse(payload)
-        } catch {
-            throw Rejection(.malformedJSON, "presence is not JSON: \(error.message) (G1, A2)")
-        }
-        guard case .object = value else { throw Rejection(.malformedJSON, "presence is not a JSON object (G1, A2)") }
+        // I2 as for every input: size, UTF-8, a JSON object.
+        let value = try decoder.object(payload, emptyAsObject: false)
         let online: Bool
         switch value["state"]?.stringValue {
         case "online": online = true
