@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions clean
 
 all: build
 
@@ -41,6 +41,11 @@ reset:
 test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build
+
+## test-cluster: the tests on a real 3-node NATS cluster (MQTT 3.1.1) on loopback; part of make test too
+test-cluster: deps
+	$(SWIFT) build --build-tests $(STRICT_FLAGS)
+	$(SWIFT) test --skip-build --filter NATSClusterTests
 
 ## test-tsan: the MQTT client, the lifecycle and the in-memory service tests under ThreadSanitizer (separate build folder)
 test-tsan: deps

@@ -5,7 +5,8 @@
 set -euo pipefail
 
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
-packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl)
+# nats-server: a real 3-node MQTT cluster for the group tests (G1-G4).
+packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl nats-server)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
