@@ -1,0 +1,115 @@
+/// Which buckets of rides this worker serves as the group changes (G3, G4): a pure state machine, member
+/// changes, loaded states, releases and the clock in, actions out. The service carries the actions out; this
+/// decides them, and is tested alone.
+///
+/// - A bucket this worker no longer owns is released at once: its rides write their last state, marked
+///   released, and stop (G4: a worker that is no longer the owner stops publishing).
+/// - A bucket it gains is loaded first (its rides' durable states). If the previous owner is still a member (a
+///   join moved the bucket), the new owner waits for that owner's release before serving, so the two never
+///   publish the same ride at once and the sequence continues from the last one published (C5); if the release
+///   does not come within `releaseTimeout` (the old owner died without its will yet), it serves anyway, which
+///   G4 allows for at most one interval. If the previous owner is gone (a leave or a death), it serves as soon
+///   as the states are loaded.
+public struct Handover: Sendable {
+    /// What the service does for the state machine.
+    public enum Action: Sendable, Equatable {
+        /// Stop serving these buckets' rides: write each one's last state, marked released, and forget it.
+        case release([Int])
+        /// Read these buckets' durable states (subscribe to them); report ``loaded(_:now:)`` when done.
+        case load([Int])
+        /// Serve these buckets' loaded rides: each continues above its last sequence under a new epoch.
+        case serve([Int])
+    }
+
+    /// A bucket on its way to this worker.
+    struct Arrival: Sendable, Equatable {
+        /// The owner before, while it is still a member and has not released the bucket.
+        var previousOwner: String?
+        var loaded = false
+        var since: Double
+    }
+
+    public let selfID: String
+    /// How long a live previous owner may take to release a bucket, in seconds (about one interval).
+    public let releaseTimeout: Double
+    /// The owners in the last view; nil before the first (``membersChanged(_:now:)``).
+    public private(set) var ownership: Ownership?
+    /// Buckets served now.
+    public private(set) var serving: Set<Int> = []
+    private(set) var arriving: [Int: Arrival] = [:]
+
+    /// A worker that serves nothing until its first view of the group, which the service forms from the
+    /// retained presences before it reads any ride state.
+    public init(selfID: String, releaseTimeout: Double) {
+        self.selfID = selfID
+        self.releaseTimeout = releaseTimeout
+    }
+
+    /// Buckets gained but not yet served.
+    public var pending: [Int] { arriving.keys.sorted() }
+
+    /// The live members changed (``GroupMembership``).
+    public mutating func membersChanged(_ members: [String], now: Double) -> [Action] {
+        // Before its first view this worker was not in the group: the group's owners were the others'.
+        let before = ownership ?? Ownership(members: members.filter { $0 != selfID })
+        let after = Ownership(members: members)
+        ownership = after
+        let mine = Set(after.buckets(of: selfID))
+        var actions: [Action] = []
+        let lost = (serving.union(arriving.keys)).subtracting(mine).sorted()
+        if !lost.isEmpty {
+            let wasServing = lost.filter { serving.contains($0) }
+            for bucket in lost {
+                serving.remove(bucket)
+                arriving[bucket] = nil
+            }
+            if !wasServing.isEmpty { actions.append(.release(wasServing)) }
+        }
+        let gained = mine.subtracting(serving).subtracting(arriving.keys).sorted()
+        if !gained.isEmpty {
+            for bucket in gained {
+                let previous = before.owner(ofBucket: bucket)
+                let stillMember = previous.map { $0 != selfID && members.contains($0) } ?? false
+                arriving[bucket] = Arrival(previousOwner: stillMember ? previous : nil, since: now)
+            }
+            actions.append(.load(gained))
+        }
+        // A previous owner that has left since: nothing to wait for any more.
+        for (bucket, arrival) in arriving {
+            if let previous = arrival.previousOwner, !members.contains(previous) {
+                arriving[bucket]?.previousOwner = nil
+            }
+        }
+        return actions + serveReady()
+    }
+
+    /// The durable states of these buckets are in.
+    public mutating func loaded(_ buckets: [Int], now: Double) -> [Action] {
+        for bucket in buckets where arriving[bucket] != nil { arriving[bucket]?.loaded = true }
+        return serveReady()
+    }
+
+    /// `worker` released `bucket` (its released state was seen).
+    public mutating func released(bucket: Int, by worker: String, now: Double) -> [Action] {
+        if arriving[bucket]?.previousOwner == worker { arriving[bucket]?.previousOwner = nil }
+        return serveReady()
+    }
+
+    /// Time passes: a live previous owner that has not released within `releaseTimeout` is waited for no more.
+    public mutating func tick(now: Double) -> [Action] {
+        for (bucket, arrival) in arriving where arrival.previousOwner != nil && now - arrival.since >= releaseTimeout {
+            arriving[bucket]?.previousOwner = nil
+        }
+        return serveReady()
+    }
+
+    private mutating func serveReady() -> [Action] {
+        let ready = arriving.filter { $0.value.loaded && $0.value.previousOwner == nil }.keys.sorted()
+        guard !ready.isEmpty else { return [] }
+        for bucket in ready {
+            arriving[bucket] = nil
+            serving.insert(bucket)
+        }
+        return [.serve(ready)]
+    }
+}

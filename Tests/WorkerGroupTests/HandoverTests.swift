@@ -1,0 +1,120 @@
+import Testing
+import WorkerGroup
+
+/// G3, G4: which buckets a worker serves as members join, leave and die, decided alone with a hand-driven clock.
+@Suite("Handover: buckets released, loaded and served as the group changes (G3, G4)")
+struct HandoverTests {
+    /// The buckets `member` owns among `members`.
+    func buckets(of member: String, among members: [String]) -> [Int] {
+        Ownership(members: members).buckets(of: member)
+    }
+
+    func released(_ actions: [Handover.Action]) -> [Int] {
+        var result: [Int] = []
+        for case .release(let buckets) in actions { result += buckets }
+        return result
+    }
+    func loads(_ actions: [Handover.Action]) -> [Int] {
+        var result: [Int] = []
+        for case .load(let buckets) in actions { result += buckets }
+        return result
+    }
+    func served(_ actions: [Handover.Action]) -> [Int] {
+        var result: [Int] = []
+        for case .serve(let buckets) in actions { result += buckets }
+        return result
+    }
+
+    @Test("G1: a worker serves nothing before its first view; alone, every bucket once loaded")
+    func alone() {
+        var handover = Handover(selfID: "w-a", releaseTimeout: 6)
+        #expect(handover.serving.isEmpty)
+        let actions = handover.membersChanged(["w-a"], now: 0)
+        #expect(loads(actions).count == Ownership.bucketCount)
+        #expect(served(actions).isEmpty, "not before the states are loaded")
+        #expect(served(handover.loaded(loads(actions), now: 0.1)).count == Ownership.bucketCount)
+        #expect(handover.pending.isEmpty)
+    }
+
+    /// A worker that serves every bucket, alone.
+    func servingAlone(_ id: String) -> Handover {
+        var handover = Handover(selfID: id, releaseTimeout: 6)
+        _ = handover.loaded(loads(handover.membersChanged([id], now: 0)), now: 0)
+        return handover
+    }
+
+    @Test("G3, G4: on a join the old owner releases exactly the buckets the newcomer wins, at once")
+    func joinReleases() {
+        var old = servingAlone("w-a")
+        let actions = old.membersChanged(["w-a", "w-b"], now: 1)
+        let moved = buckets(of: "w-b", among: ["w-a", "w-b"])
+        #expect(released(actions) == moved, "G4: it stops serving them at once")
+        #expect(loads(actions).isEmpty && served(actions).isEmpty)
+        #expect(old.serving == Set(buckets(of: "w-a", among: ["w-a", "w-b"])))
+    }
+
+    @Test("G3, C5: a newcomer loads, then waits for the old owner's release before serving; a timeout ends the wait")
+    func joinWaitsForRelease() {
+        var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
+        // Its first view already holds w-a, which serves everything: what w-b wins comes from a live owner.
+        let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
+        let mine = buckets(of: "w-b", among: ["w-a", "w-b"])
+        #expect(loads(actions) == mine)
+        #expect(released(actions).isEmpty && served(actions).isEmpty)
+        #expect(served(newcomer.loaded(mine, now: 1.2)).isEmpty, "loaded, but w-a has not released yet")
+        #expect(served(newcomer.released(bucket: mine[0], by: "w-a", now: 1.5)) == [mine[0]])
+        #expect(served(newcomer.released(bucket: mine[1], by: "w-x", now: 1.5)).isEmpty, "only the previous owner")
+        #expect(newcomer.membersChanged(["w-b", "w-a"], now: 2).isEmpty, "the same members again: nothing")
+        // The rest never come: after the timeout it serves them anyway (G4: one interval at most).
+        #expect(served(newcomer.tick(now: 6.9)).isEmpty)
+        #expect(served(newcomer.tick(now: 7.0)) == Array(mine.dropFirst()))
+        #expect(newcomer.pending.isEmpty)
+        #expect(newcomer.serving == Set(mine))
+    }
+
+    @Test("G3: after a death (the will) the survivors serve the dead worker's buckets as soon as they are loaded")
+    func deathServesAfterLoad() {
+        var survivor = Handover(selfID: "w-a", releaseTimeout: 6)
+        _ = survivor.loaded(loads(survivor.membersChanged(["w-a", "w-b", "w-c"], now: 0)), now: 0)
+        _ = survivor.tick(now: 6)
+        let before = survivor.serving
+        #expect(before == Set(buckets(of: "w-a", among: ["w-a", "w-b", "w-c"])))
+        let actions = survivor.membersChanged(["w-a", "w-c"], now: 10)
+        let gained = Set(buckets(of: "w-a", among: ["w-a", "w-c"])).subtracting(before)
+        #expect(Set(loads(actions)) == gained)
+        #expect(released(actions).isEmpty, "a leave never takes buckets from a member that stays")
+        let three = Ownership(members: ["w-a", "w-b", "w-c"])
+        #expect(gained.allSatisfy { three.owner(ofBucket: $0) == "w-b" }, "only the dead worker's buckets move")
+        #expect(Set(served(survivor.loaded(Array(gained), now: 10.3))) == gained, "no release to wait for")
+    }
+
+    @Test("G3: a previous owner that leaves while the newcomer waits for it is waited for no more")
+    func ownerLeavesWhileWaiting() {
+        var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
+        let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
+        let gained = loads(actions)
+        #expect(served(newcomer.loaded(gained, now: 1.1)).isEmpty)
+        // w-a's SIGTERM: it released its rides, then its goodbye; here only the goodbye is seen.
+        let after = newcomer.membersChanged(["w-b"], now: 2)
+        #expect(Set(served(after)) == Set(gained))
+        #expect(Set(loads(after)).isDisjoint(with: gained))
+        #expect(newcomer.serving.count < Ownership.bucketCount, "the rest is loading")
+        _ = newcomer.loaded(loads(after), now: 2.2)
+        #expect(newcomer.serving.count == Ownership.bucketCount)
+    }
+
+    @Test("G4: a bucket lost while still arriving is dropped without a release; never two owners by this worker")
+    func lostWhileArriving() {
+        var worker = Handover(selfID: "w-b", releaseTimeout: 6)
+        let gained = loads(worker.membersChanged(["w-a", "w-b"], now: 1))
+        // w-c joins before the load is done and wins some of those buckets.
+        let actions = worker.membersChanged(["w-a", "w-b", "w-c"], now: 1.1)
+        let toC = Set(gained).intersection(buckets(of: "w-c", among: ["w-a", "w-b", "w-c"]))
+        #expect(!toC.isEmpty)
+        #expect(released(actions).isEmpty, "nothing of them was served")
+        #expect(Set(worker.pending).isDisjoint(with: toC))
+        let served = served(worker.loaded(gained, now: 1.2) + worker.tick(now: 20))
+        #expect(Set(served).isDisjoint(with: toC))
+        #expect(worker.serving == Set(buckets(of: "w-b", among: ["w-a", "w-b", "w-c"])))
+    }
+}
