@@ -52,6 +52,8 @@ extension MQTTClient {
         }
         let (subscriptions, waiters, isReconnect) = state.withLock { state in
             state.connected = true
+            // The will this broker holds is the one made for this attempt (G1): births now carry its incarnation.
+            state.incarnation = state.attemptIncarnation
             state.connects += 1
             if state.connects > 1 { state.reconnects += 1 }
             defer { state.connectWaiters.removeAll() }

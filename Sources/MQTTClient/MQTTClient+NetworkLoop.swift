@@ -68,8 +68,8 @@ extension MQTTClient {
     private func connectOnce() -> Int32 {
         let incarnation = state.withLock { state in
             let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-            state.incarnation = max(state.incarnation + 1, now)
-            return state.incarnation
+            state.attemptIncarnation = max(state.attemptIncarnation + 1, now)
+            return state.attemptIncarnation
         }
         if let will = configuration.will, let makePayload = will.payloadForIncarnation {
             let payload = makePayload(incarnation)
@@ -125,7 +125,8 @@ extension MQTTClient {
         var off: Int32 = 0
         if socket >= 0 { setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size)) }
         defer {
-            if socket >= 0 {
+            // A failed loop closes the socket (its number may already be another file's): uncork only the same.
+            if socket >= 0 && mosquitto_socket(handle) == socket {
                 setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
             }
             buffer.endOfBurst()

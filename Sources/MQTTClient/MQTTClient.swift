@@ -50,7 +50,9 @@ public final class MQTTClient: @unchecked Sendable {
         var nextWaiterID = 0
         var connected = false
         var started = false
-        /// The current connection's incarnation: larger for every connection attempt, across restarts too.
+        /// The incarnation of the last connection attempt: larger for every attempt, across restarts too.
+        var attemptIncarnation: UInt64 = 0
+        /// The incarnation of the connection the broker last accepted (CONNACK): its will carries it.
         var incarnation: UInt64 = 0
         var stopping = false
         var stopped = false
@@ -158,8 +160,8 @@ public final class MQTTClient: @unchecked Sendable {
     /// How many times the client connected after the first connection.
     public var reconnectCount: Int { state.withLock { $0.reconnects } }
 
-    /// The incarnation of the current (or last) connection: milliseconds since 1970 when it was attempted, or
-    /// one more than the one before if the clock went back. A presence birth carries it, as the will made for
+    /// The incarnation of the connection the broker last accepted: milliseconds since 1970 when it was
+    /// attempted, or one more than the one before if the clock went back. A presence birth carries it, as the will made for
     /// that connection does (``MQTTConfiguration/Will/payloadForIncarnation``), so a late will of an earlier
     /// connection is recognised as stale (G1).
     public var incarnation: UInt64 { state.withLock { $0.incarnation } }

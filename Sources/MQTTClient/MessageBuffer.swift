@@ -7,6 +7,9 @@ import Locking
 /// The producer never suspends a Swift task: it either appends, resumes the waiting consumer directly,
 /// waits on a condition variable (``MQTTConfiguration/BufferPolicy/suspendNetwork``) or drops and counts.
 ///
+/// At most `capacity` messages wait here; the batch the consumer has taken and not read yet holds at most as
+/// many again, so memory stays bounded by twice the capacity.
+///
 /// A waiting consumer is woken once per burst, not once per message: the network thread pushes what it reads
 /// and calls ``endOfBurst()`` when the socket has nothing more (or ``burstLimit`` messages wait). Measured on the
 /// drain of `make bench-scale` (151,000 queued QoS 1 messages, 2 cores): waking per message cost a futex wake

@@ -13,7 +13,14 @@ extension RideStatusService {
     func receivePresence(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
         let presence: GroupMembership.Presence?
         do throws(Rejection) {
-            presence = try Presence.member(from: message.payload, decoder: decoder)
+            guard Identifier.isValid(worker) else {
+                throw Rejection(.invalidIdentifier, "worker id in the presence topic breaks I1 (G1, A2)")
+            }
+            if core.group.presences[worker] == nil, core.group.presences.count >= Self.maximumGroupSize {
+                throw Rejection(
+                    .invalidField, "more than \(Self.maximumGroupSize) workers' presences: this one is ignored (G1)")
+            }
+            presence = try Presence.member(from: message.payload, decoder: decoder, now: now)
         } catch {
             logger.warning(
                 "worker presence refused (G1, A2)",
@@ -23,8 +30,9 @@ extension RideStatusService {
                 engine: &core.engine, now: now)
             return
         }
-        let before = Ownership(members: core.group.members)
+        let previousMembers = core.group.members
         guard let change = core.group.received(worker: worker, presence: presence) else { return }
+        let before = Ownership(members: previousMembers)
         let after = Ownership(members: change.members)
         var gained = 0
         var lost = 0
@@ -44,11 +52,17 @@ extension RideStatusService {
     }
 }
 
+extension RideStatusService {
+    /// Presences the worker keeps, at most: a broker full of retained presences (any client may write one
+    /// where ACLs do not stop it) must not grow the worker or its ownership tables without bound.
+    static var maximumGroupSize: Int { 1000 }
+}
+
 extension Presence {
     /// G1, A2: a presence read from the broker: nil for a deleted one (a zero-length retained message); an
     /// `incarnation` absent (releases before groups) reads as 0.
-    static func member(from payload: [UInt8], decoder: InputDecoder = InputDecoder()) throws(Rejection)
-        -> GroupMembership.Presence?
+    static func member(from payload: [UInt8], decoder: InputDecoder = InputDecoder(), now: Date = Date())
+        throws(Rejection) -> GroupMembership.Presence?
     {
         guard !payload.isEmpty else { return nil }
         // I2 as for every input: size, UTF-8, a JSON object.
@@ -65,6 +79,10 @@ extension Presence {
             guard let number = field.doubleValue, number >= 0, number < 9_007_199_254_740_992,
                 number == number.rounded()
             else { throw Rejection(.invalidField, "presence: incarnation is not a whole number up to 2^53 (G1)") }
+            // An incarnation from the future would make every real birth of that worker look stale (A2).
+            guard number <= (now.timeIntervalSince1970 + 86_400) * 1000 else {
+                throw Rejection(.invalidField, "presence: incarnation \(Int(number)) is more than a day ahead (G1, A2)")
+            }
             incarnation = UInt64(number)
         }
         return GroupMembership.Presence(online: online, incarnation: incarnation)

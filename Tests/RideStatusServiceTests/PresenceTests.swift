@@ -29,6 +29,7 @@ struct PresenceTests {
             (#"{"state":"sleeping"}"#, .invalidField), (#"{"state":"online","incarnation":-1}"#, .invalidField),
             (#"{"state":"online","incarnation":1.5}"#, .invalidField),
             (#"{"state":"online","incarnation":"7"}"#, .invalidField),
+            (#"{"state":"online","incarnation":9000000000000000}"#, .invalidField),
         ]
         for (text, reason) in cases {
             #expect(throws: Rejection.self, "\(text)") { try read(text) }
