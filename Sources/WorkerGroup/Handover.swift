@@ -10,13 +10,21 @@
 ///   does not come within `releaseTimeout` (the old owner died without its will yet), it serves anyway, which
 ///   G4 allows for at most one interval. If the previous owner is gone (a leave or a death), it serves as soon
 ///   as the states are loaded.
+///
+/// The first view must be complete: the service forms it from every retained presence, closed by a marker it
+/// publishes to itself after subscribing (as the recovery of L5 is), so a live owner is never mistaken for
+/// none.
 public struct Handover: Sendable {
     /// What the service does for the state machine.
     public enum Action: Sendable, Equatable {
         /// Stop serving these buckets' rides: write each one's last state, marked released, and forget it.
         case release([Int])
-        /// Read these buckets' durable states (subscribe to them); report ``loaded(_:now:)`` when done.
-        case load([Int])
+        /// Read these buckets' durable states (subscribe to them); report ``loaded(_:generation:now:)`` with
+        /// this generation when done (a report of an earlier load of a bucket lost and gained again since
+        /// does not count).
+        case load([Int], generation: Int)
+        /// Forget what was loaded of these buckets without writing anything: they were lost before being served.
+        case drop([Int])
         /// Serve these buckets' loaded rides: each continues above its last sequence under a new epoch.
         case serve([Int])
     }
@@ -27,6 +35,7 @@ public struct Handover: Sendable {
         var previousOwner: String?
         var loaded = false
         var since: Double
+        var generation: Int
     }
 
     public let selfID: String
@@ -37,6 +46,8 @@ public struct Handover: Sendable {
     /// Buckets served now.
     public private(set) var serving: Set<Int> = []
     private(set) var arriving: [Int: Arrival] = [:]
+    /// Numbers the loads, so that a late report of an earlier load is told apart.
+    private var loads = 0
 
     /// A worker that serves nothing until its first view of the group, which the service forms from the
     /// retained presences before it reads any ride state.
@@ -59,20 +70,24 @@ public struct Handover: Sendable {
         let lost = (serving.union(arriving.keys)).subtracting(mine).sorted()
         if !lost.isEmpty {
             let wasServing = lost.filter { serving.contains($0) }
+            let wasArriving = lost.filter { arriving[$0] != nil }
             for bucket in lost {
                 serving.remove(bucket)
                 arriving[bucket] = nil
             }
             if !wasServing.isEmpty { actions.append(.release(wasServing)) }
+            if !wasArriving.isEmpty { actions.append(.drop(wasArriving)) }
         }
         let gained = mine.subtracting(serving).subtracting(arriving.keys).sorted()
         if !gained.isEmpty {
+            loads += 1
             for bucket in gained {
                 let previous = before.owner(ofBucket: bucket)
                 let stillMember = previous.map { $0 != selfID && members.contains($0) } ?? false
-                arriving[bucket] = Arrival(previousOwner: stillMember ? previous : nil, since: now)
+                arriving[bucket] = Arrival(
+                    previousOwner: stillMember ? previous : nil, since: now, generation: loads)
             }
-            actions.append(.load(gained))
+            actions.append(.load(gained, generation: loads))
         }
         // A previous owner that has left since: nothing to wait for any more.
         for (bucket, arrival) in arriving {
@@ -83,9 +98,9 @@ public struct Handover: Sendable {
         return actions + serveReady()
     }
 
-    /// The durable states of these buckets are in.
-    public mutating func loaded(_ buckets: [Int], now: Double) -> [Action] {
-        for bucket in buckets where arriving[bucket] != nil { arriving[bucket]?.loaded = true }
+    /// The durable states of these buckets, asked for by the load of `generation`, are in.
+    public mutating func loaded(_ buckets: [Int], generation: Int, now: Double) -> [Action] {
+        for bucket in buckets where arriving[bucket]?.generation == generation { arriving[bucket]?.loaded = true }
         return serveReady()
     }
 

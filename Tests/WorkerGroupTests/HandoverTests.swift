@@ -16,8 +16,18 @@ struct HandoverTests {
     }
     func loads(_ actions: [Handover.Action]) -> [Int] {
         var result: [Int] = []
-        for case .load(let buckets) in actions { result += buckets }
+        for case .load(let buckets, _) in actions { result += buckets }
         return result
+    }
+    func dropped(_ actions: [Handover.Action]) -> [Int] {
+        var result: [Int] = []
+        for case .drop(let buckets) in actions { result += buckets }
+        return result
+    }
+    /// The generation of the load in `actions`.
+    func generation(_ actions: [Handover.Action]) -> Int {
+        for case .load(_, let generation) in actions { return generation }
+        return -1
     }
     func served(_ actions: [Handover.Action]) -> [Int] {
         var result: [Int] = []
@@ -32,14 +42,17 @@ struct HandoverTests {
         let actions = handover.membersChanged(["w-a"], now: 0)
         #expect(loads(actions).count == Ownership.bucketCount)
         #expect(served(actions).isEmpty, "not before the states are loaded")
-        #expect(served(handover.loaded(loads(actions), now: 0.1)).count == Ownership.bucketCount)
+        #expect(
+            served(handover.loaded(loads(actions), generation: generation(actions), now: 0.1)).count
+                == Ownership.bucketCount)
         #expect(handover.pending.isEmpty)
     }
 
     /// A worker that serves every bucket, alone.
     func servingAlone(_ id: String) -> Handover {
         var handover = Handover(selfID: id, releaseTimeout: 6)
-        _ = handover.loaded(loads(handover.membersChanged([id], now: 0)), now: 0)
+        let actions = handover.membersChanged([id], now: 0)
+        _ = handover.loaded(loads(actions), generation: generation(actions), now: 0)
         return handover
     }
 
@@ -61,7 +74,9 @@ struct HandoverTests {
         let mine = buckets(of: "w-b", among: ["w-a", "w-b"])
         #expect(loads(actions) == mine)
         #expect(released(actions).isEmpty && served(actions).isEmpty)
-        #expect(served(newcomer.loaded(mine, now: 1.2)).isEmpty, "loaded, but w-a has not released yet")
+        #expect(
+            served(newcomer.loaded(mine, generation: generation(actions), now: 1.2)).isEmpty,
+            "loaded, but w-a has not released yet")
         #expect(served(newcomer.released(bucket: mine[0], by: "w-a", now: 1.5)) == [mine[0]])
         #expect(served(newcomer.released(bucket: mine[1], by: "w-x", now: 1.5)).isEmpty, "only the previous owner")
         #expect(newcomer.membersChanged(["w-b", "w-a"], now: 2).isEmpty, "the same members again: nothing")
@@ -75,7 +90,8 @@ struct HandoverTests {
     @Test("G3: after a death (the will) the survivors serve the dead worker's buckets as soon as they are loaded")
     func deathServesAfterLoad() {
         var survivor = Handover(selfID: "w-a", releaseTimeout: 6)
-        _ = survivor.loaded(loads(survivor.membersChanged(["w-a", "w-b", "w-c"], now: 0)), now: 0)
+        let first = survivor.membersChanged(["w-a", "w-b", "w-c"], now: 0)
+        _ = survivor.loaded(loads(first), generation: generation(first), now: 0)
         _ = survivor.tick(now: 6)
         let before = survivor.serving
         #expect(before == Set(buckets(of: "w-a", among: ["w-a", "w-b", "w-c"])))
@@ -85,7 +101,9 @@ struct HandoverTests {
         #expect(released(actions).isEmpty, "a leave never takes buckets from a member that stays")
         let three = Ownership(members: ["w-a", "w-b", "w-c"])
         #expect(gained.allSatisfy { three.owner(ofBucket: $0) == "w-b" }, "only the dead worker's buckets move")
-        #expect(Set(served(survivor.loaded(Array(gained), now: 10.3))) == gained, "no release to wait for")
+        #expect(
+            Set(served(survivor.loaded(Array(gained), generation: generation(actions), now: 10.3))) == gained,
+            "no release to wait for")
     }
 
     @Test("G3: a previous owner that leaves while the newcomer waits for it is waited for no more")
@@ -93,28 +111,45 @@ struct HandoverTests {
         var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
         let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
         let gained = loads(actions)
-        #expect(served(newcomer.loaded(gained, now: 1.1)).isEmpty)
+        #expect(served(newcomer.loaded(gained, generation: generation(actions), now: 1.1)).isEmpty)
         // w-a's SIGTERM: it released its rides, then its goodbye; here only the goodbye is seen.
         let after = newcomer.membersChanged(["w-b"], now: 2)
         #expect(Set(served(after)) == Set(gained))
         #expect(Set(loads(after)).isDisjoint(with: gained))
         #expect(newcomer.serving.count < Ownership.bucketCount, "the rest is loading")
-        _ = newcomer.loaded(loads(after), now: 2.2)
+        _ = newcomer.loaded(loads(after), generation: generation(after), now: 2.2)
         #expect(newcomer.serving.count == Ownership.bucketCount)
     }
 
     @Test("G4: a bucket lost while still arriving is dropped without a release; never two owners by this worker")
     func lostWhileArriving() {
         var worker = Handover(selfID: "w-b", releaseTimeout: 6)
-        let gained = loads(worker.membersChanged(["w-a", "w-b"], now: 1))
+        let first = worker.membersChanged(["w-a", "w-b"], now: 1)
+        let gained = loads(first)
         // w-c joins before the load is done and wins some of those buckets.
         let actions = worker.membersChanged(["w-a", "w-b", "w-c"], now: 1.1)
         let toC = Set(gained).intersection(buckets(of: "w-c", among: ["w-a", "w-b", "w-c"]))
         #expect(!toC.isEmpty)
         #expect(released(actions).isEmpty, "nothing of them was served")
+        #expect(Set(dropped(actions)) == toC, "what was loaded of them is forgotten, nothing written")
         #expect(Set(worker.pending).isDisjoint(with: toC))
-        let served = served(worker.loaded(gained, now: 1.2) + worker.tick(now: 20))
+        let served = served(worker.loaded(gained, generation: generation(first), now: 1.2) + worker.tick(now: 20))
         #expect(Set(served).isDisjoint(with: toC))
         #expect(worker.serving == Set(buckets(of: "w-b", among: ["w-a", "w-b", "w-c"])))
+    }
+
+    @Test("G3, C5: a late report of an earlier load does not count for a bucket lost and gained again since")
+    func staleLoad() {
+        var worker = Handover(selfID: "w-b", releaseTimeout: 6)
+        let first = worker.membersChanged(["w-b"], now: 0)
+        // w-c joins and leaves again before the first load is done: the buckets it held are loaded anew.
+        _ = worker.membersChanged(["w-b", "w-c"], now: 0.1)
+        let again = worker.membersChanged(["w-b"], now: 0.2)
+        let reloaded = loads(again)
+        #expect(!reloaded.isEmpty && generation(again) != generation(first))
+        let early = served(worker.loaded(loads(first), generation: generation(first), now: 0.3))
+        #expect(Set(early).isDisjoint(with: reloaded), "the first load's report does not serve the reloaded buckets")
+        #expect(Set(served(worker.loaded(reloaded, generation: generation(again), now: 0.4))) == Set(reloaded))
+        #expect(worker.serving.count == Ownership.bucketCount)
     }
 }
