@@ -76,7 +76,7 @@ let package = Package(
         // MARK: Pure ride domain (no I/O, no C, no MQTT), folders by the contract's sections
         .target(
             name: "RideDomain",
-            dependencies: ["RideJSON"],
+            dependencies: ["RideJSON", "WorkerGroup"],
             swiftSettings: swiftSettings
         ),
 

@@ -93,6 +93,11 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
         logger.warning(
             "ride state changed on the broker by another client (A2); writing this worker's again",
             metadata: ["ride.id": "\(ride.rideIdentifier)", "payload.bytes": "\(payloadBytes)"])
+        writeState(of: ride)
+    }
+
+    /// L5, G3: the ride's durable state, retained, under its epoch (a release, a rewrite, an upgrade's move).
+    func writeState(of ride: Ride) {
         do {
             try transport.publish(
                 topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true,

@@ -96,6 +96,16 @@ extension RideStatusService {
             metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
             core.reportedCounters = core.engine.counters
             metrics.groupMembers.record(core.group.members.count)
+            handoverTick(now: Date(), core: &core)
+            let counts = core.handover.counts
+            let reported = core.handover.reported
+            metrics.ridesGained.increment(by: counts.gained - reported.gained)
+            metrics.ridesReleased.increment(by: counts.released - reported.released)
+            metrics.ridesFenced.increment(by: counts.fenced - reported.fenced)
+            core.handover.reported = counts
+            metrics.bucketsArriving.record(core.handover.machine.pending.count)
+            metrics.bucketsServed.record(core.handover.machine.serving.count)
+            metrics.controlsKept.record(core.handover.recent.count)
             if core.quoter != nil {
                 // Positions older than availabilityMaxAge no longer count: memory follows the live fleet.
                 core.quoter!.pruneFleet(now: Date())

@@ -32,23 +32,22 @@ extension RideStatusService {
         }
         let previousMembers = core.group.members
         guard let change = core.group.received(worker: worker, presence: presence) else { return }
+        guard core.handover.viewFormed else { return }
+        let served = core.engine.activeRideCount
         let before = Ownership(members: previousMembers)
         let after = Ownership(members: change.members)
-        var gained = 0
-        var lost = 0
-        for ride in core.engine.rideIdentifiers {
-            let wasMine = before.owner(ofRide: ride) == identity.id
-            let isMine = after.owner(ofRide: ride) == identity.id
-            if wasMine && !isMine { lost += 1 }
-            if isMine && !wasMine { gained += 1 }
+        var moving = 0
+        for ride in core.engine.rideIdentifiers where before.owner(ofRide: ride) != after.owner(ofRide: ride) {
+            moving += 1
         }
         logger.info(
             "group membership changed (G1)",
             metadata: [
                 "members": "\(change.members)", "joined": "\(change.joined)", "left": "\(change.left)",
-                "rides.held": "\(core.engine.activeRideCount)", "rides.gained": "\(gained)", "rides.lost": "\(lost)",
-                "handover": "not built yet: this worker keeps serving every ride it holds",
+                "rides.held": "\(served)", "rides.leaving": "\(moving)",
+                "buckets.arriving": "\(core.handover.machine.pending.count)",
             ])
+        membersChanged(now: now, core: &core)
     }
 }
 

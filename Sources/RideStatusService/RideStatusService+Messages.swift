@@ -4,6 +4,7 @@ import Locking
 import Logging
 import MQTTClient
 import RideDomain
+import WorkerGroup
 
 // MARK: - Connection events: recovery (L5) and republish after reconnect (C4)
 
@@ -55,6 +56,8 @@ extension RideStatusService {
         logger.info("recovering rides from retained state", metadata: ["session.present": "\(sessionPresent)"])
         do {
             try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
+            // G1: every retained presence, so that the first view of the group is complete at the marker.
+            try await transport.subscribe(settings.topics.presenceFilter, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(settings.topics.stateFilter, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(
                 settings.topics.statusFilter, qos: .atLeastOnce, options: MQTTSubscribeOptions(noLocal: true))
@@ -72,8 +75,11 @@ extension RideStatusService {
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
         subscriptions.unsubscribe(topics.statusFilter)
+        // G3: other workers' release notices, and this worker's own load markers.
         var filters =
-            topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest, topics.presenceFilter]
+            topics.controlFilters + [
+                topics.statusRequestFilter, topics.rideOptionsRequest, topics.releasedFilter, loadMarker,
+            ]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
         if core.quoter != nil { filters.append(topics.availabilityFilter) }
         for filter in filters { subscriptions.subscribe(filter) }
@@ -81,12 +87,17 @@ extension RideStatusService {
         subscriptions.ready()
         announce()
         let now = Date()
+        // G1, G3: the first view decides which of the states read are this worker's to serve now.
+        let read = core.handover.staged.count
+        formFirstView(now: now, core: &core)
         let merged = core.engine.mergeRetainedStatuses()
         core.engine.makeAllDue(now: now)
         logger.info(
             "recovered; rides resumed (L5)",
             metadata: [
-                "rides": "\(core.engine.activeRideCount)", "statuses.read": "\(merged)",
+                "rides": "\(core.engine.activeRideCount)", "states.read": "\(read)",
+                "rides.waiting": "\(core.handover.staged.count)", "members": "\(core.group.members)",
+                "statuses.read": "\(merged)",
                 "queued.messages": "\(stash.count)",
                 "fixes.skipped": "\(core.lifecycle.fixesSkipped)",
             ])
@@ -123,6 +134,7 @@ extension RideStatusService {
             switch parsed {
             case .state: kind = .rideState
             case .status: kind = .rideStatus
+            case .presence: kind = .presence
             case .position: kind = .fix
             case .unknown where message.topic == identity.recoveryMarker:
                 kind = .recoveryMarker(String(decoding: message.payload, as: UTF8.self))
@@ -136,8 +148,9 @@ extension RideStatusService {
                     return published
                 case .restore(let message):
                     switch parsed {
-                    case .state(let ride): restore(message, ride: ride, now: now, core: &core)
+                    case .state(let ride, let legacy): stage(message, ride: ride, legacy: legacy, now: now, core: &core)
                     case .status(let ride): readBack(message, ride: ride, now: now, core: &core)
+                    case .presence(let worker): receivePresence(message, worker: worker, now: now, core: &core)
                     default: break
                     }
                 case .finishRecovery(let stashed):
@@ -149,21 +162,6 @@ extension RideStatusService {
             }
             if published { metrics.inputToStatus.record(ContinuousClock.now - received) }
         }
-    }
-
-    /// L5, A2: one retained ride state; what fails the checks is logged (naming A2), dead-lettered and left
-    /// retained. A zero-length message is a deleted state: nothing to restore.
-    private func restore(_ message: MQTTMessage, ride: String, now: Date, core: inout Core) {
-        guard !message.payload.isEmpty else { return }
-        let actions = core.engine.restore(topic: message.topic, ride: ride, payload: message.payload, now: now)
-        for case .deadLetter(let letter) in actions {
-            logger.error(
-                "ride state refused (A2); it stays retained and the ride is not resumed",
-                metadata: [
-                    "topic": "\(message.topic)", "reason": "\(letter.reason.rawValue)", "detail": "\(letter.detail)",
-                ])
-        }
-        executor.execute(actions, engine: &core.engine, now: now)
     }
 
     /// L5, A2: one retained ride status, kept until every state is in; what fails the checks is logged (naming
@@ -183,8 +181,13 @@ extension RideStatusService {
 
     /// Handles one message, its topic parsed once by the caller; returns whether it caused a status publish.
     @discardableResult
-    private func handle(_ message: MQTTMessage, parsed: Topics.Parsed, now: Date, core: inout Core) -> Bool {
+    func handle(_ message: MQTTMessage, parsed: Topics.Parsed, now: Date, core: inout Core) -> Bool {
         switch parsed {
+        case .control(_, let ride) where !core.handover.serves(ride: ride):
+            // G1: another worker's ride, or one on its way here: kept a while in case its bucket arrives (G3).
+            core.handover.recent.append(message, bucket: Ownership.bucket(of: ride), now: now.timeIntervalSince1970)
+        case .statusRequest(let ride) where !core.handover.serves(ride: ride):
+            break  // G1: its owner answers (L7).
         case .statusRequest(let ride):
             if let refused = responder.reply(to: message, payload: core.engine.statusReply(for: ride)) {
                 reject([refused], message, now: now, core: &core)
@@ -202,9 +205,18 @@ extension RideStatusService {
             }
         case .presence(let worker):
             receivePresence(message, worker: worker, now: now, core: &core)
-        case .state(let ride):
-            guard core.watchingStates, let current = core.engine.ride(ride) else { return false }
-            executor.rewriteState(of: current, payloadBytes: message.payload.count)
+        case .released(let worker):
+            receiveRelease(message, worker: worker, now: now, core: &core)
+        case .unknown where message.topic == loadMarker:
+            loadFinished(message, now: now, core: &core)
+        case .state(let ride, let legacy):
+            if let current = core.engine.ride(ride), !legacy {
+                // Another client's write (no local): a new owner's (G4), or one to undo (A2).
+                guard core.watchingStates else { return false }
+                stateWritten(by: message, ride: current, now: now, core: &core)
+            } else if core.handover.isArriving(ride: ride) {
+                stage(message, ride: ride, legacy: legacy, now: now, core: &core)
+            }
         default:
             return executor.execute(
                 core.engine.receive(parsed, topic: message.topic, payload: message.payload, now: now),

@@ -47,6 +47,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         var reportedCounters = RideCounters()
         /// G1: the live workers in this worker's view, from their presence and wills.
         var group: GroupMembership
+        /// G3, G4: which buckets of rides this worker serves, and the rides on their way here.
+        var handover: HandoverState
         /// When the cadence loop wakes next; an input that makes a ride due earlier wakes it.
         var plannedWake = Date.distantFuture
     }
@@ -82,7 +84,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
                 quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) },
-                group: GroupMembership(selfID: identity.id)))
+                group: GroupMembership(selfID: identity.id),
+                handover: HandoverState(selfID: identity.id, releaseTimeout: settings.ride.updateInterval)))
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
             changes: subscriptions)
@@ -166,6 +169,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                         }
                     case .unsubscribe(let filter): try await transport.unsubscribe(filter)
                     case .ready: readiness.withLock { $0.recovered = true }
+                    case .publish(let topic, let payload): try transport.publish(topic, payload)
                     }
                 } catch {
                     logger.error("subscription change failed", metadata: ["change": "\(step)", "error": "\(error)"])

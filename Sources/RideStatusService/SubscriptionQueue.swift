@@ -13,6 +13,9 @@ final class SubscriptionQueue: Sendable {
         case unsubscribe(String)
         /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
         case ready
+        /// Publish to the worker itself once every change before has been acknowledged: a marker that comes
+        /// back after the retained messages of the subscriptions before it (G3: a bucket's load).
+        case publish(String, [UInt8])
     }
 
     /// What the applying task does with one batch.
@@ -20,6 +23,7 @@ final class SubscriptionQueue: Sendable {
         case subscribe([String], options: MQTTSubscribeOptions)
         case unsubscribe(String)
         case ready
+        case publish(String, [UInt8])
     }
 
     private let queue = Locked((changes: [Change](), finished: false))
@@ -33,6 +37,9 @@ final class SubscriptionQueue: Sendable {
 
     /// Marks the point after which the worker is ready.
     func ready() { append(.ready) }
+
+    /// A marker to publish after every change queued before it is acknowledged.
+    func publish(_ topic: String, _ payload: [UInt8]) { append(.publish(topic, payload)) }
 
     /// No more changes: the applying task ends once the queue is empty.
     func finish() {
@@ -74,6 +81,7 @@ final class SubscriptionQueue: Sendable {
                 }
             case .unsubscribe(let filter): steps.append(.unsubscribe(filter))
             case .ready: steps.append(.ready)
+            case .publish(let topic, let payload): steps.append(.publish(topic, payload))
             }
         }
         return steps

@@ -26,6 +26,8 @@ struct WorkerLifecycle<Message> {
         case rideState
         /// A ride's status (`rides/{ride}/status`): retained ones are read back during recovery (L5).
         case rideStatus
+        /// A worker's presence: the retained ones, read during recovery, form the first view of the group (G1).
+        case presence
         /// The recovery marker, with its payload.
         case recoveryMarker(String)
         /// A vehicle's position.
@@ -37,7 +39,7 @@ struct WorkerLifecycle<Message> {
     enum Action {
         /// Subscribe to the marker and the ride states, then publish `nonce` on the marker.
         case startRecovery(nonce: String)
-        /// Restore one ride from its retained state.
+        /// Restore one ride from its retained state or status, or take one presence into the first view.
         case restore(Message)
         /// Recovery is complete: subscribe to the control topics, announce, publish every ride (C4), then
         /// handle the stashed messages in order.
@@ -99,7 +101,7 @@ struct WorkerLifecycle<Message> {
         }
         guard state != .draining else { return .none }
         switch kind {
-        case .rideState, .rideStatus:
+        case .rideState, .rideStatus, .presence:
             return .restore(message)
         case .recoveryMarker(let payload):
             guard state == .recovering, payload == nonce else { return .none }

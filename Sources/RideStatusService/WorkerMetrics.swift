@@ -23,6 +23,14 @@ struct WorkerMetrics: Sendable {
     let activeRides = Gauge(label: "ridestatus_active_rides")
     /// G1: live workers in this worker's view of the group, itself included.
     let groupMembers = Gauge(label: "ridestatus_group_members")
+    /// G3: rides taken over and released, by this worker; G4: rides it stopped publishing for a newer epoch.
+    let ridesGained = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "gained")])
+    let ridesReleased = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "released")])
+    let ridesFenced = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "fenced")])
+    /// G3: buckets gained but not served yet, and control messages kept for other workers' rides.
+    let bucketsArriving = Gauge(label: "ridestatus_handover_buckets_arriving")
+    let bucketsServed = Gauge(label: "ridestatus_handover_buckets_served")
+    let controlsKept = Gauge(label: "ridestatus_handover_controls_kept")
     let vehicleSubscriptions = Gauge(label: "ridestatus_vehicle_subscriptions")
     let availableVehicles = Gauge(label: "ridestatus_available_vehicles_indexed")
     let quoteDuration = Timer(label: "ridestatus_quote_seconds", preferredDisplayUnit: .seconds)

@@ -4,12 +4,12 @@
 ///
 /// - A bucket this worker no longer owns is released at once: its rides write their last state, marked
 ///   released, and stop (G4: a worker that is no longer the owner stops publishing).
-/// - A bucket it gains is loaded first (its rides' durable states). If the previous owner is still a member (a
-///   join moved the bucket), the new owner waits for that owner's release before serving, so the two never
-///   publish the same ride at once and the sequence continues from the last one published (C5); if the release
-///   does not come within `releaseTimeout` (the old owner died without its will yet), it serves anyway, which
-///   G4 allows for at most one interval. If the previous owner is gone (a leave or a death), it serves as soon
-///   as the states are loaded.
+/// - A bucket it gains is loaded (its rides' durable states), then served. If the previous owner is still a
+///   member (a join moved the bucket), the new owner waits for that owner's release before loading, so the two
+///   never publish the same ride at once and the load reads the released states, which carry the last sequence
+///   published (C5); if the release does not come within `releaseTimeout` (the old owner died without its will
+///   yet), it loads and serves anyway, which G4 allows for at most one interval. If the previous owner is gone
+///   (a leave or a death), the load starts at once.
 ///
 /// The first view must be complete: the service forms it from every retained presence, closed by a marker it
 /// publishes to itself after subscribing (as the recovery of L5 is), so a live owner is never mistaken for
@@ -35,7 +35,8 @@ public struct Handover: Sendable {
         var previousOwner: String?
         var loaded = false
         var since: Double
-        var generation: Int
+        /// The load that reads this bucket; nil while it waits for the previous owner's release.
+        var generation: Int?
     }
 
     public let selfID: String
@@ -79,15 +80,10 @@ public struct Handover: Sendable {
             if !wasArriving.isEmpty { actions.append(.drop(wasArriving)) }
         }
         let gained = mine.subtracting(serving).subtracting(arriving.keys).sorted()
-        if !gained.isEmpty {
-            loads += 1
-            for bucket in gained {
-                let previous = before.owner(ofBucket: bucket)
-                let stillMember = previous.map { $0 != selfID && members.contains($0) } ?? false
-                arriving[bucket] = Arrival(
-                    previousOwner: stillMember ? previous : nil, since: now, generation: loads)
-            }
-            actions.append(.load(gained, generation: loads))
+        for bucket in gained {
+            let previous = before.owner(ofBucket: bucket)
+            let stillMember = previous.map { $0 != selfID && members.contains($0) } ?? false
+            arriving[bucket] = Arrival(previousOwner: stillMember ? previous : nil, since: now)
         }
         // A previous owner that has left since: nothing to wait for any more.
         for (bucket, arrival) in arriving {
@@ -95,7 +91,7 @@ public struct Handover: Sendable {
                 arriving[bucket]?.previousOwner = nil
             }
         }
-        return actions + serveReady()
+        return actions + loadReady() + serveReady()
     }
 
     /// The durable states of these buckets, asked for by the load of `generation`, are in.
@@ -104,10 +100,10 @@ public struct Handover: Sendable {
         return serveReady()
     }
 
-    /// `worker` released `bucket` (its released state was seen).
-    public mutating func released(bucket: Int, by worker: String, now: Double) -> [Action] {
-        if arriving[bucket]?.previousOwner == worker { arriving[bucket]?.previousOwner = nil }
-        return serveReady()
+    /// `worker` released these buckets: their last states are written (the release notice follows them).
+    public mutating func released(_ buckets: [Int], by worker: String, now: Double) -> [Action] {
+        for bucket in buckets where arriving[bucket]?.previousOwner == worker { arriving[bucket]?.previousOwner = nil }
+        return loadReady() + serveReady()
     }
 
     /// Time passes: a live previous owner that has not released within `releaseTimeout` is waited for no more.
@@ -115,7 +111,16 @@ public struct Handover: Sendable {
         for (bucket, arrival) in arriving where arrival.previousOwner != nil && now - arrival.since >= releaseTimeout {
             arriving[bucket]?.previousOwner = nil
         }
-        return serveReady()
+        return loadReady() + serveReady()
+    }
+
+    /// One load for every arriving bucket that waits for nobody and has not been asked for yet.
+    private mutating func loadReady() -> [Action] {
+        let ready = arriving.filter { $0.value.previousOwner == nil && $0.value.generation == nil }.keys.sorted()
+        guard !ready.isEmpty else { return [] }
+        loads += 1
+        for bucket in ready { arriving[bucket]?.generation = loads }
+        return [.load(ready, generation: loads)]
     }
 
     private mutating func serveReady() -> [Action] {

@@ -221,12 +221,19 @@ struct LifecycleTests {
         #expect(topics.parse("fleet/vehicles/v-1/position") == .position(vehicle: "v-1"))
         #expect(topics.parse("ride-options/request") == .rideOptionsRequest)
         #expect(topics.parse("fleet/vehicles/v-1/availability") == .availability(vehicle: "v-1"))
-        #expect(topics.parse("ridestatus/state/r-1") == .state(ride: "r-1"))
+        #expect(topics.state(ride: "r-7f3a") == "ridestatus/state/1727/r-7f3a", "G3: under the ride's bucket (5927)")
+        #expect(topics.parse("ridestatus/state/1727/r-7f3a") == .state(ride: "r-7f3a"))
+        #expect(topics.parse("ridestatus/state/r-1") == .state(ride: "r-1", legacy: true), "releases before groups")
+        #expect(topics.parse("ridestatus/workers/w-1") == .presence(worker: "w-1"))
+        #expect(topics.parse("ridestatus/workers/w-1/released") == .released(worker: "w-1"))
         #expect(topics.parse("rides/r-1/status") == .status(ride: "r-1"), "read back at recovery (L5)")
         #expect(topics.parse("rides//start") == .control(.start, ride: ""), "the engine rejects the empty id (I1)")
         for unknown in [
             "fleet/vehicles/v-1/position/x", "fleet/vehicles/v-1", "fleet/vehicles/v-1/speed", "rides/r-1/status/get/x",
             "rides/r-1", "rides/r-1/launch", "ridestatus/state/r-1/x", "other/thing", "",
+            "ridestatus/state/0000/r-7f3a", "ridestatus/state/ffff/r-7f3a", "ridestatus/state/01727/r-7f3a",
+            "ridestatus/state/1727/r-7f3a/x",
+            "ridestatus/workers/w-1/recovery", "ridestatus/workers/w-1/released/x",
             "fleetx/vehicles/v-1/position",
         ] {
             #expect(topics.parse(unknown) == .unknown, "\(unknown)")

@@ -75,7 +75,7 @@ struct ServiceInMemoryTests {
             actions.compactMap { if case .publish(_, let ride, _) = $0 { ride } else { nil } }.first)
         for _ in 0..<40 { _ = state.nextStatus(now: Date(), configuration: RideConfiguration()) }
         let broker = InMemoryBroker()
-        broker.publish("ridestatus/state/r-1", state.durableState(), retain: true)
+        broker.publish(Topics().state(ride: "r-1"), state.durableState(), retain: true)
 
         let running = try Running(broker: broker)
         try await running.ready()
@@ -126,7 +126,7 @@ struct ServiceInMemoryTests {
         #expect(engine.counters.statesWritten == stateWrites, "no state write within the block")
         let last = try #require(engine.ride("r-1")?.location)
         let broker = InMemoryBroker()
-        broker.publish("ridestatus/state/r-1", state, retain: true)
+        broker.publish(Topics().state(ride: "r-1"), state, retain: true)
         broker.publish("rides/r-1/status", status, retain: true)
 
         let running = try Running(broker: broker)
@@ -175,7 +175,7 @@ struct ServiceInMemoryTests {
         running.broker.publish("rides/r-21/start", booking(ride: "r-21", vehicle: nil))
         try await Task.sleep(for: .seconds(0.5))
         #expect(running.statuses("r-21").isEmpty)
-        #expect(!running.broker.published.contains { $0.topic == "ridestatus/state/r-21" })
+        #expect(!running.broker.published.contains { $0.topic == Topics().state(ride: "r-21") })
         // Room again: every ride publishes, once, its newest status, in sequence order (C5); the booking
         // that waited writes its state before its first status.
         let counts = Dictionary(uniqueKeysWithValues: rides.map { ($0, running.statuses($0).count) })
@@ -184,7 +184,7 @@ struct ServiceInMemoryTests {
             rides.allSatisfy { running.statuses($0).count > counts[$0]! } && !running.statuses("r-21").isEmpty
         }
         let r21 = running.broker.published.map(\.topic).filter { $0.hasSuffix("/r-21") || $0.hasSuffix("/r-21/status") }
-        #expect(r21.prefix(2) == ["ridestatus/state/r-21", "rides/r-21/status"], "\(r21)")
+        #expect(r21.prefix(2) == [Topics().state(ride: "r-21"), "rides/r-21/status"], "\(r21)")
         for ride in rides {
             let sequences = running.statuses(ride).compactMap { $0["sequence"]?.doubleValue }
             #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count, "\(ride): \(sequences)")
@@ -217,15 +217,15 @@ struct ServiceInMemoryTests {
         let running = try Running()
         try await running.ready()
         running.broker.publish("rides/r-1/start", booking(ride: "r-1", vehicle: nil))
-        try await running.waitFor("the state") { running.broker.retained("ridestatus/state/r-1") != nil }
-        let own = try #require(running.broker.retained("ridestatus/state/r-1")?.payload)
-        running.broker.publish("ridestatus/state/r-1", [], retain: true)
+        try await running.waitFor("the state") { running.broker.retained(Topics().state(ride: "r-1")) != nil }
+        let own = try #require(running.broker.retained(Topics().state(ride: "r-1"))?.payload)
+        running.broker.publish(Topics().state(ride: "r-1"), [], retain: true)
         try await running.waitFor("the state written again") {
-            running.broker.retained("ridestatus/state/r-1")?.payload == own
+            running.broker.retained(Topics().state(ride: "r-1"))?.payload == own
         }
-        running.broker.publish("ridestatus/state/r-1", #"{"forged":true}"#, retain: true)
+        running.broker.publish(Topics().state(ride: "r-1"), #"{"forged":true}"#, retain: true)
         try await running.waitFor("the forgery replaced") {
-            running.broker.retained("ridestatus/state/r-1")?.payload == own
+            running.broker.retained(Topics().state(ride: "r-1"))?.payload == own
         }
         await running.stop()
     }

@@ -68,16 +68,16 @@ struct WorkerEndToEndTests {
         try await withTestBroker { broker in
             let worker = try WorkerProcess(broker: broker, workerID: "w-g2", interval: 1)
             try await worker.start()
-            let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/state/+"])
+            let observer = try await Observer(broker, filters: ["rides/+/status", "ridestatus/state/#"])
             try await observer.publish("rides/r-g2/start", booking(ride: "r-g2", vehicle: "v-g2"))
             try await observer.waitFor("two statuses and a state") { messages in
                 messages.filter { $0.topic == "rides/r-g2/status" }.count >= 2
-                    && messages.contains { $0.topic == "ridestatus/state/r-g2" }
+                    && messages.contains { $0.topic == Topics().state(ride: "r-g2") }
             }
             try await observer.publish("rides/r-g2/stop", "")
             try await observer.waitFor("the end of the ride (L2)") { messages in
                 messages.contains { $0.topic == "rides/r-g2/status" && $0.payload.isEmpty }
-                    && messages.contains { $0.topic == "ridestatus/state/r-g2" && $0.payload.isEmpty }
+                    && messages.contains { $0.topic == Topics().state(ride: "r-g2") && $0.payload.isEmpty }
             }
             let published = observer.messages.filter {
                 $0.topic.hasSuffix("r-g2/status") || $0.topic.hasSuffix("/r-g2")
@@ -294,7 +294,7 @@ struct WorkerEndToEndTests {
             try await observer.waitFor("confirmed") { _ in !observer.statuses("r-good").isEmpty }
             await worker.kill()
             // The worker's own state, read back from a broker anyone may have written to.
-            let state = try await Observer(broker, filters: ["ridestatus/state/r-good"])
+            let state = try await Observer(broker, filters: [Topics().state(ride: "r-good")])
             let stored = try await state.waitFor("the good ride's state") { !$0.isEmpty }
             let text = String(decoding: try #require(stored.first).payload, as: UTF8.self)
             await state.stop()
@@ -315,7 +315,7 @@ struct WorkerEndToEndTests {
                 ("r-other", text),
             ]
             for (ride, payload) in hostile {
-                try await observer.publish("ridestatus/state/\(ride)", payload, retain: true)
+                try await observer.publish(Topics().state(ride: ride), payload, retain: true)
             }
             observer.clear()
             for _ in 0..<2 {
@@ -350,12 +350,12 @@ struct WorkerEndToEndTests {
             try await observer.waitFor("statuses") { _ in observer.statuses("r-del").count >= 2 }
             #expect(!worker.logText.contains("changed on the broker"), "its own state writes never come back to it")
             // A zero-length retained message deletes the retained state.
-            try await observer.publish("ridestatus/state/r-del", "", retain: true)
+            try await observer.publish(Topics().state(ride: "r-del"), "", retain: true)
             let deadline = Date().addingTimeInterval(5)
             while !worker.logText.contains("changed on the broker by another client (A2)") && Date() < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let reader = try await Observer(broker, filters: ["ridestatus/state/r-del"])
+            let reader = try await Observer(broker, filters: [Topics().state(ride: "r-del")])
             let retained = try await reader.waitFor("the state retained again") { messages in
                 messages.contains { $0.retain && !$0.payload.isEmpty }
             }
@@ -574,7 +574,9 @@ struct WorkerEndToEndTests {
             }
             observer.clear()
             // Ride A's status, driver's phone included, onto ride B's status topic: refused.
-            for target in ["rides/r-b1/status", "ridestatus/state/r-b1", "fleet/vehicles/v-x/position", "replies/+"] {
+            for target in [
+                "rides/r-b1/status", Topics().state(ride: "r-b1"), "fleet/vehicles/v-x/position", "replies/+",
+            ] {
                 try await observer.publish(
                     "rides/r-a1/status/get", "{}",
                     properties: MQTTProperties(responseTopic: target, correlationData: [7]))

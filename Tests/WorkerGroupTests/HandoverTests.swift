@@ -66,23 +66,25 @@ struct HandoverTests {
         #expect(old.serving == Set(buckets(of: "w-a", among: ["w-a", "w-b"])))
     }
 
-    @Test("G3, C5: a newcomer loads, then waits for the old owner's release before serving; a timeout ends the wait")
+    @Test("G3, C5: a newcomer waits for the old owner's release, then loads the released states; or a timeout")
     func joinWaitsForRelease() {
         var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
         // Its first view already holds w-a, which serves everything: what w-b wins comes from a live owner.
         let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
         let mine = buckets(of: "w-b", among: ["w-a", "w-b"])
-        #expect(loads(actions) == mine)
-        #expect(released(actions).isEmpty && served(actions).isEmpty)
-        #expect(
-            served(newcomer.loaded(mine, generation: generation(actions), now: 1.2)).isEmpty,
-            "loaded, but w-a has not released yet")
-        #expect(served(newcomer.released(bucket: mine[0], by: "w-a", now: 1.5)) == [mine[0]])
-        #expect(served(newcomer.released(bucket: mine[1], by: "w-x", now: 1.5)).isEmpty, "only the previous owner")
+        #expect(actions.isEmpty, "nothing loaded before w-a has written its last states: \(actions)")
+        #expect(newcomer.pending == mine)
+        let first = newcomer.released([mine[0]], by: "w-a", now: 1.5)
+        #expect(loads(first) == [mine[0]] && served(first).isEmpty, "the released bucket is loaded, not yet served")
+        #expect(newcomer.released([mine[1]], by: "w-x", now: 1.5).isEmpty, "only the previous owner releases")
+        #expect(served(newcomer.loaded([mine[0]], generation: generation(first), now: 1.6)) == [mine[0]])
         #expect(newcomer.membersChanged(["w-b", "w-a"], now: 2).isEmpty, "the same members again: nothing")
-        // The rest never come: after the timeout it serves them anyway (G4: one interval at most).
-        #expect(served(newcomer.tick(now: 6.9)).isEmpty)
-        #expect(served(newcomer.tick(now: 7.0)) == Array(mine.dropFirst()))
+        // The rest never come: after the timeout it loads them anyway (G4: one interval at most).
+        #expect(newcomer.tick(now: 6.9).isEmpty)
+        let late = newcomer.tick(now: 7.0)
+        #expect(loads(late) == Array(mine.dropFirst()))
+        #expect(newcomer.tick(now: 7.1).isEmpty, "asked for once")
+        #expect(served(newcomer.loaded(loads(late), generation: generation(late), now: 7.2)) == Array(mine.dropFirst()))
         #expect(newcomer.pending.isEmpty)
         #expect(newcomer.serving == Set(mine))
     }
@@ -90,9 +92,9 @@ struct HandoverTests {
     @Test("G3: after a death (the will) the survivors serve the dead worker's buckets as soon as they are loaded")
     func deathServesAfterLoad() {
         var survivor = Handover(selfID: "w-a", releaseTimeout: 6)
-        let first = survivor.membersChanged(["w-a", "w-b", "w-c"], now: 0)
-        _ = survivor.loaded(loads(first), generation: generation(first), now: 0)
-        _ = survivor.tick(now: 6)
+        #expect(survivor.membersChanged(["w-a", "w-b", "w-c"], now: 0).isEmpty, "w-b and w-c serve them now")
+        let late = survivor.tick(now: 6)
+        _ = survivor.loaded(loads(late), generation: generation(late), now: 6)
         let before = survivor.serving
         #expect(before == Set(buckets(of: "w-a", among: ["w-a", "w-b", "w-c"])))
         let actions = survivor.membersChanged(["w-a", "w-c"], now: 10)
@@ -110,13 +112,13 @@ struct HandoverTests {
     func ownerLeavesWhileWaiting() {
         var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
         let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
-        let gained = loads(actions)
-        #expect(served(newcomer.loaded(gained, generation: generation(actions), now: 1.1)).isEmpty)
+        #expect(actions.isEmpty)
+        let waiting = newcomer.pending
         // w-a's SIGTERM: it released its rides, then its goodbye; here only the goodbye is seen.
         let after = newcomer.membersChanged(["w-b"], now: 2)
-        #expect(Set(served(after)) == Set(gained))
-        #expect(Set(loads(after)).isDisjoint(with: gained))
-        #expect(newcomer.serving.count < Ownership.bucketCount, "the rest is loading")
+        #expect(Set(loads(after)) == Set(0..<Ownership.bucketCount), "every bucket, the waited-for ones too")
+        #expect(Set(waiting).isSubset(of: Set(loads(after))))
+        #expect(served(after).isEmpty)
         _ = newcomer.loaded(loads(after), generation: generation(after), now: 2.2)
         #expect(newcomer.serving.count == Ownership.bucketCount)
     }
@@ -124,7 +126,8 @@ struct HandoverTests {
     @Test("G4: a bucket lost while still arriving is dropped without a release; never two owners by this worker")
     func lostWhileArriving() {
         var worker = Handover(selfID: "w-b", releaseTimeout: 6)
-        let first = worker.membersChanged(["w-a", "w-b"], now: 1)
+        _ = worker.membersChanged(["w-a", "w-b"], now: 1)
+        let first = worker.released(worker.pending, by: "w-a", now: 1.05)
         let gained = loads(first)
         // w-c joins before the load is done and wins some of those buckets.
         let actions = worker.membersChanged(["w-a", "w-b", "w-c"], now: 1.1)

@@ -1,4 +1,5 @@
 import Foundation
+import WorkerGroup
 
 /// The topic names of the contract (section 2), under configurable prefixes. The one source of truth for
 /// every topic the worker, the simulator and the live view use.
@@ -46,15 +47,28 @@ public struct Topics: Sendable, Equatable {
     public var rideOptionsRequest: String { "\(rideOptionsPrefix)/request" }
     public var deadLetter: String { "\(serviceName)/deadletter" }
     public func presence(worker: String) -> String { "\(serviceName)/workers/\(worker)" }
-    /// Private, retained: the durable state of one ride (L5).
-    public func state(ride: String) -> String { "\(serviceName)/state/\(ride)" }
+    /// Private, retained: the durable state of one ride (L5), under its ownership bucket (G1, G3), so that a
+    /// worker taking over a bucket reads only that bucket's rides: `{serviceName}/state/{bucket}/{ride}`.
+    public func state(ride: String) -> String {
+        "\(serviceName)/state/\(Ownership.bucketName(Ownership.bucket(of: ride)))/\(ride)"
+    }
+    /// The durable state's topic in releases before groups (`{serviceName}/state/{ride}`): still read at start,
+    /// and cleared once the ride's state is written under its bucket.
+    public func legacyState(ride: String) -> String { "\(serviceName)/state/\(ride)" }
+    /// The durable states of one bucket's rides (G3: what a new owner of the bucket reads).
+    public func stateFilter(bucket: Int) -> String { "\(serviceName)/state/\(Ownership.bucketName(bucket))/+" }
+    /// G3: a worker's notice that it has written the last states of the buckets it lists and stopped serving them.
+    public func released(worker: String) -> String { "\(serviceName)/workers/\(worker)/released" }
     public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }
 
     /// The wildcard subscriptions of the worker.
     public var controlFilters: [String] { ControlKind.allCases.map { "\(ridesPrefix)/+/\($0.rawValue)" } }
     public var statusRequestFilter: String { "\(ridesPrefix)/+/status/get" }
     public var statusFilter: String { "\(ridesPrefix)/+/status" }
-    public var stateFilter: String { "\(serviceName)/state/+" }
+    /// Every ride's durable state, in both layouts (bucketed and the legacy one).
+    public var stateFilter: String { "\(serviceName)/state/#" }
+    /// Every worker's release notices (G3).
+    public var releasedFilter: String { "\(serviceName)/workers/+/released" }
     /// Every worker's presence (G1).
     public var presenceFilter: String { "\(serviceName)/workers/+" }
     /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
@@ -69,9 +83,12 @@ public struct Topics: Sendable, Equatable {
         /// A ride's status: the worker reads the retained ones back at recovery (L5).
         case status(ride: String)
         case rideOptionsRequest
-        case state(ride: String)
+        /// A ride's durable state; `legacy` on the topic of releases before groups (no bucket level).
+        case state(ride: String, legacy: Bool = false)
         /// A worker's presence (L8, G1).
         case presence(worker: String)
+        /// A worker's release notice (G3).
+        case released(worker: String)
         case unknown
     }
 
@@ -98,17 +115,28 @@ public struct Topics: Sendable, Equatable {
             }
             return .unknown
         }
-        // `{serviceName}/workers/{workerId}` (the recovery marker has a level more: not a presence)
-        if !serviceName.utf8.contains(UInt8(ascii: "/")), let rest = Self.after(serviceName, "/workers/", in: utf8),
-            !rest.contains(UInt8(ascii: "/"))
-        {
-            return .presence(worker: String(decoding: rest, as: UTF8.self))
+        guard !serviceName.utf8.contains(UInt8(ascii: "/")) else { return .unknown }
+        // `{serviceName}/workers/{workerId}` and `.../{workerId}/released` (the recovery marker is neither)
+        if let rest = Self.after(serviceName, "/workers/", in: utf8) {
+            guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else {
+                return .presence(worker: String(decoding: rest, as: UTF8.self))
+            }
+            if rest[rest.index(after: slash)...].elementsEqual("released".utf8) {
+                return .released(worker: String(decoding: rest[rest.startIndex..<slash], as: UTF8.self))
+            }
+            return .unknown
         }
-        // `{serviceName}/state/{ride}`
-        if !serviceName.utf8.contains(UInt8(ascii: "/")), let rest = Self.after(serviceName, "/state/", in: utf8),
-            !rest.contains(UInt8(ascii: "/"))
-        {
-            return .state(ride: String(decoding: rest, as: UTF8.self))
+        // `{serviceName}/state/{bucket}/{ride}`, the bucket the ride's own; `{serviceName}/state/{ride}` (legacy)
+        if let rest = Self.after(serviceName, "/state/", in: utf8) {
+            guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else {
+                return .state(ride: String(decoding: rest, as: UTF8.self), legacy: true)
+            }
+            let ride = String(decoding: rest[rest.index(after: slash)...], as: UTF8.self)
+            guard !ride.utf8.contains(UInt8(ascii: "/")),
+                let bucket = Ownership.bucket(named: Substring(rest[rest.startIndex..<slash])),
+                bucket == Ownership.bucket(of: ride)
+            else { return .unknown }
+            return .state(ride: ride)
         }
         return .unknown
     }

@@ -20,7 +20,7 @@ extension RideEngine {
             } catch {
                 reject(error, topic: topic, payload: payload, now: now, into: &actions)
             }
-        case .statusRequest, .status, .rideOptionsRequest, .availability, .state, .presence, .unknown:
+        case .statusRequest, .status, .rideOptionsRequest, .availability, .state, .presence, .released, .unknown:
             break
         }
         return actions

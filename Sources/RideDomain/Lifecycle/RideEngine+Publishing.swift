@@ -131,6 +131,19 @@ extension RideEngine {
         return merged
     }
 
+    // MARK: Handover (G3, G4)
+
+    /// G3, G4: the ride leaves this engine without ending: nothing is cleared (its state and status stay
+    /// retained for the next owner), its cadence stops, and its vehicle is unsubscribed unless another ride
+    /// here needs it (L3). Returns the ride as it was, to write as its released state; nil if it is not here.
+    public mutating func handOver(_ id: String) -> (ride: Ride, actions: [RideAction])? {
+        guard let rideSlot = rideTable.slot(of: id), let ride = rideTable.remove(id) else { return nil }
+        scheduler.cancel(rideSlot)
+        var actions: [RideAction] = []
+        if let vehicle = ride.vehicleId { release(vehicle: vehicle, rideSlot: rideSlot, into: &actions) }
+        return (ride, actions)
+    }
+
     // MARK: Internals
 
     mutating func stop(_ id: String, into actions: inout [RideAction]) {

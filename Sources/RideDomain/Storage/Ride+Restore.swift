@@ -141,3 +141,17 @@ extension Ride {
         }
     }
 }
+
+extension Ride {
+    /// G2, G3: a new owner takes the ride over: its epoch grows by one (it never wraps), so that the old owner,
+    /// seeing a state under a higher epoch, stops publishing the ride (G4).
+    package mutating func takeOver() {
+        if epoch < .max { epoch += 1 }
+    }
+
+    /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch, or the same epoch
+    /// and a higher sequence or ceiling): of two copies read during a handover, the newer is served.
+    package func isNewer(than other: Ride) -> Bool {
+        (epoch, max(sequence, sequenceCeiling)) > (other.epoch, max(other.sequence, other.sequenceCeiling))
+    }
+}

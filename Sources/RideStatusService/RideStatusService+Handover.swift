@@ -1,0 +1,254 @@
+import Foundation
+import Logging
+import MQTTClient
+import RideDomain
+import RideJSON
+import WorkerGroup
+
+// MARK: - Handover (G3, G4): the buckets of rides this worker serves follow the group
+
+extension RideStatusService {
+    /// The handover's part of the worker's state, under the service's lock.
+    struct HandoverState {
+        var machine: Handover
+        /// False until the first view of the group is formed at the end of the recovery (L5, G1).
+        var viewFormed = false
+        /// Durable states of the buckets on their way here (read at the recovery or by a load), by ride.
+        var staged: [String: Ride] = [:]
+        /// Rides whose state was read on the topic of releases before groups: moved under their bucket once served.
+        var legacy: Set<String> = []
+        /// Loads waiting for their marker: generation to buckets.
+        var loads: [Int: [Int]] = [:]
+        /// Control messages for rides not served here, replayed when their bucket is served (G3).
+        var recent = RecentControls<MQTTMessage>()
+        var counts = Counts()
+        var reported = Counts()
+
+        struct Counts {
+            var released = 0
+            var gained = 0
+            var fenced = 0
+        }
+
+        init(selfID: String, releaseTimeout: Double) {
+            machine = Handover(selfID: selfID, releaseTimeout: releaseTimeout)
+        }
+
+        func serves(ride: String) -> Bool { machine.serving.contains(Ownership.bucket(of: ride)) }
+        func isArriving(ride: String) -> Bool { machine.pending.contains(Ownership.bucket(of: ride)) }
+    }
+
+    /// The topic of the marker that closes one load of buckets (G3).
+    var loadMarker: String { "\(settings.topics.serviceName)/workers/\(identity.id)/load" }
+
+    /// G1, G3: the members changed in this worker's view; once the first view is formed, the buckets follow.
+    func membersChanged(now: Date, core: inout Core) {
+        guard core.handover.viewFormed else { return }
+        let actions = core.handover.machine.membersChanged(core.group.members, now: now.timeIntervalSince1970)
+        carryOut(actions, now: now, core: &core)
+    }
+
+    /// L5, G1: the recovery's read is complete: the first view of the group decides which of the states read
+    /// this worker serves at once, which wait for a live owner's release, and which are another's.
+    func formFirstView(now: Date, core: inout Core) {
+        core.handover.viewFormed = true
+        let actions = core.handover.machine.membersChanged(core.group.members, now: now.timeIntervalSince1970)
+        let waiting = Set(core.handover.machine.pending)
+        carryOut(actions, now: now, core: &core, recovering: true)
+        // What belongs to no bucket on its way here is another worker's: forgotten.
+        core.handover.staged = core.handover.staged.filter { waiting.contains(Ownership.bucket(of: $0.key)) }
+    }
+
+    /// Time passes: a live previous owner that never releases is waited for no more (G4: one interval at most).
+    func handoverTick(now: Date, core: inout Core) {
+        guard core.handover.viewFormed else { return }
+        carryOut(core.handover.machine.tick(now: now.timeIntervalSince1970), now: now, core: &core)
+    }
+
+    /// Carries out the handover's actions. `recovering`: the recovery has read every state already, so a load
+    /// is complete at once.
+    func carryOut(_ actions: [Handover.Action], now: Date, core: inout Core, recovering: Bool = false) {
+        for action in actions {
+            switch action {
+            case .release(let buckets): release(buckets, now: now, core: &core)
+            case .load(let buckets, let generation):
+                if recovering {
+                    carryOut(
+                        core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970),
+                        now: now, core: &core, recovering: true)
+                } else {
+                    load(buckets, generation: generation, core: &core)
+                }
+            case .drop(let buckets):
+                let lost = Set(buckets)
+                core.handover.staged = core.handover.staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
+            case .serve(let buckets): serve(buckets, now: now, core: &core)
+            }
+        }
+    }
+
+    /// G3, G4: stops serving these buckets' rides: each one's last state is written (retained, under its epoch,
+    /// in order before the notice), then the release notice tells the new owner it may load them.
+    private func release(_ buckets: [Int], now: Date, core: inout Core) {
+        let lost = Set(buckets)
+        var count = 0
+        for id in core.engine.rideIdentifiers where lost.contains(Ownership.bucket(of: id)) {
+            guard let (ride, actions) = core.engine.handOver(id) else { continue }
+            executor.execute(actions, engine: &core.engine, now: now)
+            executor.writeState(of: ride)
+            count += 1
+        }
+        core.handover.counts.released += count
+        try? transport.publish(
+            settings.topics.released(worker: identity.id),
+            Self.releaseNotice(buckets: buckets, incarnation: transport.incarnation))
+        logger.info(
+            "rides released to their new owner (G3)",
+            metadata: [
+                "buckets": "\(buckets.count)", "rides": "\(count)", "rides.held": "\(core.engine.activeRideCount)",
+            ])
+    }
+
+    /// G3: reads these buckets' durable states: a subscription per bucket (no local: this worker's own writes
+    /// never come back), then a marker that the broker sends after their retained states.
+    private func load(_ buckets: [Int], generation: Int, core: inout Core) {
+        let loading = Set(buckets)
+        // What was read of them before is stale: a ride the previous owner stopped since has no state any more.
+        core.handover.staged = core.handover.staged.filter { !loading.contains(Ownership.bucket(of: $0.key)) }
+        core.handover.loads[generation] = buckets
+        for bucket in buckets {
+            subscriptions.subscribe(
+                settings.topics.stateFilter(bucket: bucket), options: MQTTSubscribeOptions(noLocal: true))
+        }
+        subscriptions.publish(loadMarker, Array(String(generation).utf8))
+    }
+
+    /// G3: a load's marker came back: its buckets' states are all in.
+    func loadFinished(_ message: MQTTMessage, now: Date, core: inout Core) {
+        guard let generation = Int(String(decoding: message.payload, as: UTF8.self)),
+            let buckets = core.handover.loads.removeValue(forKey: generation)
+        else { return }
+        for bucket in buckets { subscriptions.unsubscribe(settings.topics.stateFilter(bucket: bucket)) }
+        carryOut(
+            core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970), now: now,
+            core: &core)
+    }
+
+    /// G3: serves these buckets' loaded rides, each under a new epoch and above its last sequence (C5), at once
+    /// (C4); then replays the control messages kept for them, in order.
+    private func serve(_ buckets: [Int], now: Date, core: inout Core) {
+        let gained = Set(buckets)
+        var count = 0
+        for (id, staged) in core.handover.staged where gained.contains(Ownership.bucket(of: id)) {
+            var ride = staged
+            ride.takeOver()
+            executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
+            core.handover.staged[id] = nil
+            count += 1
+            if core.handover.legacy.remove(id) != nil, let current = core.engine.ride(id) {
+                // Upgrades keep rides: the state moves under its bucket before the old topic is cleared.
+                executor.writeState(of: current)
+                try? transport.publish(settings.topics.legacyState(ride: id), [], retain: true)
+            }
+        }
+        core.handover.counts.gained += count
+        let replay = core.handover.recent.take(buckets: gained, now: now.timeIntervalSince1970)
+        for message in replay { handle(message, parsed: settings.topics.parse(message.topic), now: now, core: &core) }
+        if core.lifecycle.recovered, count + replay.count > 0 || buckets.count < Ownership.bucketCount {
+            logger.info(
+                "rides taken over (G3)",
+                metadata: [
+                    "buckets": "\(buckets.count)", "rides": "\(count)", "controls.replayed": "\(replay.count)",
+                    "rides.held": "\(core.engine.activeRideCount)",
+                ])
+        }
+        planWake(&core)
+    }
+
+    /// L5, G3: one ride state read (at the recovery, by a load, or live from another worker) for a bucket on
+    /// its way here: the newer copy is kept; a deleted state (zero-length) removes the ride (it was stopped).
+    /// What fails the checks of A2 is dead-lettered and left retained.
+    func stage(_ message: MQTTMessage, ride id: String, legacy: Bool, now: Date, core: inout Core) {
+        guard !message.payload.isEmpty else {
+            if !legacy { core.handover.staged[id] = nil }
+            return
+        }
+        do throws(Rejection) {
+            let ride = try Ride.restored(
+                topicRide: id, payload: message.payload, now: now, configuration: settings.ride)
+            if legacy { core.handover.legacy.insert(id) }
+            if let current = core.handover.staged[id], !ride.isNewer(than: current) { return }
+            core.handover.staged[id] = ride
+        } catch {
+            logger.error(
+                "ride state refused (A2); it stays retained and the ride is not resumed",
+                metadata: [
+                    "topic": "\(message.topic)", "reason": "\(error.reason.rawValue)", "detail": "\(error.detail)",
+                ])
+            executor.execute(
+                core.engine.reject(error, topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
+        }
+    }
+
+    /// G4, A2: another client wrote the state of a ride this worker serves. Under a higher epoch it is a new
+    /// owner's: this worker stops publishing the ride at once, writing nothing. Anything else (a deletion, an
+    /// older owner's last write, a forgery) is overwritten with this worker's own state, so that a restart does
+    /// not lose the ride.
+    func stateWritten(by message: MQTTMessage, ride current: Ride, now: Date, core: inout Core) {
+        if !message.payload.isEmpty,
+            let other = try? Ride.restored(
+                topicRide: current.rideIdentifier, payload: message.payload, now: now, configuration: settings.ride),
+            other.epoch > current.epoch
+        {
+            if let (_, actions) = core.engine.handOver(current.rideIdentifier) {
+                executor.execute(actions, engine: &core.engine, now: now)
+            }
+            core.handover.counts.fenced += 1
+            logger.warning(
+                "ride taken over under a newer epoch; no longer publishing it (G4)",
+                metadata: [
+                    "ride.id": "\(current.rideIdentifier)", "epoch": "\(current.epoch)", "epoch.seen": "\(other.epoch)",
+                ])
+            return
+        }
+        executor.rewriteState(of: current, payloadBytes: message.payload.count)
+    }
+
+    /// G3: `{serviceName}/workers/{workerId}/released`: `{"buckets":[...],"incarnation":N}`.
+    static func releaseNotice(buckets: [Int], incarnation: UInt64) -> [UInt8] {
+        var writer = JSONWriter(capacity: 16 + 6 * buckets.count)
+        writer.beginObject()
+        writer.key("buckets")
+        writer.beginArray()
+        for bucket in buckets { writer.integer(bucket) }
+        writer.endArray()
+        writer.key("incarnation")
+        writer.integer(Int(clamping: incarnation))
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// G3: another worker's release notice: the buckets it lists have their last states written.
+    func receiveRelease(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
+        guard worker != identity.id, core.handover.viewFormed else { return }
+        guard let value = try? decoder.object(message.payload, emptyAsObject: false),
+            case .array(let items)? = value["buckets"]
+        else {
+            executor.execute(
+                core.engine.reject(
+                    Rejection(.invalidField, "release notice: buckets is not a list of bucket numbers (G3)"),
+                    topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
+            return
+        }
+        let buckets = items.compactMap { item -> Int? in
+            guard let number = item.doubleValue, let bucket = Int(exactly: number),
+                (0..<Ownership.bucketCount).contains(bucket)
+            else { return nil }
+            return bucket
+        }
+        carryOut(
+            core.handover.machine.released(buckets, by: worker, now: now.timeIntervalSince1970), now: now, core: &core)
+    }
+}
