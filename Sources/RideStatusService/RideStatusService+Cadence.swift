@@ -28,7 +28,8 @@ extension RideStatusService {
                 blocked = limit <= 0
                 if blocked { break }
                 more = core.withLock { core in
-                    guard core.lifecycle.recovered else { return false }
+                    // L8, G3: a worker leaving publishes no more statuses: its rides' new owners take over.
+                    guard core.lifecycle.recovered, core.lifecycle.state != .draining else { return false }
                     let now = Date()
                     executor.execute(core.engine.tick(now: now, limit: limit), engine: &core.engine, now: now)
                     return core.engine.hasDue(now: now)

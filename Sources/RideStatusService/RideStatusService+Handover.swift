@@ -62,7 +62,13 @@ extension RideStatusService {
     /// Time passes: a live previous owner that never releases is waited for no more (G4: one interval at most).
     func handoverTick(now: Date, core: inout Core) {
         guard core.handover.viewFormed else { return }
-        carryOut(core.handover.machine.tick(now: now.timeIntervalSince1970), now: now, core: &core)
+        let actions = core.handover.machine.tick(now: now.timeIntervalSince1970)
+        if case .load(let buckets, _)? = actions.first {
+            logger.warning(
+                "a previous owner did not release its buckets within one interval; loading anyway (G4)",
+                metadata: ["buckets": "\(buckets.count)", "members": "\(core.group.members)"])
+        }
+        carryOut(actions, now: now, core: &core)
     }
 
     /// Carries out the handover's actions. `recovering`: the recovery has read every state already, so a load
@@ -82,6 +88,9 @@ extension RideStatusService {
             case .drop(let buckets):
                 let lost = Set(buckets)
                 core.handover.staged = core.handover.staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
+                // The bucket's new owner may count on this worker as its previous owner (their views of the group
+                // differ by a join in between): it served none of them, so they are released at once.
+                publishReleaseNotice(buckets)
             case .serve(let buckets): serve(buckets, now: now, core: &core)
             }
         }
@@ -99,14 +108,19 @@ extension RideStatusService {
             count += 1
         }
         core.handover.counts.released += count
-        try? transport.publish(
-            settings.topics.released(worker: identity.id),
-            Self.releaseNotice(buckets: buckets, incarnation: transport.incarnation))
+        publishReleaseNotice(buckets)
         logger.info(
             "rides released to their new owner (G3)",
             metadata: [
                 "buckets": "\(buckets.count)", "rides": "\(count)", "rides.held": "\(core.engine.activeRideCount)",
             ])
+    }
+
+    /// G3: the notice, after the last states (QoS 1, in order), that these buckets are free to load.
+    private func publishReleaseNotice(_ buckets: [Int]) {
+        try? transport.publish(
+            settings.topics.released(worker: identity.id),
+            Self.releaseNotice(buckets: buckets, incarnation: transport.incarnation))
     }
 
     /// G3: reads these buckets' durable states: a subscription per bucket (no local: this worker's own writes
@@ -215,6 +229,9 @@ extension RideStatusService {
         executor.rewriteState(of: current, payloadBytes: message.payload.count)
     }
 
+    /// The largest release notice read: every bucket listed, with room to spare.
+    static var maximumReleaseNotice: Int { 64 * 1024 }
+
     /// G3: `{serviceName}/workers/{workerId}/released`: `{"buckets":[...],"incarnation":N}`.
     static func releaseNotice(buckets: [Int], incarnation: UInt64) -> [UInt8] {
         var writer = JSONWriter(capacity: 16 + 6 * buckets.count)
@@ -232,8 +249,9 @@ extension RideStatusService {
     /// G3: another worker's release notice: the buckets it lists have their last states written.
     func receiveRelease(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
         guard worker != identity.id, core.handover.viewFormed else { return }
-        guard let value = try? decoder.object(message.payload, emptyAsObject: false),
-            case .array(let items)? = value["buckets"]
+        // Not the input decoder: a notice lists up to 8,192 buckets (about 48 KB), above the input size limit.
+        guard message.payload.count <= Self.maximumReleaseNotice,
+            let notice = try? JSONParser.parse(message.payload), case .array(let items)? = notice["buckets"]
         else {
             executor.execute(
                 core.engine.reject(

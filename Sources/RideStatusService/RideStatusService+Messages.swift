@@ -58,6 +58,9 @@ extension RideStatusService {
             try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
             // G1: every retained presence, so that the first view of the group is complete at the marker.
             try await transport.subscribe(settings.topics.presenceFilter, qos: .atLeastOnce, options: .init())
+            // G3: release notices, before this worker's birth makes any owner release buckets to it (they wait
+            // in the stash until the first view is formed).
+            try await transport.subscribe(settings.topics.releasedFilter, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(settings.topics.stateFilter, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(
                 settings.topics.statusFilter, qos: .atLeastOnce, options: MQTTSubscribeOptions(noLocal: true))
@@ -75,11 +78,8 @@ extension RideStatusService {
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
         subscriptions.unsubscribe(topics.statusFilter)
-        // G3: other workers' release notices, and this worker's own load markers.
-        var filters =
-            topics.controlFilters + [
-                topics.statusRequestFilter, topics.rideOptionsRequest, topics.releasedFilter, loadMarker,
-            ]
+        // G3: this worker's own load markers.
+        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest, loadMarker]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
         if core.quoter != nil { filters.append(topics.availabilityFilter) }
         for filter in filters { subscriptions.subscribe(filter) }
@@ -141,6 +141,10 @@ extension RideStatusService {
             default: kind = .other
             }
             let published = core.withLock { core -> Bool in
+                // G3: a worker leaving a group acts on nothing more: the members staying keep every control
+                // message for rides they do not serve and replay it when the ride's bucket reaches them. (A
+                // worker alone still handles what comes until it disconnects: nobody else would, L6.)
+                if core.lifecycle.state == .draining, core.group.members.count > 1 { return false }
                 switch core.lifecycle.received(kind, message) {
                 case .handle(let message):
                     let published = handle(message, parsed: parsed, now: now, core: &core)

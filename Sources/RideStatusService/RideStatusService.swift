@@ -123,8 +123,13 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             // Wait for SIGTERM/SIGINT (or the group's cancellation), then leave cleanly (L8); the connection
             // service disconnects after this returns.
             try? await gracefulShutdown()
-            core.withLock { $0.lifecycle.shutdown() }
-            logger.info("shutting down: presence offline, flushing QoS 1 messages")
+            let others = core.withLock { core in
+                core.lifecycle.shutdown()
+                return core.group.members.count - 1
+            }
+            logger.info(
+                "shutting down: presence offline, flushing QoS 1 messages",
+                metadata: ["members.staying": "\(others)"])
             try? transport.publish(
                 identity.presenceTopic, identity.presence(online: false, incarnation: transport.incarnation),
                 retain: true)

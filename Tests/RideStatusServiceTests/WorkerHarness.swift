@@ -92,7 +92,7 @@ final class WorkerProcess: @unchecked Sendable {
 /// A test-side MQTT client that records what it receives.
 final class Observer: Sendable {
     let client: MQTTClient
-    private let received = Locked<[MQTTMessage]>([])
+    private let received = Locked<[(at: Date, message: MQTTMessage)]>([])
     private let task = Locked<Task<Void, Never>?>(nil)
 
     /// - Parameter persistentSession: keep the session on the broker, so that what the broker receives while
@@ -113,9 +113,12 @@ final class Observer: Sendable {
         }
     }
 
-    private func append(_ message: MQTTMessage) { received.withLock { $0.append(message) } }
+    private func append(_ message: MQTTMessage) { received.withLock { $0.append((Date(), message)) } }
 
-    var messages: [MQTTMessage] { received.withLock { $0 } }
+    var messages: [MQTTMessage] { received.withLock { $0.map(\.message) } }
+
+    /// What was received, with when, in receive order.
+    var timedMessages: [(at: Date, message: MQTTMessage)] { received.withLock { $0 } }
 
     func clear() { received.withLock { $0.removeAll() } }
 

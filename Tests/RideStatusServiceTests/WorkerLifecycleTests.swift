@@ -25,6 +25,12 @@ struct WorkerLifecycleTests {
             return
         }
         #expect(state == "state r-1")
+        // G1: retained presences are taken in before the marker, so the first view of the group is complete.
+        guard case .restore(let presence) = lifecycle.received(.presence, "presence w-2") else {
+            Issue.record("a presence is taken in while recovering, not stashed")
+            return
+        }
+        #expect(presence == "presence w-2")
         // A marker of an earlier attempt (another nonce) does not finish this one.
         if case .finishRecovery = lifecycle.received(.recoveryMarker("n-0"), "old marker") {
             Issue.record("a stale marker must not finish the recovery")

@@ -1,0 +1,79 @@
+import Foundation
+import MQTTClient
+import RideDomain
+import RideStatusTesting
+import Testing
+import WorkerGroup
+
+/// The handover's wiring in the service (G1, G3, G4), on the in-memory broker: which rides a worker serves
+/// beside another member, what it keeps for the rides it does not serve, and fencing. The real broker and
+/// real processes are in `GroupEndToEndTests`.
+@Suite("Groups of workers in memory (G1, G3, G4)")
+struct GroupInMemoryTests {
+    typealias Running = ServiceInMemoryTests.Running
+
+    /// A ride that `owner` owns in the group of `members`.
+    static func ride(ownedBy owner: String, among members: [String], prefix: String) -> String {
+        let ownership = Ownership(members: members)
+        return (0...).lazy.map { "\(prefix)-\($0)" }.first { ownership.owner(ofRide: $0) == owner }!
+    }
+
+    static func presence(_ state: String, incarnation: Int) -> String {
+        #"{"state":"\#(state)","since":"2026-11-25T10:00:00.000Z","version":"test","incarnation":\#(incarnation)}"#
+    }
+
+    @Test(
+        "G1, G3: beside a live member a worker serves only its own rides, keeps the others' control messages, and replays them when their owner leaves"
+    )
+    func servesOwnRidesAndReplays() async throws {
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
+        let running = try Running(interval: 0.3, broker: broker)
+        try await running.ready()
+        let members = ["w-mem", "w-other"]
+        let mine = Self.ride(ownedBy: "w-mem", among: members, prefix: "r-mine")
+        let theirs = Self.ride(ownedBy: "w-other", among: members, prefix: "r-theirs")
+        broker.publish("rides/\(mine)/start", booking(ride: mine, vehicle: nil))
+        broker.publish("rides/\(theirs)/start", booking(ride: theirs, vehicle: nil))
+        broker.publish("rides/\(theirs)/assign", #"{"vehicleId":"v-9"}"#)
+        try await running.waitFor("statuses of its own ride") { running.statuses(mine).count >= 3 }
+        #expect(running.statuses(theirs).isEmpty, "G1: the other member's ride is not published here")
+        #expect(!broker.subscribedFilters.contains("fleet/vehicles/v-9/position"), "L3, G1: nor its vehicle")
+
+        // The other member dies (its will): its ride arrives here with the start and the assign kept for it.
+        broker.publish("ridestatus/workers/w-other", Self.presence("offline", incarnation: 1), retain: true)
+        try await running.waitFor("the replayed ride") { running.statuses(theirs).count >= 2 }
+        try await running.waitFor("the assigned vehicle subscribed (the assign replayed after the start)") {
+            broker.subscribedFilters.contains("fleet/vehicles/v-9/position")
+        }
+        let owned = broker.published.filter { $0.topic == "rides/\(theirs)/status" }
+        #expect(owned.allSatisfy { $0.properties.userProperties.contains { $0 == ("worker", "w-mem") } })
+        await running.stop()
+    }
+
+    @Test("G4: a state written under a newer epoch by another worker stops this worker publishing the ride at once")
+    func fencedByNewerEpoch() async throws {
+        let running = try Running(interval: 0.2)
+        try await running.ready()
+        running.broker.publish("rides/r-f/start", booking(ride: "r-f", vehicle: nil))
+        let topic = Topics().state(ride: "r-f")
+        try await running.waitFor("the state") { running.broker.retained(topic) != nil }
+        func retained() -> String { String(decoding: running.broker.retained(topic)?.payload ?? [], as: UTF8.self) }
+        let own = retained()
+        #expect(own.contains(#""epoch":1"#), "a ride's first owner gives it epoch 1 (G2)")
+        // A write that is not a newer owner's (here a forged epoch 0) is undone (A2).
+        let forged = own.replacingOccurrences(of: #""epoch":1"#, with: #""epoch":0"#)
+        running.broker.publish(topic, forged, retain: true)
+        try await running.waitFor("the forged write undone") {
+            retained() != forged && retained().contains(#""epoch":1"#)
+        }
+        let newer = retained().replacingOccurrences(of: #""epoch":1"#, with: #""epoch":2"#)
+        running.broker.publish(topic, newer, retain: true)
+        try await Task.sleep(for: .milliseconds(100))
+        let count = running.statuses("r-f").count
+        try await Task.sleep(for: .seconds(1))
+        #expect(running.statuses("r-f").count == count, "G4: no status after the newer epoch was seen")
+        #expect(retained() == newer, "the new owner's state stays")
+        await running.stop()
+    }
+}
