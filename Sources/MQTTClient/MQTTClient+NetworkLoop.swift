@@ -18,7 +18,10 @@ extension MQTTClient {
                 let rc = connectOnce()
                 if rc != MOSQ_ERR_SUCCESS.rawValue {
                     let reason = Self.describe(rc)
-                    state.withLock { $0.lastError = reason }
+                    state.withLock {
+                        $0.lastError = reason
+                        $0.endpointIndex += 1
+                    }
                     logger.debug("MQTT connect failed", metadata: ["reason": "\(reason)", "retry.in": "\(delay)"])
                     eventContinuation.yield(.connectFailed(reason: reason, retryIn: delay))
                     sleep(for: delay)
@@ -37,6 +40,7 @@ extension MQTTClient {
             let wasConnected = state.withLock { state in
                 defer {
                     state.connected = false
+                    state.endpointIndex += 1
                     state.resend.disconnected()
                     state.lastError = Self.describe(rc)
                 }
@@ -66,10 +70,14 @@ extension MQTTClient {
     /// One blocking TCP (and TLS) connect that sends CONNECT with the session expiry property, and a will made
     /// for this connection's incarnation when the configuration asks for one.
     private func connectOnce() -> Int32 {
-        let incarnation = state.withLock { state in
+        let endpoints = configuration.endpoints
+        let (incarnation, endpoint) = state.withLock { state in
             let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
             state.attemptIncarnation = max(state.attemptIncarnation + 1, now)
-            return state.attemptIncarnation
+            return (state.attemptIncarnation, endpoints[state.endpointIndex % endpoints.count])
+        }
+        if endpoints.count > 1 {
+            logger.debug("MQTT connecting", metadata: ["host": "\(endpoint.host)", "port": "\(endpoint.port)"])
         }
         if let will = configuration.will, let makePayload = will.payloadForIncarnation {
             let payload = makePayload(incarnation)
@@ -92,7 +100,7 @@ extension MQTTClient {
                 &properties, Int32(MQTT_PROP_RECEIVE_MAXIMUM.rawValue), configuration.receiveMaximum)
         }
         return mosquitto_connect_bind_v5(
-            handle, configuration.host, Int32(configuration.port), Int32(configuration.keepAlive), nil, properties)
+            handle, endpoint.host, Int32(endpoint.port), Int32(configuration.keepAlive), nil, properties)
     }
 
     /// Releases held publishes when a reconnect's resends stay unacknowledged for `orderedResendTimeout`:

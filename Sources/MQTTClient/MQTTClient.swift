@@ -52,6 +52,8 @@ public final class MQTTClient: @unchecked Sendable {
         var started = false
         /// The incarnation of the last connection attempt: larger for every attempt, across restarts too.
         var attemptIncarnation: UInt64 = 0
+        /// Which of the configuration's endpoints the next connect tries (failover across a cluster's nodes).
+        var endpointIndex = 0
         /// The incarnation of the connection the broker last accepted (CONNACK): its will carries it.
         var incarnation: UInt64 = 0
         var stopping = false

@@ -60,6 +60,9 @@ public struct MQTTConfiguration: Sendable {
 
     public var host: String
     public var port: Int
+    /// Other nodes of a clustered broker, tried in turn after `host`: each failed connect and each lost
+    /// connection moves to the next (the session lives on every node of such a cluster).
+    public var failover: [Endpoint] = []
     public var clientID: String
     public var username: String?
     public var password: String?
@@ -128,6 +131,20 @@ public struct MQTTConfiguration: Sendable {
         self.bufferCapacity = bufferCapacity
         self.bufferPolicy = bufferPolicy
     }
+
+    /// One broker node.
+    public struct Endpoint: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// The nodes to connect to, in the order they are tried: `host` first, then ``failover``.
+    public var endpoints: [Endpoint] { [Endpoint(host: host, port: port)] + failover }
 
     /// Reads `mqtt://user:password@host:port` or `mqtts://…` (default ports 1883 and 8883).
     /// A `mqtts` URL without `tls` settings uses the system's CA directory.

@@ -15,6 +15,8 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     let metrics: WorkerMetrics
     let logger: Logger
     let changes: SubscriptionQueue
+    /// L3: the QoS of the per-vehicle subscriptions (``WorkerSettings/manySubscriptionsQoS``).
+    let vehicleQoS: MQTTQoS
 
     /// Returns whether a status was published. A status the broker has no room for
     /// (``WorkerTransport/publishRoom``) does not leave: `engine` makes its ride due again, so it publishes
@@ -37,7 +39,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
                 try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
                 logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])
             case .subscribe(let vehicle):
-                changes.subscribe(topics.position(vehicle: vehicle))
+                changes.subscribe(topics.position(vehicle: vehicle), qos: vehicleQoS)
             case .unsubscribe(let vehicle):
                 changes.unsubscribe(topics.position(vehicle: vehicle))
             case .deadLetter(let letter):

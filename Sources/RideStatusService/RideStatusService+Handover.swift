@@ -132,7 +132,8 @@ extension RideStatusService {
         core.handover.loads[generation] = buckets
         for bucket in buckets {
             subscriptions.subscribe(
-                settings.topics.stateFilter(bucket: bucket), options: MQTTSubscribeOptions(noLocal: true))
+                settings.topics.stateFilter(bucket: bucket), qos: settings.manySubscriptionsQoS,
+                options: MQTTSubscribeOptions(noLocal: true))
         }
         subscriptions.publish(loadMarker, Array(String(generation).utf8))
     }
@@ -206,15 +207,17 @@ extension RideStatusService {
     }
 
     /// G4, A2: another client wrote the state of a ride this worker serves. Under a higher epoch it is a new
-    /// owner's: this worker stops publishing the ride at once, writing nothing. Anything else (a deletion, an
-    /// older owner's last write, a forgery) is overwritten with this worker's own state, so that a restart does
+    /// owner's: this worker stops publishing the ride at once, writing nothing. Under MQTT 3.1.1 (no no-local)
+    /// one under its own epoch is its own echo. Anything else (a deletion, an older owner's last write, a
+    /// forgery) is overwritten with this worker's own state, so that a restart does
     /// not lose the ride.
     func stateWritten(by message: MQTTMessage, ride current: Ride, now: Date, core: inout Core) {
-        if !message.payload.isEmpty,
-            let other = try? Ride.restored(
-                topicRide: current.rideIdentifier, payload: message.payload, now: now, configuration: settings.ride),
-            other.epoch > current.epoch
-        {
+        let other =
+            message.payload.isEmpty
+            ? nil
+            : try? Ride.restored(
+                topicRide: current.rideIdentifier, payload: message.payload, now: now, configuration: settings.ride)
+        if let other, other.epoch > current.epoch {
             if let (_, actions) = core.engine.handOver(current.rideIdentifier) {
                 executor.execute(actions, engine: &core.engine, now: now)
             }
@@ -226,6 +229,8 @@ extension RideStatusService {
                 ])
             return
         }
+        // MQTT 3.1.1 has no no-local: this worker's own writes come back, under its own epoch.
+        if settings.protocolVersion == .v311, let other, other.epoch == current.epoch { return }
         executor.rewriteState(of: current, payloadBytes: message.payload.count)
     }
 

@@ -88,7 +88,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 handover: HandoverState(selfID: identity.id, releaseTimeout: settings.ride.updateInterval)))
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
-            changes: subscriptions)
+            changes: subscriptions, vehicleQoS: settings.manySubscriptionsQoS)
         responder = QuoteResponder(transport: transport, topics: settings.topics, decoder: decoder, metrics: metrics)
     }
 
@@ -167,8 +167,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             for step in steps {
                 do {
                     switch step {
-                    case .subscribe(let filters, let options):
-                        try await transport.subscribe(filters, qos: .atLeastOnce, options: options)
+                    case .subscribe(let filters, let qos, let options):
+                        try await transport.subscribe(filters, qos: qos, options: options)
                         if options.noLocal && filters.contains(settings.topics.stateFilter) {
                             core.withLock { $0.watchingStates = true }
                         }

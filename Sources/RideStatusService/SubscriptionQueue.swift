@@ -9,7 +9,7 @@ import MQTTClient
 /// booked rides from becoming active within minutes (issue 12).
 final class SubscriptionQueue: Sendable {
     enum Change: Sendable, Equatable {
-        case subscribe(String, options: MQTTSubscribeOptions)
+        case subscribe(String, qos: MQTTQoS, options: MQTTSubscribeOptions)
         case unsubscribe(String)
         /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
         case ready
@@ -20,7 +20,7 @@ final class SubscriptionQueue: Sendable {
 
     /// What the applying task does with one batch.
     enum Step: Equatable {
-        case subscribe([String], options: MQTTSubscribeOptions)
+        case subscribe([String], qos: MQTTQoS, options: MQTTSubscribeOptions)
         case unsubscribe(String)
         case ready
         case publish(String, [UInt8])
@@ -29,8 +29,10 @@ final class SubscriptionQueue: Sendable {
     private let queue = Locked((changes: [Change](), finished: false))
     private let wakeup = Wakeup()
 
-    func subscribe(_ filter: String, options: MQTTSubscribeOptions = MQTTSubscribeOptions()) {
-        append(.subscribe(filter, options: options))
+    func subscribe(
+        _ filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscribeOptions = MQTTSubscribeOptions()
+    ) {
+        append(.subscribe(filter, qos: qos, options: options))
     }
 
     func unsubscribe(_ filter: String) { append(.unsubscribe(filter)) }
@@ -66,18 +68,20 @@ final class SubscriptionQueue: Sendable {
         return nil
     }
 
-    /// Runs of subscriptions with the same options become one step; order is kept (an unsubscribe of a filter
+    /// Runs of subscriptions with the same QoS and options become one step; order is kept (an unsubscribe of a filter
     /// never overtakes its subscription, and `ready` comes after everything before it).
     static func steps(_ changes: [Change]) -> [Step] {
         var steps: [Step] = []
         for change in changes {
             switch change {
-            case .subscribe(let filter, let options):
-                if case .subscribe(var filters, let runOptions) = steps.last, runOptions == options {
+            case .subscribe(let filter, let qos, let options):
+                if case .subscribe(var filters, let runQoS, let runOptions) = steps.last, runOptions == options,
+                    runQoS == qos
+                {
                     filters.append(filter)
-                    steps[steps.count - 1] = .subscribe(filters, options: options)
+                    steps[steps.count - 1] = .subscribe(filters, qos: qos, options: options)
                 } else {
-                    steps.append(.subscribe([filter], options: options))
+                    steps.append(.subscribe([filter], qos: qos, options: options))
                 }
             case .unsubscribe(let filter): steps.append(.unsubscribe(filter))
             case .ready: steps.append(.ready)

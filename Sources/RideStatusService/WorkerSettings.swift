@@ -21,6 +21,12 @@ public struct WorkerSettings: Sendable {
     /// 0 turns the HTTP endpoint off.
     public var metricsPort = 9466
     public var sessionExpiry: UInt32 = 86_400
+    /// MQTT 5 (default), or 3.1.1 for brokers that speak nothing newer (a NATS cluster): no user properties
+    /// (G2), no no-local, no request/response (L7, 3.4) there.
+    public var protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
+    /// Seconds between keepalive pings: the broker sends the will after 1.5 times this without a word from a
+    /// worker that vanished without closing its socket (G3's failure detection time).
+    public var keepAlive = 5
     public var topics = Topics()
     public var ride = RideConfiguration()
     /// The ride-option catalog file (3.4); empty turns quotes off.
@@ -51,6 +57,21 @@ public struct WorkerSettings: Sendable {
         "broker.keyFile": { $0.keyFile = $1 },
         "broker.sessionExpiry": {
             $0.sessionExpiry = UInt32(try number($1, "broker.sessionExpiry", 0...4_294_967_295))
+        },
+        "broker.protocol": { settings, value in
+            switch value {
+            case "5", "5.0": settings.protocolVersion = .v5
+            case "3.1.1", "311": settings.protocolVersion = .v311
+            default: throw Problem(key: "broker.protocol", message: "'\(value)' is not 5 or 3.1.1")
+            }
+        },
+        "broker.keepAlive": { $0.keepAlive = Int(try number($1, "broker.keepAlive", 2...600)) },
+        "broker.dotsInTopics": { settings, value in
+            switch value.lowercased() {
+            case "true", "yes": settings.ride.dotsInTopics = true
+            case "false", "no": settings.ride.dotsInTopics = false
+            default: throw Problem(key: "broker.dotsInTopics", message: "'\(value)' is not true or false")
+            }
         },
         "worker.id": { $0.workerID = $1 },
         "worker.stateDir": { $0.stateDirectory = $1 },
@@ -257,9 +278,26 @@ public struct WorkerSettings: Sendable {
         return result
     }
 
+    /// The QoS of the subscriptions a worker makes by the thousand (one per vehicle, L3; one per bucket while
+    /// loading, G3). QoS 1 with MQTT 5; QoS 0 with 3.1.1, since NATS turns each QoS 1 subscription into a
+    /// replicated JetStream consumer and allows a session about 63 of them. A fix lost at QoS 0 is superseded
+    /// by the next within seconds. A load's retained states come at QoS 0 too: a connection lost in the middle
+    /// of a load can lose one of them (the ride then waits for the next handover of its bucket).
+    public var manySubscriptionsQoS: MQTTQoS { protocolVersion == .v5 ? .atLeastOnce : .atMostOnce }
+
     /// The MQTT client configuration: persistent session (L6), will `offline` (L8).
     public func mqttConfiguration(workerID: String, version: String) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration(url: brokerURL, clientID: "ride-status-worker-\(workerID)")
+        // A clustered broker: several URLs, comma-separated; the first gives the scheme, credentials and TLS.
+        let urls = brokerURL.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
+        var configuration = try MQTTConfiguration(
+            url: urls.first ?? brokerURL, clientID: "ride-status-worker-\(workerID)")
+        for url in urls.dropFirst() {
+            let node = try MQTTConfiguration(url: url, clientID: configuration.clientID)
+            configuration.failover.append(.init(host: node.host, port: node.port))
+        }
+        configuration.protocolVersion = protocolVersion
         if let username { configuration.username = username }
         if let password { configuration.password = password }
         if let caFile {
@@ -267,7 +305,7 @@ public struct WorkerSettings: Sendable {
         }
         configuration.cleanStart = false
         configuration.sessionExpiry = sessionExpiry
-        configuration.keepAlive = 15
+        configuration.keepAlive = keepAlive
         configuration.maximumReconnectDelay = .seconds(5)
         // G1, L8: each connection's will carries that connection's incarnation, as its birth does.
         configuration.will = .init(

@@ -22,6 +22,24 @@ struct InputRulesTests {
         #expect(wildcard.reasons == [.invalidIdentifier])
     }
 
+    @Test("I1, G1: where the broker refuses '.' in topic names (NATS), a vehicle id with one is refused visibly")
+    func dotsInTopics() {
+        var configuration = RideConfiguration()
+        configuration.dotsInTopics = false
+        var harness = Harness(configuration: configuration)
+        let dotted = harness.send("rides/r-1/start", bookingJSON(ride: "r-1", vehicle: "v.1"), at: t0)
+        #expect(dotted.reasons == [.invalidIdentifier])
+        #expect(dotted.deadLetters.first?.detail.contains("dotsInTopics") == true)
+        #expect(harness.engine.activeRideCount == 0 && harness.engine.subscribedVehicleCount == 0)
+        #expect(harness.send("rides/r-2/start", bookingJSON(ride: "r-2", vehicle: "v-2"), at: t0).reasons.isEmpty)
+        let assign = harness.send("rides/r-2/assign", Array(#"{"vehicleId":"v.3"}"#.utf8), at: t0)
+        #expect(assign.reasons == [.invalidIdentifier])
+        #expect(harness.engine.ride("r-2")?.vehicleId == "v-2", "the refused assignment changes nothing")
+        // With the default, I1 as written: '.' is allowed.
+        var plain = Harness()
+        #expect(plain.send("rides/r-1/start", bookingJSON(ride: "r-1", vehicle: "v.1"), at: t0).reasons.isEmpty)
+    }
+
     @Test("I2: too large, empty, not UTF-8, not JSON or not an object is rejected and changes no ride")
     func malformedPayloads() {
         var harness = Harness()

@@ -1,4 +1,5 @@
 import Foundation
+import MQTTClient
 import RideDomain
 import RideStatusService
 import Testing
@@ -19,6 +20,26 @@ struct SettingsTests {
             try FileManager.default.copyItem(at: repository, to: config.appendingPathComponent("ride-options.yaml"))
         }
         return folder
+    }
+
+    @Test("G1, G3: a broker cluster's nodes, MQTT 3.1.1 and the keepalive come from the settings")
+    func clusterSettings() throws {
+        var settings = WorkerSettings()
+        #expect(settings.keepAlive == 5 && settings.protocolVersion == .v5 && settings.ride.dotsInTopics)
+        try settings.apply("broker.url", "mqtt://127.0.0.1:18830, mqtt://127.0.0.1:18831,mqtt://localhost:18832")
+        try settings.apply("broker.protocol", "3.1.1")
+        try settings.apply("broker.keepAlive", "7")
+        try settings.apply("broker.dotsInTopics", "false")
+        let configuration = try settings.mqttConfiguration(workerID: "w-1", version: "test")
+        #expect(
+            configuration.endpoints.map { "\($0.host):\($0.port)" } == [
+                "127.0.0.1:18830", "127.0.0.1:18831", "localhost:18832",
+            ])
+        #expect(configuration.protocolVersion == .v311 && configuration.keepAlive == 7)
+        #expect(settings.manySubscriptionsQoS == .atMostOnce, "NATS allows about 63 QoS 1 subscriptions")
+        #expect(!settings.ride.dotsInTopics)
+        #expect(throws: WorkerSettings.Problem.self) { try settings.apply("broker.protocol", "4") }
+        #expect(throws: WorkerSettings.Problem.self) { try settings.apply("broker.keepAlive", "1") }
     }
 
     @Test("3.4: the catalog named relative to the configuration file is found from any working directory")

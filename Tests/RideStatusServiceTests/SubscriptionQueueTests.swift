@@ -6,20 +6,23 @@ import Testing
 /// The queue between the engine's subscription changes and the task that makes them (L3).
 @Suite("SubscriptionQueue: batches in order")
 struct SubscriptionQueueTests {
-    @Test("L3: runs of subscriptions with the same options become one batch; nothing overtakes anything")
+    @Test("L3: runs of subscriptions with the same QoS and options become one batch; nothing overtakes anything")
     func steps() {
         let plain = MQTTSubscribeOptions()
         let watch = MQTTSubscribeOptions(noLocal: true, retainHandling: .never)
+        let one = MQTTQoS.atLeastOnce
         let steps = SubscriptionQueue.steps([
-            .subscribe("a", options: plain), .subscribe("b", options: plain), .subscribe("s", options: watch),
-            .subscribe("c", options: plain), .unsubscribe("a"), .subscribe("a", options: plain), .ready,
-            .subscribe("d", options: plain),
+            .subscribe("a", qos: one, options: plain), .subscribe("b", qos: one, options: plain),
+            .subscribe("s", qos: one, options: watch), .subscribe("c", qos: one, options: plain), .unsubscribe("a"),
+            .subscribe("a", qos: one, options: plain), .ready, .subscribe("d", qos: one, options: plain),
+            .subscribe("e", qos: .atMostOnce, options: plain), .publish("m", [1]),
         ])
         #expect(
             steps == [
-                .subscribe(["a", "b"], options: plain), .subscribe(["s"], options: watch),
-                .subscribe(["c"], options: plain), .unsubscribe("a"), .subscribe(["a"], options: plain), .ready,
-                .subscribe(["d"], options: plain),
+                .subscribe(["a", "b"], qos: one, options: plain), .subscribe(["s"], qos: one, options: watch),
+                .subscribe(["c"], qos: one, options: plain), .unsubscribe("a"),
+                .subscribe(["a"], qos: one, options: plain), .ready, .subscribe(["d"], qos: one, options: plain),
+                .subscribe(["e"], qos: .atMostOnce, options: plain), .publish("m", [1]),
             ])
     }
 
@@ -31,7 +34,7 @@ struct SubscriptionQueueTests {
         queue.finish()
         let first = await queue.next()
         #expect(first?.count == 2)
-        if case .subscribe(let filters, _) = first?.first {
+        if case .subscribe(let filters, _, _) = first?.first {
             #expect(filters.count == 1000)
         } else {
             Issue.record("expected one batch of subscriptions, got \(String(describing: first))")

@@ -34,6 +34,10 @@ public struct RideConfiguration: Sendable, Equatable {
     public var speedFloor: Double = 5
     /// E1: weight of the newest speed in the exponential smoothing, 0...1.
     public var speedSmoothing: Double = 0.3
+    /// I1 on a broker that refuses `.` in topic names (NATS's MQTT listener drops the connection of a client
+    /// that publishes to one): false refuses vehicle identifiers with a `.` as `invalidIdentifier`, since
+    /// their position topic could not be subscribed to.
+    public var dotsInTopics = true
     /// L4: a completed ride without `stop` is stopped after this, seconds.
     public var completedLinger: Double = 120
     /// L4: no ride lives longer than this, seconds.

@@ -87,6 +87,7 @@ extension RideEngine {
         switch kind {
         case .start:
             var booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
+            try checkTopicSafe(booking.vehicleId)
             guard !rideTable.contains(id) else {
                 counters.duplicateStarts += 1  // L1
                 return
@@ -100,6 +101,7 @@ extension RideEngine {
             publish(slot, now: now, phaseChanged: true, into: &actions)
         case .assign:
             var assignment = try decoder.assignment(rideIdentifier: id, payload: payload)
+            try checkTopicSafe(assignment.vehicleId)
             let slot = try activeSlot(of: id)
             let image = images.intern(assignment.vehicle?.mapAnnotationImage)
             assignment.vehicle?.mapAnnotationImage = image
@@ -140,6 +142,14 @@ extension RideEngine {
         if let violation = StatusValidator.violation(of: status, bookedRide: ride.rideIdentifier) {
             throw Rejection(reason, "\(violation.detail) (\(violation.rule))")
         }
+    }
+
+    /// I1 where the broker refuses `.` in topic names (``RideConfiguration/dotsInTopics``): the vehicle's
+    /// position topic could not be subscribed to, so the booking or assignment is refused, visibly.
+    func checkTopicSafe(_ vehicle: String?) throws(Rejection) {
+        guard !configuration.dotsInTopics, let vehicle, vehicle.utf8.contains(UInt8(ascii: ".")) else { return }
+        throw Rejection(
+            .invalidIdentifier, "vehicleId contains '.', which this broker refuses in topic names (I1, dotsInTopics)")
     }
 
     func activeSlot(of id: String) throws(Rejection) -> Int {
