@@ -42,10 +42,10 @@ test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build
 
-## test-cluster: the tests on a real 3-node NATS cluster (MQTT 3.1.1) on loopback; part of make test too
+## test-cluster: groups of workers on a real 3-node NATS cluster (MQTT 3.1.1) and on mosquitto; part of make test too
 test-cluster: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
-	$(SWIFT) test --skip-build --filter NATSClusterTests
+	$(SWIFT) test --skip-build --filter "NATSClusterTests|GroupEndToEndTests"
 
 ## test-tsan: the MQTT client, the lifecycle and the in-memory service tests under ThreadSanitizer (separate build folder)
 test-tsan: deps

@@ -130,12 +130,19 @@ extension RideStatusService {
         // What was read of them before is stale: a ride the previous owner stopped since has no state any more.
         core.handover.staged = core.handover.staged.filter { !loading.contains(Ownership.bucket(of: $0.key)) }
         core.handover.loads[generation] = buckets
-        for bucket in buckets {
+        for filter in loadFilters(buckets) {
             subscriptions.subscribe(
-                settings.topics.stateFilter(bucket: bucket), qos: settings.manySubscriptionsQoS,
-                options: MQTTSubscribeOptions(noLocal: true))
+                filter, qos: settings.manySubscriptionsQoS, options: MQTTSubscribeOptions(noLocal: true))
         }
         subscriptions.publish(loadMarker, Array(String(generation).utf8))
+    }
+
+    /// G3: the subscriptions that read these buckets' states: one per bucket, or, past
+    /// ``WorkerSettings/bucketFiltersPerLoad``, one for every bucket's states, of which only the arriving
+    /// buckets' are kept (``stage(_:ride:legacy:now:core:)`` is called for those alone).
+    private func loadFilters(_ buckets: [Int]) -> [String] {
+        guard buckets.count <= settings.bucketFiltersPerLoad else { return [settings.topics.bucketedStateFilter] }
+        return buckets.map { settings.topics.stateFilter(bucket: $0) }
     }
 
     /// G3: a load's marker came back: its buckets' states are all in.
@@ -143,7 +150,7 @@ extension RideStatusService {
         guard let generation = Int(String(decoding: message.payload, as: UTF8.self)),
             let buckets = core.handover.loads.removeValue(forKey: generation)
         else { return }
-        for bucket in buckets { subscriptions.unsubscribe(settings.topics.stateFilter(bucket: bucket)) }
+        for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
         carryOut(
             core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970), now: now,
             core: &core)

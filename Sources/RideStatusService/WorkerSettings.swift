@@ -285,6 +285,13 @@ public struct WorkerSettings: Sendable {
     /// of a load can lose one of them (the ride then waits for the next handover of its bucket).
     public var manySubscriptionsQoS: MQTTQoS { protocolVersion == .v5 ? .atLeastOnce : .atMostOnce }
 
+    /// G3: the most buckets a load reads with one subscription each; a larger load reads every ride's state
+    /// through one subscription and keeps its own buckets'. mosquitto makes a subscription in microseconds, so
+    /// with MQTT 5 every load goes by bucket. On a NATS cluster (3.1.1) each subscription with retained messages
+    /// took about 7 to 10 ms (`GroupNATSClusterTests`: 1,378 buckets after a death took 14 s to load), so
+    /// there a load of more than 32 buckets reads the whole set instead.
+    public var bucketFiltersPerLoad: Int { protocolVersion == .v5 ? Int.max : 32 }
+
     /// The MQTT client configuration: persistent session (L6), will `offline` (L8).
     public func mqttConfiguration(workerID: String, version: String) throws -> MQTTConfiguration {
         // A clustered broker: several URLs, comma-separated; the first gives the scheme, credentials and TLS.

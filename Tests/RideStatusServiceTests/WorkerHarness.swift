@@ -19,7 +19,6 @@ struct TimedOut: Error, CustomStringConvertible {
 /// The built `ride-status-worker` executable, run as a child process against a test broker.
 final class WorkerProcess: @unchecked Sendable {
     // Safe because `process` is only replaced by the test's own task.
-    let broker: TestBroker
     let workerID: String
     let metricsPort: Int
     /// Where `/metrics`, `/healthz` and `/readyz` listen: IPv4 or IPv6 loopback.
@@ -33,21 +32,28 @@ final class WorkerProcess: @unchecked Sendable {
             .appendingPathComponent("ride-status-worker").path
     }
 
-    init(
+    convenience init(
         broker: TestBroker, workerID: String = "w-\(UUID().uuidString.prefix(6).lowercased())", interval: Double = 1,
         metricsHost: String = "127.0.0.1", extra: [String] = []
-    )
-        throws
-    {
-        self.broker = broker
+    ) throws {
+        try self.init(
+            url: broker.url, directory: broker.directory, workerID: workerID, interval: interval,
+            metricsHost: metricsHost, extra: extra)
+    }
+
+    /// A worker on any broker: `url` may list a cluster's nodes, comma-separated; logs and state go in `directory`.
+    init(
+        url: String, directory: URL, workerID: String = "w-\(UUID().uuidString.prefix(6).lowercased())",
+        interval: Double = 1, metricsHost: String = "127.0.0.1", extra: [String] = []
+    ) throws {
         self.workerID = workerID
         metricsPort = try TestBroker.freePort()
         self.metricsHost = metricsHost
-        log = broker.directory.appendingPathComponent("worker-\(workerID).log")
+        log = directory.appendingPathComponent("worker-\(workerID).log")
         arguments =
             [
-                "--broker", broker.url, "--worker-id", workerID, "--update-interval", "\(interval)",
-                "--state-dir", broker.directory.appendingPathComponent("state").path, "--metrics-port",
+                "--broker", url, "--worker-id", workerID, "--update-interval", "\(interval)",
+                "--state-dir", directory.appendingPathComponent("state").path, "--metrics-port",
                 "\(metricsPort)",
                 "--log-level", "info", "--set", "metrics.host=\(metricsHost)",
             ] + extra
@@ -97,11 +103,20 @@ final class Observer: Sendable {
 
     /// - Parameter persistentSession: keep the session on the broker, so that what the broker receives while
     ///   this observer is reconnecting is delivered to it afterwards, in the broker's order.
-    init(_ broker: TestBroker, filters: [String], persistentSession: Bool = false) async throws {
+    convenience init(_ broker: TestBroker, filters: [String], persistentSession: Bool = false) async throws {
+        try await self.init(
+            host: broker.host, port: broker.port, filters: filters, persistentSession: persistentSession)
+    }
+
+    /// An observer on any broker node; MQTT 3.1.1 for a NATS cluster.
+    init(
+        host: String, port: Int, filters: [String], persistentSession: Bool = false,
+        protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
+    ) async throws {
         client = try MQTTClient(
             configuration: MQTTConfiguration(
-                host: broker.host, port: broker.port, clientID: "obs-\(UUID().uuidString.prefix(8))",
-                cleanStart: !persistentSession),
+                host: host, port: port, clientID: "obs-\(UUID().uuidString.prefix(8))",
+                protocolVersion: protocolVersion, cleanStart: !persistentSession),
             logger: quietLogger)
         try await client.connect(timeout: .seconds(5))
         for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
