@@ -30,6 +30,9 @@ extension RideStatusService {
                 engine: &core.engine, now: now)
             return
         }
+        if worker == identity.id, presence?.online != true, (presence?.incarnation ?? 0) < transport.incarnation {
+            rejoin(after: presence?.incarnation ?? 0, now: now, core: &core)
+        }
         let previousMembers = core.group.members
         guard let change = core.group.received(worker: worker, presence: presence) else { return }
         guard core.handover.viewFormed else { return }

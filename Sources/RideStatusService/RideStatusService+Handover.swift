@@ -59,6 +59,33 @@ extension RideStatusService {
         core.handover.staged = core.handover.staged.filter { waiting.contains(Ownership.bucket(of: $0.key)) }
     }
 
+    /// G3, G4: this worker's own will, of an earlier connection, came back: while it was cut off the others
+    /// declared it dead and took its rides over (under higher epochs). It stops serving every ride without
+    /// writing anything and starts again as a newcomer: its buckets come back by the handover, each above the
+    /// sequence the others reached. (Without this it would keep serving stale copies, and the rides it was
+    /// fenced off would belong to nobody once the others released the buckets back to it.)
+    func rejoin(after incarnation: UInt64, now: Date, core: inout Core) {
+        // Alone in its view, nobody took anything over.
+        guard core.handover.viewFormed, core.group.members.count > 1 else { return }
+        let dropped = core.engine.activeRideCount
+        for id in core.engine.rideIdentifiers {
+            if let (_, actions) = core.engine.handOver(id) { executor.execute(actions, engine: &core.engine, now: now) }
+        }
+        core.handover.counts.fenced += dropped
+        core.handover.machine = Handover(selfID: identity.id, releaseTimeout: settings.ride.updateInterval)
+        core.handover.staged = [:]
+        core.handover.loads = [:]
+        logger.warning(
+            "this worker was declared dead while cut off (its will was published); rejoining as a newcomer (G3, G4)",
+            metadata: [
+                "rides.dropped": "\(dropped)", "incarnation.will": "\(incarnation)",
+                "incarnation.now": "\(transport.incarnation)",
+            ])
+        carryOut(
+            core.handover.machine.membersChanged(core.group.members, now: now.timeIntervalSince1970), now: now,
+            core: &core)
+    }
+
     /// Time passes: a live previous owner that never releases is waited for no more (G4: one interval at most).
     func handoverTick(now: Date, core: inout Core) {
         guard core.handover.viewFormed else { return }

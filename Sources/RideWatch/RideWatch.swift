@@ -28,6 +28,8 @@ struct RideWatchCommand: AsyncParsableCommand {
         var receivedAt = Date()
         var gap: Double?
         var etaKey: String?
+        /// G2: the worker that published the ride's last status (its `worker` user property; MQTT 5 only).
+        var worker: String?
     }
 
     func run() async throws {
@@ -69,11 +71,13 @@ struct RideWatchCommand: AsyncParsableCommand {
             guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any] else {
                 continue
             }
-            let row = rows.update(ride, json: json, retained: message.retain)
+            let worker = message.properties.userProperties.last { $0.0 == "worker" }?.1
+            let row = rows.update(ride, json: json, retained: message.retain, worker: worker)
             if !terminal {
                 let eta = row.eta.map { " eta \(Int($0.timeIntervalSinceNow))s" } ?? ""
                 let gap = row.gap.map { String(format: " gap %.1fs", $0) } ?? ""
-                print("\(ride) \(row.phase) seq \(row.sequence)\(eta)\(gap)\(row.stale ? " STALE" : "")")
+                let owner = row.worker.map { " by \($0)" } ?? ""
+                print("\(ride) \(row.phase) seq \(row.sequence)\(eta)\(gap)\(row.stale ? " STALE" : "")\(owner)")
                 fflush(nil)
             }
         }
@@ -94,14 +98,16 @@ struct RideWatchCommand: AsyncParsableCommand {
             screen +=
                 "\u{1B}[1;31mNO WORKER ONLINE: statuses are not being produced (see var/log/worker.log)\u{1B}[0m\n"
         } else {
-            screen += "workers online: \(online.joined(separator: ", "))\n"
+            // G1: how many of the rides shown each worker publishes.
+            let owned = Dictionary(grouping: snapshot.compactMap(\.1.worker), by: { $0 }).mapValues(\.count)
+            screen += "workers online: \(online.map { "\($0) (\(owned[$0] ?? 0) rides)" }.joined(separator: ", "))\n"
         }
         let counts = Dictionary(grouping: snapshot, by: { $0.1.phase }).mapValues(\.count)
         screen += "ride-watch — \(snapshot.count) active rides   "
         screen +=
             ["received", "confirmed", "approachingPickup", "pickup", "ongoing", "completed"]
             .map { "\($0): \(counts[$0] ?? 0)" }.joined(separator: "  ") + "\n\n"
-        screen += "RIDE         PHASE              ETA                         AGE   GAP   SEQ\n"
+        screen += "RIDE         PHASE              ETA                         AGE   GAP   SEQ  WORKER\n"
         for (ride, row) in snapshot.prefix(rows) {
             let remaining = row.eta.map { max(0, $0.timeIntervalSinceNow) }
             let total = max(row.firstEta ?? 1, 1)
@@ -113,7 +119,7 @@ struct RideWatchCommand: AsyncParsableCommand {
             let phase = row.phase.padding(toLength: 18, withPad: " ", startingAt: 0)
             let name = ride.padding(toLength: 12, withPad: " ", startingAt: 0)
             screen +=
-                "\(name) \(phase) \(bar) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)\(row.stale ? "  STALE" : "")\n"
+                "\(name) \(phase) \(bar) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")\n"
         }
         if snapshot.count > rows { screen += "… and \(snapshot.count - rows) more\n" }
         screen += "\nCtrl-C to quit"
@@ -138,9 +144,10 @@ final class Rows: Sendable {
 
     func setWorker(_ worker: String, online: Bool) { state.withLock { $0.workers[worker] = online } }
 
-    func update(_ ride: String, json: [String: Any], retained: Bool) -> RideWatchCommand.RideRow {
+    func update(_ ride: String, json: [String: Any], retained: Bool, worker: String?) -> RideWatchCommand.RideRow {
         state.withLock { state in
             var row = state.rows[ride] ?? RideWatchCommand.RideRow()
+            row.worker = worker ?? row.worker
             let now = Date()
             if state.rows[ride] != nil && !retained { row.gap = now.timeIntervalSince(row.receivedAt) }
             row.receivedAt = now

@@ -76,4 +76,44 @@ struct GroupInMemoryTests {
         #expect(retained() == newer, "the new owner's state stays")
         await running.stop()
     }
+
+    @Test(
+        "G3, G4: a worker declared dead while cut off (its own will) drops its rides and gets them back by the handover, above the new owner's"
+    )
+    func declaredDeadRejoins() async throws {
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
+        let running = try Running(interval: 0.2, broker: broker)
+        try await running.ready()
+        let mine = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: "r-mine")
+        broker.publish("rides/\(mine)/start", booking(ride: mine, vehicle: "v-m"))
+        let topic = Topics().state(ride: mine)
+        try await running.waitFor("its state") { broker.retained(topic) != nil }
+        // Cut off: the broker publishes its will; w-other takes the ride over and writes it under epoch 2,
+        // far above (its ceiling 500).
+        running.transport.drop()
+        broker.publish("ridestatus/workers/w-mem", Self.presence("offline", incarnation: 1), retain: true)
+        let own = String(decoding: try #require(broker.retained(topic)).payload, as: UTF8.self)
+        let ceiling = try #require(try JSONParser.parse(Array(own.utf8))["sequenceCeiling"]?.doubleValue)
+        let taken =
+            own.replacingOccurrences(of: #""epoch":1"#, with: #""epoch":2"#)
+            .replacingOccurrences(of: #""sequenceCeiling":\#(Int(ceiling))"#, with: #""sequenceCeiling":500"#)
+        broker.publish(topic, taken, retain: true)
+        running.transport.reconnect()
+        try await running.waitFor("the ride dropped and its vehicle unsubscribed") {
+            !broker.subscribedFilters.contains("fleet/vehicles/v-m/position")
+        }
+        // w-other sees the new birth and releases every bucket that is w-mem's again.
+        let buckets = Ownership(members: ["w-mem", "w-other"]).buckets(of: "w-mem")
+        broker.publish(
+            "ridestatus/workers/w-other/released",
+            #"{"buckets":[\#(buckets.map(String.init).joined(separator: ","))],"incarnation":1}"#)
+        try await running.waitFor("the ride served again") {
+            running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }
+        }
+        let again = broker.published.filter { $0.topic == "rides/\(mine)/status" && !$0.payload.isEmpty }.last
+        #expect(again?.properties.userProperties.contains { $0 == ("epoch", "3") } == true, "G2: above w-other's 2")
+        #expect(broker.subscribedFilters.contains("fleet/vehicles/v-m/position"))
+        await running.stop()
+    }
 }
