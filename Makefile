@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions clean
+.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions bench-group clean
 
 all: build
 
@@ -94,6 +94,13 @@ bench-domain: deps
 bench-subscribe: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench subscribe
+
+## bench-group: a group of release workers on mosquitto (issue 13): 10,000 rides, one worker then three (rides moved
+## per join, the cost of membership against one worker), then SIGKILL and SIGTERM (handover p50 and p99)
+bench-group: deps
+	$(SWIFT) build -c release --product ride-bench
+	$(SWIFT) build -c release --product ride-status-worker
+	.build/release/ride-bench group $(GROUP_ARGS)
 
 ## bench-e2e: load harness: the release worker and a bare mosquitto_sub under rising fix rates, then 10,000 rides
 bench-e2e: deps

@@ -121,7 +121,7 @@ extension MQTTClient {
             for mid in Array(state.pendingSubscriptions.keys) + Array(state.pendingUnsubscribes.keys) {
                 if let waiter = state.waiters.removeValue(forKey: mid) { waiters.append(waiter) }
             }
-            state.unsubscribeOnConnect.formUnion(state.pendingUnsubscribes.values)
+            state.unsubscribeOnConnect.formUnion(state.pendingUnsubscribes.values.joined())
             state.pendingSubscriptions = [:]
             state.pendingUnsubscribes = [:]
             return waiters

@@ -37,7 +37,7 @@ public final class MQTTClient: @unchecked Sendable {
         /// when the connection does, so their waiters are answered at the drop (the subscription itself is
         /// restored, or the unsubscribe sent again, at the next CONNACK).
         var pendingSubscriptions: [Int32: String] = [:]
-        var pendingUnsubscribes: [Int32: String] = [:]
+        var pendingUnsubscribes: [Int32: [String]] = [:]
         /// Filters to unsubscribe at the next CONNACK: their UNSUBSCRIBE was lost with a connection.
         var unsubscribeOnConnect: Set<String> = []
         var waiters: [Int32: CheckedContinuation<Void, any Error>] = [:]

@@ -104,7 +104,7 @@ extension RideStatusService {
             metrics.ridesReleased.increment(by: counts.released - reported.released)
             metrics.ridesFenced.increment(by: counts.fenced - reported.fenced)
             core.handover.reported = counts
-            metrics.bucketsArriving.record(core.handover.machine.pending.count)
+            metrics.bucketsArriving.record(core.handover.machine.pendingCount)
             metrics.bucketsServed.record(core.handover.machine.serving.count)
             metrics.controlsKept.record(core.handover.recent.count)
             if core.quoter != nil {

@@ -48,7 +48,7 @@ extension RideStatusService {
             metadata: [
                 "members": "\(change.members)", "joined": "\(change.joined)", "left": "\(change.left)",
                 "rides.held": "\(served)", "rides.leaving": "\(moving)",
-                "buckets.arriving": "\(core.handover.machine.pending.count)",
+                "buckets.arriving": "\(core.handover.machine.pendingCount)",
             ])
         membersChanged(now: now, core: &core)
     }

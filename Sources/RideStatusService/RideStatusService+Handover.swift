@@ -35,7 +35,7 @@ extension RideStatusService {
         }
 
         func serves(ride: String) -> Bool { machine.serving.contains(Ownership.bucket(of: ride)) }
-        func isArriving(ride: String) -> Bool { machine.pending.contains(Ownership.bucket(of: ride)) }
+        func isArriving(ride: String) -> Bool { machine.isArriving(Ownership.bucket(of: ride)) }
     }
 
     /// The topic of the marker that closes one load of buckets (G3).
@@ -53,10 +53,10 @@ extension RideStatusService {
     func formFirstView(now: Date, core: inout Core) {
         core.handover.viewFormed = true
         let actions = core.handover.machine.membersChanged(core.group.members, now: now.timeIntervalSince1970)
-        let waiting = Set(core.handover.machine.pending)
         carryOut(actions, now: now, core: &core, recovering: true)
         // What belongs to no bucket on its way here is another worker's: forgotten.
-        core.handover.staged = core.handover.staged.filter { waiting.contains(Ownership.bucket(of: $0.key)) }
+        let machine = core.handover.machine
+        core.handover.staged = core.handover.staged.filter { machine.isArriving(Ownership.bucket(of: $0.key)) }
     }
 
     /// G3, G4: this worker's own will, of an earlier connection, came back: while it was cut off the others
@@ -177,10 +177,11 @@ extension RideStatusService {
         guard let generation = Int(String(decoding: message.payload, as: UTF8.self)),
             let buckets = core.handover.loads.removeValue(forKey: generation)
         else { return }
-        for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
+        // Served first, so the rides' vehicle subscriptions are queued before the load's unsubscribes.
         carryOut(
             core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970), now: now,
             core: &core)
+        for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
     }
 
     /// G3: serves these buckets' loaded rides, each under a new epoch and above its last sequence (C5), at once

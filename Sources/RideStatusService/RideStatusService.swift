@@ -172,7 +172,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                         if options.noLocal && filters.contains(settings.topics.stateFilter) {
                             core.withLock { $0.watchingStates = true }
                         }
-                    case .unsubscribe(let filter): try await transport.unsubscribe(filter)
+                    case .unsubscribe(let filters): try await transport.unsubscribe(filters)
                     case .ready: readiness.withLock { $0.recovered = true }
                     case .publish(let topic, let payload): try transport.publish(topic, payload)
                     }

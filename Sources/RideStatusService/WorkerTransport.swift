@@ -32,6 +32,8 @@ public protocol WorkerTransport: AnyObject, Sendable {
     func subscribe(_ filters: [String], qos: MQTTQoS, options: MQTTSubscribeOptions) async throws
     /// Unsubscribes and waits for the acknowledgement.
     func unsubscribe(_ filter: String) async throws
+    /// Many filters at once, in as few packets as the transport can.
+    func unsubscribe(_ filters: [String]) async throws
     /// Waits until every QoS 1 publish is acknowledged; false when the timeout came first.
     func flush(timeout: Duration) async -> Bool
     /// Leaves cleanly: the broker does not send the will.

@@ -94,6 +94,10 @@ public final class InMemoryTransport: WorkerTransport {
 
     public func unsubscribe(_ filter: String) async throws { broker.unsubscribe(id, filter: filter) }
 
+    public func unsubscribe(_ filters: [String]) async throws {
+        for filter in filters { broker.unsubscribe(id, filter: filter) }
+    }
+
     public func flush(timeout: Duration) async -> Bool { state.withLock { $0.outbox.isEmpty } }
 
     public func disconnect(flushTimeout: Duration) async {

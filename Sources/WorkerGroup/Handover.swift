@@ -60,6 +60,12 @@ public struct Handover: Sendable {
     /// Buckets gained but not yet served.
     public var pending: [Int] { arriving.keys.sorted() }
 
+    /// Whether `bucket` is gained and not yet served (without sorting ``pending``: called per message).
+    public func isArriving(_ bucket: Int) -> Bool { arriving[bucket] != nil }
+
+    /// How many buckets are gained and not yet served.
+    public var pendingCount: Int { arriving.count }
+
     /// The live members changed (``GroupMembership``).
     public mutating func membersChanged(_ members: [String], now: Double) -> [Action] {
         // Before its first view this worker was not in the group: the group's owners were the others'.

@@ -141,7 +141,7 @@ struct MQTTClientIntegrationTests {
         }
     }
 
-    @Test("batch subscribe: 600 filters in packets of 256, every one acknowledged and delivering, also after a restart")
+    @Test("batch subscribe and unsubscribe: 600 filters in packets of 256, all acknowledged; a restart restores them")
     func batchSubscribe() async throws {
         try await withTestBroker { broker in
             let client = try await connectedClient(broker, cleanStart: true)
@@ -168,6 +168,13 @@ struct MQTTClientIntegrationTests {
             #expect(last.first?.topic == filters[599])
             try await again.publish(topic: filters[300], payload: "middle".bytes)
             #expect(try await receive(client).first?.topic == filters[300])
+            // Batch unsubscribe: every filter but the last gone in three packets; the last one still delivers.
+            try await client.unsubscribe(Array(filters.dropLast()))
+            #expect(client.subscriptions.count == 1)
+            for index in probes.dropLast() { try await again.publish(topic: filters[index], payload: "gone".bytes) }
+            try await again.publish(topic: filters[599], payload: "kept".bytes)
+            let after = try await receive(client)
+            #expect(after.map(\.payload) == ["kept".bytes], "nothing from the unsubscribed filters came first")
             await again.disconnect()
             await publisher.disconnect()
             await client.disconnect()

@@ -113,7 +113,9 @@ struct GroupInMemoryTests {
         }
         let again = broker.published.filter { $0.topic == "rides/\(mine)/status" && !$0.payload.isEmpty }.last
         #expect(again?.properties.userProperties.contains { $0 == ("epoch", "3") } == true, "G2: above w-other's 2")
-        #expect(broker.subscribedFilters.contains("fleet/vehicles/v-m/position"))
+        try await running.waitFor("its vehicle subscribed again (L3)") {
+            broker.subscribedFilters.contains("fleet/vehicles/v-m/position")
+        }
         await running.stop()
     }
 }

@@ -14,13 +14,14 @@ struct SubscriptionQueueTests {
         let steps = SubscriptionQueue.steps([
             .subscribe("a", qos: one, options: plain), .subscribe("b", qos: one, options: plain),
             .subscribe("s", qos: one, options: watch), .subscribe("c", qos: one, options: plain), .unsubscribe("a"),
-            .subscribe("a", qos: one, options: plain), .ready, .subscribe("d", qos: one, options: plain),
+            .unsubscribe("x"), .subscribe("a", qos: one, options: plain), .ready,
+            .subscribe("d", qos: one, options: plain),
             .subscribe("e", qos: .atMostOnce, options: plain), .publish("m", [1]),
         ])
         #expect(
             steps == [
                 .subscribe(["a", "b"], qos: one, options: plain), .subscribe(["s"], qos: one, options: watch),
-                .subscribe(["c"], qos: one, options: plain), .unsubscribe("a"),
+                .subscribe(["c"], qos: one, options: plain), .unsubscribe(["a", "x"]),
                 .subscribe(["a"], qos: one, options: plain), .ready, .subscribe(["d"], qos: one, options: plain),
                 .subscribe(["e"], qos: .atMostOnce, options: plain), .publish("m", [1]),
             ])
