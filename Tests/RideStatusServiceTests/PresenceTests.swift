@@ -1,4 +1,5 @@
 import Foundation
+import MQTTClient
 import RideDomain
 import Testing
 import WorkerGroup
@@ -39,5 +40,37 @@ struct PresenceTests {
                 #expect(error.reason == reason, "\(text): \(error.detail)")
             }
         }
+    }
+
+    @Test("G3: the release notice this release writes validates against released.schema.json")
+    func releaseNoticeSchema() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+        let notices = [
+            RideStatusService<MQTTClient>.releaseNotice(buckets: [0, 17, 8191], incarnation: 1_795_600_000_123),
+            RideStatusService<MQTTClient>.releaseNotice(buckets: Array(0..<8192), incarnation: 1),
+            RideStatusService<MQTTClient>.releaseNotice(buckets: [], incarnation: 0),
+        ]
+        #expect(notices[1].count <= RideStatusService<MQTTClient>.maximumReleaseNotice, "every bucket fits")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("released-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let paths = try notices.enumerated().map { index, notice in
+            let path = directory.appendingPathComponent("\(index).json")
+            try Data(notice).write(to: path)
+            return path.path
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments =
+            [
+                "python3", root.appendingPathComponent("scripts/validate-json.py").path,
+                root.appendingPathComponent("docs/schema").path, "released.schema.json",
+            ] + paths
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, Comment(rawValue: output))
     }
 }
