@@ -260,6 +260,20 @@ public final class MQTTClient: @unchecked Sendable {
     }
 }
 
+// MARK: - Incarnations
+
+extension MQTTClient {
+    /// G1: connects again, under an incarnation above `floor`: the clock of this host is behind an incarnation
+    /// announced before (a restart after the clock went back), and the group would take every birth for a
+    /// stale one. The DISCONNECT is clean, so the broker does not publish the will of the current connection.
+    public func reconnect(incarnationAbove floor: UInt64) {
+        state.withLock { state in
+            state.attemptIncarnation = max(state.attemptIncarnation, floor)
+            if state.connected { _ = mosquitto_disconnect_v5(handle, 0, nil) }
+        }
+    }
+}
+
 // MARK: - Failure drills
 
 extension MQTTClient {

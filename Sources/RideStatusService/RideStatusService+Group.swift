@@ -33,6 +33,16 @@ extension RideStatusService {
         if worker == identity.id, presence?.online != true, (presence?.incarnation ?? 0) < transport.incarnation {
             rejoin(after: presence?.incarnation ?? 0, now: now, core: &core)
         }
+        if worker == identity.id, let announced = presence?.incarnation, announced > transport.incarnation,
+            transport.incarnation > 0
+        {
+            // The clock went back since this worker announced `announced`: every birth it makes now would be
+            // taken for a stale one, and the group would never see it (G1).
+            logger.warning(
+                "this host's clock is behind an incarnation this worker announced before; reconnecting above it (G1)",
+                metadata: ["incarnation.announced": "\(announced)", "incarnation.now": "\(transport.incarnation)"])
+            transport.reconnect(incarnationAbove: announced)
+        }
         let previousMembers = core.group.members
         guard let change = core.group.received(worker: worker, presence: presence) else { return }
         guard core.handover.viewFormed else { return }

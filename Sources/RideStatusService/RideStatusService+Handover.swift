@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 import MQTTClient
@@ -118,7 +119,11 @@ extension RideStatusService {
                 // The bucket's new owner may count on this worker as its previous owner (their views of the group
                 // differ by a join in between): it served none of them, so they are released at once.
                 publishReleaseNotice(buckets)
-            case .serve(let buckets): serve(buckets, now: now, core: &core)
+            case .serve(let buckets):
+                serve(buckets, now: now, core: &core)
+                if !recovering, let wait = core.handover.machine.lastServeWait, wait >= 0, wait < 86_400 {
+                    metrics.handoverDuration.recordNanoseconds(Int64(wait * 1e9))
+                }
             }
         }
     }

@@ -27,6 +27,8 @@ struct WorkerMetrics: Sendable {
     let ridesGained = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "gained")])
     let ridesReleased = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "released")])
     let ridesFenced = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "fenced")])
+    /// G3: from the view that gives buckets to this worker to serving them (release, load), per handover.
+    let handoverDuration = Timer(label: "ridestatus_handover_seconds", preferredDisplayUnit: .seconds)
     /// G3: buckets gained but not served yet, and control messages kept for other workers' rides.
     let bucketsArriving = Gauge(label: "ridestatus_handover_buckets_arriving")
     let bucketsServed = Gauge(label: "ridestatus_handover_buckets_served")

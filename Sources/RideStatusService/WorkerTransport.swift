@@ -14,6 +14,9 @@ public protocol WorkerTransport: AnyObject, Sendable {
     var reconnectCount: Int { get }
     /// The current connection's incarnation: grows with every connection (G1, L8).
     var incarnation: UInt64 { get }
+    /// G1: leaves cleanly (no will) and connects again under an incarnation above `floor`: this worker's clock
+    /// is behind the incarnation it announced before, so the group would take its births for stale ones.
+    func reconnect(incarnationAbove floor: UInt64)
     /// Messages dropped because the worker fell behind.
     var droppedMessages: Int { get }
     /// How many more publishes the connection takes now without holding them back (0 while disconnected

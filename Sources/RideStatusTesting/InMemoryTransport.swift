@@ -52,6 +52,13 @@ public final class InMemoryTransport: WorkerTransport {
     /// The connection comes back: held publishes go out, then the worker sees `connected`.
     public func reconnect() { connect() }
 
+    /// G1: connects again under an incarnation above `floor`.
+    public func reconnect(incarnationAbove floor: UInt64) {
+        drop()
+        state.withLock { $0.incarnation = max($0.incarnation, floor) }
+        connect()
+    }
+
     private func connect() {
         let (outbox, sessionPresent) = state.withLock { state in
             defer {

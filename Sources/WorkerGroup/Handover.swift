@@ -47,6 +47,9 @@ public struct Handover: Sendable {
     /// Buckets served now.
     public private(set) var serving: Set<Int> = []
     private(set) var arriving: [Int: Arrival] = [:]
+    /// G3: for the last ``Action/serve(_:)``, the longest any of its buckets waited from the view that gave it
+    /// to this worker to being served, in seconds (the handover's duration, for `/metrics`).
+    public private(set) var lastServeWait: Double?
     /// Numbers the loads, so that a late report of an earlier load is told apart.
     private var loads = 0
 
@@ -97,19 +100,19 @@ public struct Handover: Sendable {
                 arriving[bucket]?.previousOwner = nil
             }
         }
-        return actions + loadReady() + serveReady()
+        return actions + loadReady() + serveReady(now: now)
     }
 
     /// The durable states of these buckets, asked for by the load of `generation`, are in.
     public mutating func loaded(_ buckets: [Int], generation: Int, now: Double) -> [Action] {
         for bucket in buckets where arriving[bucket]?.generation == generation { arriving[bucket]?.loaded = true }
-        return serveReady()
+        return serveReady(now: now)
     }
 
     /// `worker` released these buckets: their last states are written (the release notice follows them).
     public mutating func released(_ buckets: [Int], by worker: String, now: Double) -> [Action] {
         for bucket in buckets where arriving[bucket]?.previousOwner == worker { arriving[bucket]?.previousOwner = nil }
-        return loadReady() + serveReady()
+        return loadReady() + serveReady(now: now)
     }
 
     /// Time passes: a live previous owner that has not released within `releaseTimeout` is waited for no more.
@@ -117,7 +120,7 @@ public struct Handover: Sendable {
         for (bucket, arrival) in arriving where arrival.previousOwner != nil && now - arrival.since >= releaseTimeout {
             arriving[bucket]?.previousOwner = nil
         }
-        return loadReady() + serveReady()
+        return loadReady() + serveReady(now: now)
     }
 
     /// One load for every arriving bucket that waits for nobody and has not been asked for yet.
@@ -129,9 +132,10 @@ public struct Handover: Sendable {
         return [.load(ready, generation: loads)]
     }
 
-    private mutating func serveReady() -> [Action] {
+    private mutating func serveReady(now: Double) -> [Action] {
         let ready = arriving.filter { $0.value.loaded && $0.value.previousOwner == nil }.keys.sorted()
         guard !ready.isEmpty else { return [] }
+        lastServeWait = ready.compactMap { arriving[$0].map { now - $0.since } }.max()
         for bucket in ready {
             arriving[bucket] = nil
             serving.insert(bucket)

@@ -201,4 +201,29 @@ struct GroupEndToEndTests {
             #expect(!every.contains("loading anyway (G4)"), "every release came; no new owner had to wait it out")
         }
     }
+
+    @Test("G1: a worker whose clock is behind the incarnation it announced before reconnects above it (real client)")
+    func clockBehind() async throws {
+        try await withTestBroker { broker in
+            let ahead = Int((Date().timeIntervalSince1970 + 3600) * 1000)
+            let observer = try await Observer(broker, filters: ["ridestatus/workers/w-clock"])
+            try await observer.publish(
+                "ridestatus/workers/w-clock",
+                #"{"state":"offline","since":"2026-11-25T10:00:00.000Z","version":"0","incarnation":\#(ahead)}"#,
+                retain: true)
+            let worker = try WorkerProcess(broker: broker, workerID: "w-clock", interval: 1)
+            try await worker.start()
+            let births = try await observer.waitFor("a birth above the announced incarnation") { messages in
+                messages.contains { message in
+                    guard let presence = try? JSONParser.parse(message.payload) else { return false }
+                    return presence["state"]?.stringValue == "online"
+                        && (presence["incarnation"]?.doubleValue ?? 0) > Double(ahead)
+                }
+            }
+            #expect(!births.isEmpty)
+            #expect(worker.logText.contains("clock is behind"))
+            #expect(await worker.terminate().code == 0)
+            await observer.stop()
+        }
+    }
 }

@@ -118,4 +118,21 @@ struct GroupInMemoryTests {
         }
         await running.stop()
     }
+
+    @Test("G1: a worker whose clock is behind the incarnation it announced before reconnects above it")
+    func clockBehind() async throws {
+        let broker = InMemoryBroker()
+        // Its presence from a run when the clock was ahead.
+        broker.publish("ridestatus/workers/w-mem", Self.presence("offline", incarnation: 5_000), retain: true)
+        let running = try Running(interval: 0.5, broker: broker)
+        try await running.ready()
+        try await running.waitFor("an incarnation above the announced one") {
+            running.transport.incarnation > 5_000
+                && (try? JSONParser.parse(broker.retained("ridestatus/workers/w-mem")?.payload ?? []))?[
+                    "incarnation"]?.doubleValue.map { $0 > 5_000 } == true
+        }
+        let birth = try JSONParser.parse(try #require(broker.retained("ridestatus/workers/w-mem")).payload)
+        #expect(birth["state"]?.stringValue == "online", "its birth, which the group now takes for the newest")
+        await running.stop()
+    }
 }

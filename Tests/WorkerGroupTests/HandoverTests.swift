@@ -85,6 +85,7 @@ struct HandoverTests {
         #expect(loads(late) == Array(mine.dropFirst()))
         #expect(newcomer.tick(now: 7.1).isEmpty, "asked for once")
         #expect(served(newcomer.loaded(loads(late), generation: generation(late), now: 7.2)) == Array(mine.dropFirst()))
+        #expect(newcomer.lastServeWait == 6.2, "from the view at 1 to the serve at 7.2")
         #expect(newcomer.pending.isEmpty)
         #expect(newcomer.serving == Set(mine))
     }
