@@ -47,10 +47,10 @@ test-cluster: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build --filter "NATSClusterTests|GroupEndToEndTests"
 
-## test-tsan: the MQTT client, the lifecycle and the in-memory service tests under ThreadSanitizer (separate build folder)
+## test-tsan: the MQTT client, the lifecycle and the in-memory service and group tests under ThreadSanitizer (separate build folder)
 test-tsan: deps
 	TSAN_OPTIONS="suppressions=$(CURDIR)/scripts/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread \
-		--filter "MQTTClientTests|ServiceInMemoryTests|WorkerLifecycleTests|SubscriptionQueueTests"
+		--filter "MQTTClientTests|ServiceInMemoryTests|GroupInMemoryTests|WorkerLifecycleTests|SubscriptionQueueTests"
 
 ## chaos: faults against the release worker and a real mosquitto (kills, broker restarts, a freeze, a cut);
 ## prints its counts and fails unless all are 0. CHAOS_ARGS for more (ride-bench chaos --help)
