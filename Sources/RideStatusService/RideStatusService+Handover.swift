@@ -14,6 +14,9 @@ extension RideStatusService {
         var machine: Handover
         /// False until the first view of the group is formed at the end of the recovery (L5, G1).
         var viewFormed = false
+        /// Whether the recovery read every ride state (the worker was alone in its first view): then the first
+        /// view's loads are complete at once.
+        var fullRead = false
         /// Durable states of the buckets on their way here (read at the recovery or by a load), by ride.
         var staged: [String: Ride] = [:]
         /// Rides whose state was read on the topic of releases before groups: moved under their bucket once served.
@@ -54,7 +57,7 @@ extension RideStatusService {
     func formFirstView(now: Date, core: inout Core) {
         core.handover.viewFormed = true
         let actions = core.handover.machine.membersChanged(core.group.members, now: now.timeIntervalSince1970)
-        carryOut(actions, now: now, core: &core, recovering: true)
+        carryOut(actions, now: now, core: &core, recovering: core.handover.fullRead)
         // What belongs to no bucket on its way here is another worker's: forgotten.
         let machine = core.handover.machine
         core.handover.staged = core.handover.staged.filter { machine.isArriving(Ownership.bucket(of: $0.key)) }
@@ -160,7 +163,11 @@ extension RideStatusService {
     private func load(_ buckets: [Int], generation: Int, core: inout Core) {
         let loading = Set(buckets)
         // What was read of them before is stale: a ride the previous owner stopped since has no state any more.
-        core.handover.staged = core.handover.staged.filter { !loading.contains(Ownership.bucket(of: $0.key)) }
+        // (A state of the earlier layout stays: no load reads that layout, L5 upgrades keep rides.)
+        let legacy = core.handover.legacy
+        core.handover.staged = core.handover.staged.filter {
+            !loading.contains(Ownership.bucket(of: $0.key)) || legacy.contains($0.key)
+        }
         core.handover.loads[generation] = buckets
         for filter in loadFilters(buckets) {
             subscriptions.subscribe(

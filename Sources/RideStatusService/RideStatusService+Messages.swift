@@ -28,7 +28,7 @@ extension RideStatusService {
                     logger.info(
                         "reconnected: every active ride publishes now, as fast as the broker takes them (C4)",
                         metadata: ["rides": "\(count)"])
-                case .none, .restore, .finishRecovery, .handle:
+                case .none, .restore, .finishRecovery, .handle, .formView:
                     break
                 }
             case .disconnected(let reason):
@@ -47,27 +47,45 @@ extension RideStatusService {
         }
     }
 
-    /// L5: read every retained ride state and ride status, then a marker published after both subscriptions:
-    /// the broker sends retained messages before anything published later, so the marker closes the
-    /// recovery. The state is written once per sequence block (C5); the retained status, always the newest,
-    /// brings the last sequence, time and location since. No local: this worker's own statuses after the
-    /// recovery do not come back before the unsubscribe takes effect.
+    /// L5, G1: first every retained presence (and release notices from then on), closed by a view marker: the
+    /// broker sends retained messages before anything published later. Then ``chooseRead(nonce:core:)``.
     private func startRecovery(nonce: String, sessionPresent: Bool) async {
         logger.info("recovering rides from retained state", metadata: ["session.present": "\(sessionPresent)"])
         do {
             try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
-            // G1: every retained presence, so that the first view of the group is complete at the marker.
             try await transport.subscribe(settings.topics.presenceFilter, qos: .atLeastOnce, options: .init())
             // G3: release notices, before this worker's birth makes any owner release buckets to it (they wait
             // in the stash until the first view is formed).
             try await transport.subscribe(settings.topics.releasedFilter, qos: .atLeastOnce, options: .init())
-            try await transport.subscribe(settings.topics.stateFilter, qos: .atLeastOnce, options: .init())
-            try await transport.subscribe(
-                settings.topics.statusFilter, qos: .atLeastOnce, options: MQTTSubscribeOptions(noLocal: true))
-            try transport.publish(identity.recoveryMarker, Array(nonce.utf8))
+            try transport.publish(
+                identity.recoveryMarker, Array(WorkerLifecycle<MQTTMessage>.viewMarker(nonce: nonce).utf8))
         } catch {
             logger.error("recovery subscription failed; retrying on next connection", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// L5, G3: the first view is in. Alone, the worker reads every retained ride state and status (it will own
+    /// every ride): the recovery of L5, which also brings each ride's location since its last state write. In a
+    /// group it reads only the states of earlier releases' layout here; its buckets come by the handover, so a
+    /// worker joining does not replay the state of every ride in the fleet. Then the marker with `nonce`.
+    /// No local on the statuses: this worker's own statuses after the recovery do not come back before the
+    /// unsubscribe takes effect.
+    private func chooseRead(nonce: String, core: inout Core) {
+        let topics = settings.topics
+        core.handover.fullRead = core.group.members.count == 1
+        if core.handover.fullRead {
+            subscriptions.subscribe(topics.stateFilter)
+            subscriptions.subscribe(topics.statusFilter, options: MQTTSubscribeOptions(noLocal: true))
+        } else {
+            subscriptions.subscribe(topics.legacyStateFilter)
+        }
+        subscriptions.publish(identity.recoveryMarker, Array(nonce.utf8))
+        logger.info(
+            "first view of the group formed (G1)",
+            metadata: [
+                "members": "\(core.group.members)",
+                "reading": "\(core.handover.fullRead ? "every ride state (alone)" : "by bucket (in a group)")",
+            ])
     }
 
     private func finishRecovery(stashed stash: [MQTTMessage], core: inout Core) {
@@ -77,7 +95,11 @@ extension RideStatusService {
         subscriptions.subscribe(
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
-        subscriptions.unsubscribe(topics.statusFilter)
+        if core.handover.fullRead {
+            subscriptions.unsubscribe(topics.statusFilter)
+        } else {
+            subscriptions.unsubscribe(topics.legacyStateFilter)
+        }
         // G3: this worker's own load markers.
         var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest, loadMarker]
         // Retained availability first arrives now: the quoter's index fills before the worker is ready.
@@ -159,6 +181,8 @@ extension RideStatusService {
                     }
                 case .finishRecovery(let stashed):
                     finishRecovery(stashed: stashed, core: &core)
+                case .formView(let nonce):
+                    chooseRead(nonce: nonce, core: &core)
                 case .none, .startRecovery, .republishAll:
                     break
                 }

@@ -2,9 +2,11 @@
 /// (L8). Events in, one action out; no I/O, so it is tested alone (`WorkerLifecycleTests`), and the service
 /// only carries out what it returns.
 ///
-/// Recovery (L5): after the first CONNACK the worker subscribes to every ride's retained state and then
-/// publishes a marker carrying a fresh nonce to itself; the broker sends retained messages before anything
-/// published later, so the marker with that nonce closes the recovery. Control messages and requests that
+/// Recovery (L5): after the first CONNACK the worker subscribes to every retained presence and publishes a
+/// view marker to itself; the broker sends retained messages before anything published later, so that
+/// marker closes the first view of the group (G1). The worker then subscribes to the ride states it reads
+/// at start (every one when it is alone, G3) and publishes a marker carrying a fresh nonce, which closes the
+/// recovery. Control messages and requests that
 /// arrive meanwhile (a persistent session delivers those sent while the worker was down, L6) wait in a
 /// stash and are handled in order right after the recovery. Fixes are not kept: the next one of a vehicle
 /// comes within seconds and supersedes it (counted in ``fixesSkipped``).
@@ -37,8 +39,11 @@ struct WorkerLifecycle<Message> {
     }
 
     enum Action {
-        /// Subscribe to the marker and the ride states, then publish `nonce` on the marker.
+        /// Subscribe to the marker and the presences, then publish ``viewMarker(nonce:)`` on the marker.
         case startRecovery(nonce: String)
+        /// G1: the retained presences are in (the view marker came back): the service chooses what to read
+        /// (every ride state alone, or by bucket in a group), then publishes `nonce` on the marker.
+        case formView(nonce: String)
         /// Restore one ride from its retained state or status, or take one presence into the first view.
         case restore(Message)
         /// Recovery is complete: subscribe to the control topics, announce, publish every ride (C4), then
@@ -85,6 +90,9 @@ struct WorkerLifecycle<Message> {
         }
     }
 
+    /// The payload of the first marker of a recovery, which closes the read of the presences (G1).
+    static func viewMarker(nonce: String) -> String { nonce + "/view" }
+
     mutating func disconnected() {
         if state == .ready || state == .recovering { state = .connecting }
     }
@@ -104,7 +112,9 @@ struct WorkerLifecycle<Message> {
         case .rideState, .rideStatus, .presence:
             return .restore(message)
         case .recoveryMarker(let payload):
-            guard state == .recovering, payload == nonce else { return .none }
+            guard state == .recovering else { return .none }
+            if payload == Self.viewMarker(nonce: nonce) { return .formView(nonce: nonce) }
+            guard payload == nonce else { return .none }
             state = .ready
             recovered = true
             let stashed = stash

@@ -127,6 +127,9 @@ struct GroupEndToEndTests {
             let joiner = try WorkerProcess(broker: broker, workerID: "w-d", interval: interval)
             try await joiner.start()
             workers.append(joiner)
+            #expect(
+                joiner.logText.contains("reading=by bucket (in a group)"),
+                "G3: a worker joining reads its buckets' states, not every ride's")
             let alive = workers.filter { $0.workerID != busiest }
             try await Self.waitForMembers(3, of: alive)
             let joinedAt = Date()

@@ -208,7 +208,7 @@ struct ServiceInMemoryTests {
         }
         #expect(running.statuses("r-1").map { $0["sequence"]?.doubleValue } == [1, 2])
         let markers = running.broker.published.filter { $0.topic == "ridestatus/workers/w-mem/recovery" }
-        #expect(markers.count == 1, "a reconnect republishes; it does not recover again")
+        #expect(markers.count == 2, "one view marker, one recovery marker: a reconnect does not recover again")
         await running.stop()
     }
 

@@ -31,6 +31,15 @@ struct WorkerLifecycleTests {
             return
         }
         #expect(presence == "presence w-2")
+        // G1: the view marker closes the read of the presences; the recovery goes on.
+        guard case .formView(let viewNonce) = lifecycle.received(.recoveryMarker("n-1/view"), "view marker") else {
+            Issue.record("the view marker forms the first view")
+            return
+        }
+        #expect(viewNonce == "n-1" && lifecycle.state == .recovering && !lifecycle.recovered)
+        if case .formView = lifecycle.received(.recoveryMarker("n-0/view"), "old view marker") {
+            Issue.record("a view marker of an earlier attempt is ignored")
+        }
         // A marker of an earlier attempt (another nonce) does not finish this one.
         if case .finishRecovery = lifecycle.received(.recoveryMarker("n-0"), "old marker") {
             Issue.record("a stale marker must not finish the recovery")

@@ -65,6 +65,8 @@ public struct Topics: Sendable, Equatable {
     public var controlFilters: [String] { ControlKind.allCases.map { "\(ridesPrefix)/+/\($0.rawValue)" } }
     public var statusRequestFilter: String { "\(ridesPrefix)/+/status/get" }
     public var statusFilter: String { "\(ridesPrefix)/+/status" }
+    /// The durable states of releases before groups (one level: `{serviceName}/state/{ride}`).
+    public var legacyStateFilter: String { "\(serviceName)/state/+" }
     /// Every ride's durable state under its bucket (G3: a load of many buckets at once).
     public var bucketedStateFilter: String { "\(serviceName)/state/+/+" }
     /// Every ride's durable state, in both layouts (bucketed and the legacy one).
