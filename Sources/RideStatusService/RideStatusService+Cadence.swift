@@ -97,6 +97,7 @@ extension RideStatusService {
             metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
             core.reportedCounters = core.engine.counters
             metrics.groupMembers.record(core.group.members.count)
+            heartbeat(now: Date(), core: &core)
             handoverTick(now: Date(), core: &core)
             let counts = core.handover.counts
             let reported = core.handover.reported

@@ -43,8 +43,23 @@ extension RideStatusService {
                 metadata: ["incarnation.announced": "\(announced)", "incarnation.now": "\(transport.incarnation)"])
             transport.reconnect(incarnationAbove: announced)
         }
+        // G1: when the worker was heard from. A retained presence read at subscription tells its age by its own
+        // `at` (a ghost whose will was lost is old); anything live is heard now.
+        var heard = presence
+        let clock = now.timeIntervalSince1970
+        heard?.seenAt = message.retain ? min(clock, presence?.seenAt ?? clock) : clock
         let previousMembers = core.group.members
-        guard let change = core.group.received(worker: worker, presence: presence) else { return }
+        var change = core.group.received(worker: worker, presence: heard, now: clock)
+        if worker == identity.id, presence?.online == true, presence?.incarnation == transport.incarnation {
+            change = core.group.heardSelf(at: clock) ?? change
+        }
+        guard let change else { return }
+        groupChanged(change, previousMembers: previousMembers, now: now, core: &core)
+    }
+
+    /// G1: the members changed (a presence, or a member's silence): logged with the rides that move, and the
+    /// handover follows once the first view is formed.
+    func groupChanged(_ change: GroupMembership.Change, previousMembers: [String], now: Date, core: inout Core) {
         guard core.handover.viewFormed else { return }
         let served = core.engine.activeRideCount
         let before = Ownership(members: previousMembers)
@@ -65,6 +80,33 @@ extension RideStatusService {
 }
 
 extension RideStatusService {
+    /// G1: how often a worker repeats its birth (seconds), so that the others hear it is alive.
+    static var heartbeatInterval: Double { 10 }
+    /// G1: how long a member may stay unheard, measured against this worker's own heartbeat coming back, before
+    /// it no longer counts (its will was lost): three heartbeats.
+    static var silenceLimit: Double { 3 * heartbeatInterval }
+
+    /// G1: once a second: repeats the birth when a heartbeat is due, and lets silent members go.
+    func heartbeat(now: Date, core: inout Core) {
+        if core.lifecycle.recovered, core.lifecycle.state == .ready,
+            now.timeIntervalSince(core.lastHeartbeat) >= Self.heartbeatInterval
+        {
+            core.lastHeartbeat = now
+            try? transport.publish(
+                identity.presenceTopic,
+                identity.presence(
+                    online: true, incarnation: transport.incarnation, since: core.onlineSince, now: now),
+                retain: true)
+        }
+        let previousMembers = core.group.members
+        if let change = core.group.tick(now: now.timeIntervalSince1970) {
+            logger.warning(
+                "members silent for \(Int(Self.silenceLimit)) s no longer count (their wills were lost?) (G1)",
+                metadata: ["left": "\(change.left)"])
+            groupChanged(change, previousMembers: previousMembers, now: now, core: &core)
+        }
+    }
+
     /// Presences the worker keeps, at most: a broker full of retained presences (any client may write one
     /// where ACLs do not stop it) must not grow the worker or its ownership tables without bound.
     static var maximumGroupSize: Int { 1000 }
@@ -97,6 +139,9 @@ extension Presence {
             }
             incarnation = UInt64(number)
         }
-        return GroupMembership.Presence(online: online, incarnation: incarnation)
+        // G1: when it was published (heartbeats); a time that does not read is no time.
+        let at = value["at"].flatMap { Timestamps.parse($0) }
+        return GroupMembership.Presence(
+            online: online, incarnation: incarnation, seenAt: at.map(\.timeIntervalSince1970))
     }
 }

@@ -19,8 +19,8 @@ extension RideStatusService {
                 case .startRecovery(let nonce):
                     await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
                 case .republishAll:
-                    announce()
                     let count = core.withLock { core in
+                        announce(core: &core)
                         core.engine.makeAllDue(now: Date())
                         planWake(&core)
                         return core.engine.activeRideCount
@@ -107,7 +107,7 @@ extension RideStatusService {
         for filter in filters { subscriptions.subscribe(filter) }
         // Ready only once the control subscriptions are acknowledged: before that a booking could be lost.
         subscriptions.ready()
-        announce()
+        announce(core: &core)
         let now = Date()
         // G1, G3: the first view decides which of the states read are this worker's to serve now.
         let read = core.handover.staged.count
@@ -132,9 +132,14 @@ extension RideStatusService {
         planWake(&core)
     }
 
-    private func announce() {
+    /// L8, G1: the birth of this connection; ``heartbeat(now:core:)`` repeats it.
+    func announce(core: inout Core) {
+        let now = Date()
+        core.onlineSince = now
+        core.lastHeartbeat = now
         try? transport.publish(
-            identity.presenceTopic, identity.presence(online: true, incarnation: transport.incarnation), retain: true)
+            identity.presenceTopic, identity.presence(online: true, incarnation: transport.incarnation, now: now),
+            retain: true)
     }
 
     // MARK: - Messages

@@ -49,6 +49,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         var group: GroupMembership
         /// G3, G4: which buckets of rides this worker serves, and the rides on their way here.
         var handover: HandoverState
+        /// G1: when this connection's birth was published, and when it was last repeated (the heartbeat).
+        var onlineSince: Date?
+        var lastHeartbeat = Date.distantPast
         /// When the cadence loop wakes next; an input that makes a ride due earlier wakes it.
         var plannedWake = Date.distantFuture
     }
@@ -84,7 +87,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
                 quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) },
-                group: GroupMembership(selfID: identity.id),
+                group: GroupMembership(selfID: identity.id, silenceLimit: Self.silenceLimit),
                 handover: HandoverState(selfID: identity.id, releaseTimeout: settings.ride.updateInterval)))
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,

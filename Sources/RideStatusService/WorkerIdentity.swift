@@ -23,9 +23,13 @@ struct WorkerIdentity: Sendable {
     var presenceTopic: String { topics.presence(worker: id) }
 
     /// The presence payload, `online` or `offline`, as of now, for the connection's `incarnation` (G1).
-    func presence(online: Bool, incarnation: UInt64, now: Date = Date()) -> [UInt8] {
-        Presence(state: online ? "online" : "offline", since: now, version: version, incarnation: incarnation)
-            .encoded()
+    /// - Parameter since: when the worker came online (a heartbeat repeats its birth's); `now` by default.
+    func presence(online: Bool, incarnation: UInt64, since: Date? = nil, now: Date = Date()) -> [UInt8] {
+        Presence(
+            state: online ? "online" : "offline", since: since ?? now, version: version, incarnation: incarnation,
+            at: now
+        )
+        .encoded()
     }
 
     /// The topic of the marker that closes this worker's recovery (L5).

@@ -333,6 +333,8 @@ struct Presence {
     var version: String
     /// G1: the connection's incarnation (absent only in a will made before any connection).
     var incarnation: UInt64?
+    /// G1: when this presence was published (a heartbeat repeats the birth every few seconds); absent in wills.
+    var at: Date? = nil
 
     func encoded() -> [UInt8] {
         var writer = JSONWriter(capacity: 128)
@@ -346,6 +348,7 @@ struct Presence {
             writer.key("incarnation")
             writer.integer(Int(clamping: incarnation))
         }
+        if let at { writer.date("at", at) }
         writer.endObject()
         return writer.bytes
     }

@@ -135,4 +135,20 @@ struct GroupInMemoryTests {
         #expect(birth["state"]?.stringValue == "online", "its birth, which the group now takes for the newest")
         await running.stop()
     }
+
+    @Test("G1: a retained 'online' whose will was lost (a ghost, heard from an hour ago) owns nothing")
+    func ghostOwnsNothing() async throws {
+        let broker = InMemoryBroker()
+        let hourAgo = Timestamps.format(Date().addingTimeInterval(-3600))
+        broker.publish(
+            "ridestatus/workers/w-ghost",
+            #"{"state":"online","since":"\#(hourAgo)","version":"old","incarnation":1,"at":"\#(hourAgo)"}"#,
+            retain: true)
+        let running = try Running(interval: 0.3, broker: broker)
+        try await running.ready()
+        let ghosts = Self.ride(ownedBy: "w-ghost", among: ["w-ghost", "w-mem"], prefix: "r-ghost")
+        broker.publish("rides/\(ghosts)/start", booking(ride: ghosts, vehicle: nil))
+        try await running.waitFor("the ride the ghost would own, served here") { running.statuses(ghosts).count >= 2 }
+        await running.stop()
+    }
 }

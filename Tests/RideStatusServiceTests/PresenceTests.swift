@@ -51,12 +51,37 @@ struct PresenceTests {
             RideStatusService<MQTTClient>.releaseNotice(buckets: [], incarnation: 0),
         ]
         #expect(notices[1].count <= RideStatusService<MQTTClient>.maximumReleaseNotice, "every bucket fits")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("released-\(UUID().uuidString)")
+        let (code, output) = try validate("released.schema.json", notices)
+        #expect(code == 0, Comment(rawValue: output))
+    }
+
+    @Test(
+        "G1: the presence this release writes (birth with heartbeat time, will) validates against presence.schema.json")
+    func presenceSchema() throws {
+        let identity = try WorkerIdentity(
+            settings: {
+                var settings = WorkerSettings(); settings.workerID = "w-1"; return settings
+            }(), version: "1.0")
+        let documents = [
+            identity.presence(online: true, incarnation: 1_795_600_000_123),
+            identity.presence(online: true, incarnation: 1_795_600_000_123, since: .now.addingTimeInterval(-30)),
+            Presence(state: "offline", since: .now, version: "1.0", incarnation: 7).encoded(),
+        ]
+        let (code, output) = try validate("presence.schema.json", documents)
+        #expect(code == 0, Comment(rawValue: output))
+        let heartbeat = try #require(try Presence.member(from: documents[1]))
+        #expect(heartbeat.online && heartbeat.seenAt != nil, "a heartbeat says when it was sent")
+    }
+
+    /// Runs `scripts/validate-json.py` on `documents` against `schema` in `docs/schema`.
+    func validate(_ schema: String, _ documents: [[UInt8]]) throws -> (Int32, String) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let paths = try notices.enumerated().map { index, notice in
+        let paths = try documents.enumerated().map { index, document in
             let path = directory.appendingPathComponent("\(index).json")
-            try Data(notice).write(to: path)
+            try Data(document).write(to: path)
             return path.path
         }
         let process = Process()
@@ -64,13 +89,13 @@ struct PresenceTests {
         process.arguments =
             [
                 "python3", root.appendingPathComponent("scripts/validate-json.py").path,
-                root.appendingPathComponent("docs/schema").path, "released.schema.json",
+                root.appendingPathComponent("docs/schema").path, schema,
             ] + paths
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, Comment(rawValue: output))
+        return (process.terminationStatus, output)
     }
 }

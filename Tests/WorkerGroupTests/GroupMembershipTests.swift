@@ -80,4 +80,36 @@ struct GroupMembershipTests {
             if one != other { #expect(one == "w-c", "bucket \(bucket): only w-c's buckets are in question") }
         }
     }
+
+    @Test("G1: a member silent past the limit (its will lost) leaves the view; a fresh presence brings it back")
+    func silence() {
+        var group = GroupMembership(selfID: "w-a", silenceLimit: 30)
+        let first = group.received(
+            worker: "w-b", presence: Presence(online: true, incarnation: 9, seenAt: 100), now: 100)
+        #expect(first?.members == ["w-a", "w-b"])
+        let beat = group.received(
+            worker: "w-b", presence: Presence(online: true, incarnation: 9, seenAt: 110), now: 110)
+        #expect(beat == nil, "a heartbeat changes nothing")
+        #expect(group.heardSelf(at: 140) == nil, "30 s since its last heartbeat: still a member")
+        #expect(group.heardSelf(at: 140.5)?.left == ["w-b"])
+        #expect(group.members == ["w-a"], "this worker never leaves its own view")
+        let back = group.received(
+            worker: "w-b", presence: Presence(online: true, incarnation: 9, seenAt: 141), now: 141)
+        #expect(back?.joined == ["w-b"], "alive after all (a partition healed)")
+        // A retained ghost read at start: heard from long ago, never a member.
+        #expect(
+            group.received(worker: "w-g", presence: Presence(online: true, incarnation: 3, seenAt: 10), now: 150) == nil
+        )
+        #expect(!group.isMember("w-g"))
+    }
+
+    @Test("G1: while the broker is frozen nobody is heard, this worker included: nobody is taken for dead")
+    func frozenBroker() {
+        var group = GroupMembership(selfID: "w-a", silenceLimit: 30)
+        _ = group.received(worker: "w-b", presence: Presence(online: true, incarnation: 9, seenAt: 100), now: 100)
+        _ = group.heardSelf(at: 101)
+        // 60 s of a frozen broker: the clock runs, no heartbeat comes back, not even this worker's.
+        #expect(group.tick(now: 161) == nil)
+        #expect(group.members == ["w-a", "w-b"])
+    }
 }
