@@ -148,9 +148,10 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         logger.info(
             "ride-status worker starting",
             metadata: [
-                "broker": "\(settings.brokerURL)", "update.interval": "\(settings.ride.updateInterval)",
+                "broker": "\(settings.redactedBrokerURL)", "update.interval": "\(settings.ride.updateInterval)",
                 "config": "\(settings.configurationFile ?? "none: built-in defaults")",
             ])
+        for warning in settings.warnings { logger.warning("\(warning)") }
         if let catalog = settings.catalog {
             logger.info(
                 "ride options from the catalog (3.4)",

@@ -11,6 +11,11 @@ public struct WorkerSettings: Sendable {
     public var brokerURL = "mqtt://127.0.0.1:1883"
     public var username: String?
     public var password: String?
+    /// A file holding the broker password (its first line): keeps it off command lines and out of the
+    /// configuration file. Read when the settings are loaded.
+    public var passwordFile: String?
+    /// What the settings found unsafe but allowed (a password in a URL or a flag); the worker logs each at start.
+    public private(set) var warnings: [String] = []
     public var caFile: String?
     public var certificateFile: String?
     public var keyFile: String?
@@ -52,6 +57,7 @@ public struct WorkerSettings: Sendable {
         "broker.url": { $0.brokerURL = $1 },
         "broker.username": { $0.username = $1 },
         "broker.password": { $0.password = $1 },
+        "broker.passwordFile": { $0.passwordFile = $1 },
         "broker.caFile": { $0.caFile = $1 },
         "broker.certificateFile": { $0.certificateFile = $1 },
         "broker.keyFile": { $0.keyFile = $1 },
@@ -192,11 +198,44 @@ public struct WorkerSettings: Sendable {
             if let value = environment[environmentName(key)] { try settings.apply(key, value) }
         }
         for (key, value) in overrides { try settings.apply(key, value) }
+        try settings.readSecrets(overrides: overrides)
         if let problem = settings.ride.problems().first {
             throw Problem(key: "rides.\(problem.key)", message: problem.message)
         }
         try settings.loadCatalog()
         return settings
+    }
+
+    /// The broker password from ``passwordFile``, and a warning for a password where `ps`, shell histories and
+    /// logs see it: in a URL, or given as a flag.
+    mutating func readSecrets(overrides: [(String, String)]) throws {
+        if let passwordFile, !passwordFile.isEmpty {
+            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                throw Problem(key: "broker.passwordFile", message: "cannot read \(passwordFile)")
+            }
+            password = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        }
+        let advice = "put it in broker.passwordFile (a file only the worker can read) or RIDESTATUS_BROKER_PASSWORD"
+        if Self.urls(brokerURL).contains(where: { URLComponents(string: $0)?.password != nil }) {
+            warnings.append("the broker password is in broker.url, where logs and `ps` may show it: \(advice)")
+        }
+        if overrides.contains(where: { $0.0 == "broker.password" }) {
+            warnings.append("the broker password was given as a flag, which `ps` shows to every user: \(advice)")
+        }
+    }
+
+    /// The broker URL(s) with any password replaced by `***`: what logs may print.
+    public var redactedBrokerURL: String {
+        Self.urls(brokerURL).map { url -> String in
+            guard var components = URLComponents(string: url), components.password != nil else { return url }
+            components.password = "***"
+            return components.string ?? "***"
+        }.joined(separator: ",")
+    }
+
+    /// The comma-separated URLs of ``brokerURL`` (a cluster's nodes).
+    static func urls(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     /// Reads the catalog: a missing default file turns quotes off; a missing chosen file or an invalid
@@ -220,7 +259,7 @@ public struct WorkerSettings: Sendable {
     /// Keys naming files that belong with the configuration: relative ones in the file resolve against its
     /// folder. `worker.stateDir` is data, not configuration: it stays relative to the working directory.
     static let pathKeys: Set<String> = [
-        "rideOptions.catalog", "broker.caFile", "broker.certificateFile", "broker.keyFile",
+        "rideOptions.catalog", "broker.caFile", "broker.certificateFile", "broker.keyFile", "broker.passwordFile",
     ]
 
     static func resolve(_ value: String, against folder: URL) -> String {
@@ -295,9 +334,7 @@ public struct WorkerSettings: Sendable {
     /// The MQTT client configuration: persistent session (L6), will `offline` (L8).
     public func mqttConfiguration(workerID: String, version: String) throws -> MQTTConfiguration {
         // A clustered broker: several URLs, comma-separated; the first gives the scheme, credentials and TLS.
-        let urls = brokerURL.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
-            !$0.isEmpty
-        }
+        let urls = Self.urls(brokerURL)
         var configuration = try MQTTConfiguration(
             url: urls.first ?? brokerURL, clientID: "ride-status-worker-\(workerID)")
         for url in urls.dropFirst() {

@@ -42,6 +42,35 @@ struct SettingsTests {
         #expect(throws: WorkerSettings.Problem.self) { try settings.apply("broker.keepAlive", "1") }
     }
 
+    @Test("14: the broker password from a file; one in the URL or a flag is warned about and never logged")
+    func passwordSources() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)")
+        try "from-the-file\nignored\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fromFile = try WorkerSettings.load(
+            file: nil, environment: [:], overrides: [("broker.passwordFile", file.path)], executable: "/nonexistent",
+            workingDirectory: "/nonexistent")
+        #expect(fromFile.password == "from-the-file" && fromFile.warnings.isEmpty)
+        let inURL = try WorkerSettings.load(
+            file: nil, environment: [:], overrides: [("broker.url", "mqtt://w:hunter2@b1:1883,mqtt://w:hunter2@b2")],
+            executable: "/nonexistent", workingDirectory: "/nonexistent")
+        #expect(inURL.warnings.count == 1 && inURL.warnings[0].contains("broker.passwordFile"))
+        #expect(inURL.redactedBrokerURL == "mqtt://w:***@b1:1883,mqtt://w:***@b2")
+        let asFlag = try WorkerSettings.load(
+            file: nil, environment: [:], overrides: [("broker.password", "hunter2")], executable: "/nonexistent",
+            workingDirectory: "/nonexistent")
+        #expect(asFlag.warnings.contains { $0.contains("flag") })
+        let fromEnvironment = try WorkerSettings.load(
+            file: nil, environment: ["RIDESTATUS_BROKER_PASSWORD": "hunter2"], executable: "/nonexistent",
+            workingDirectory: "/nonexistent")
+        #expect(fromEnvironment.password == "hunter2" && fromEnvironment.warnings.isEmpty)
+        #expect(throws: WorkerSettings.Problem.self) {
+            try WorkerSettings.load(
+                file: nil, environment: [:], overrides: [("broker.passwordFile", "/nonexistent/pw")],
+                executable: "/nonexistent", workingDirectory: "/nonexistent")
+        }
+    }
+
     @Test("3.4: the catalog named relative to the configuration file is found from any working directory")
     func catalogBesideTheFile() throws {
         let folder = try configurationFolder("rideOptions:\n  catalog: ride-options.yaml\n")

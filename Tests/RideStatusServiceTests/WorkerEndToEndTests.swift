@@ -63,6 +63,32 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test("14: the broker password never reaches the log or /metrics; from a file it is not warned about")
+    func passwordStaysSecret() async throws {
+        let secret = "pw-\(UUID().uuidString.prefix(12))"
+        try await withTestBroker(TestBroker.Options(users: ["ride-worker": secret])) { broker in
+            let inURL = try WorkerProcess(
+                url: "mqtt://ride-worker:\(secret)@\(broker.host):\(broker.port)", directory: broker.directory,
+                workerID: "w-url", interval: 1)
+            try await inURL.start()
+            let metrics = httpGet(host: inURL.metricsHost, port: inURL.metricsPort, path: "/metrics")?.body ?? ""
+            #expect(!metrics.isEmpty && !metrics.contains(secret))
+            #expect(!inURL.logText.contains(secret), "the password is redacted from every log line")
+            #expect(inURL.logText.contains("mqtt://ride-worker:***@"), "the URL is logged, redacted")
+            #expect(inURL.logText.contains("broker.passwordFile"), "a warning says where the password belongs")
+            #expect(await inURL.terminate().code == 0)
+
+            let file = broker.directory.appendingPathComponent("broker-password")
+            try (secret + "\n").write(to: file, atomically: true, encoding: .utf8)
+            let fromFile = try WorkerProcess(
+                url: "mqtt://ride-worker@\(broker.host):\(broker.port)", directory: broker.directory,
+                workerID: "w-file", interval: 1, extra: ["--set", "broker.passwordFile=\(file.path)"])
+            try await fromFile.start()
+            #expect(!fromFile.logText.contains(secret) && !fromFile.logText.contains("passwordFile ("))
+            #expect(await fromFile.terminate().code == 0)
+        }
+    }
+
     @Test("G2: every status and state publish carries the user properties worker and epoch")
     func ownershipProperties() async throws {
         try await withTestBroker { broker in
@@ -355,12 +381,19 @@ struct WorkerEndToEndTests {
             while !worker.logText.contains("changed on the broker by another client (A2)") && Date() < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
+            // The log line comes just before the write: the reader may subscribe before the write arrives, and then
+            // sees it live (not flagged retained). Once it has, a second reader must find it retained.
             let reader = try await Observer(broker, filters: [Topics().state(ride: "r-del")])
-            let retained = try await reader.waitFor("the state retained again") { messages in
+            try await reader.waitFor("the state written again") { messages in
+                messages.contains { !$0.payload.isEmpty }
+            }
+            await reader.stop()
+            let second = try await Observer(broker, filters: [Topics().state(ride: "r-del")])
+            let retained = try await second.waitFor("the state retained again") { messages in
                 messages.contains { $0.retain && !$0.payload.isEmpty }
             }
             #expect(retained.contains { $0.retain && !$0.payload.isEmpty })
-            await reader.stop()
+            await second.stop()
             await worker.kill()
             observer.clear()
             try await worker.start()
