@@ -23,6 +23,12 @@ if ! python3 -c 'import jsonschema, referencing' >/dev/null 2>&1; then
     python3 -m pip install --quiet jsonschema || missing+=(python3-jsonschema)
 fi
 
+# scripts/broker-security.py (the broker's accounts and ACL, issue 14) reads YAML.
+if ! python3 -c 'import yaml' >/dev/null 2>&1; then
+    echo "==> installing the Python yaml package (broker accounts)"
+    python3 -m pip install --quiet pyyaml || missing+=(python3-yaml)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

@@ -22,6 +22,10 @@ public final class TestBroker: Sendable {
         public var sysInterval: Int
         /// `max_queued_messages`: QoS 1 messages the broker queues per client beyond those in flight.
         public var maxQueuedMessages: Int
+        /// A ready mosquitto password file (as `scripts/broker-security.py` writes): anonymous clients are refused.
+        public var passwordFile: String?
+        /// A mosquitto `acl_file` (as `scripts/broker-security.py` writes).
+        public var aclFile: String?
 
         public init(
             persistence: Bool = false, users: [String: String]? = nil, tls: Bool = false, sysInterval: Int = 0,
@@ -32,6 +36,14 @@ public final class TestBroker: Sendable {
             self.tls = tls
             self.sysInterval = sysInterval
             self.maxQueuedMessages = maxQueuedMessages
+        }
+
+        /// The broker as the project ships it secured: accounts and ACL from `scripts/broker-security.py`.
+        public static func secured(passwordFile: String, aclFile: String) -> Options {
+            var options = Options()
+            options.passwordFile = passwordFile
+            options.aclFile = aclFile
+            return options
         }
     }
 
@@ -163,9 +175,12 @@ public final class TestBroker: Sendable {
                 try await Self.run("/usr/bin/mosquitto_passwd", ["-b", passwords.path, user, password])
             }
             lines += ["allow_anonymous false", "password_file \(passwords.path)"]
+        } else if let passwordFile = options.passwordFile {
+            lines += ["allow_anonymous false", "password_file \(passwordFile)"]
         } else {
             lines += ["allow_anonymous true"]
         }
+        if let aclFile = options.aclFile { lines.append("acl_file \(aclFile)") }
         if let tlsPort, let certificates {
             lines += [
                 "listener \(tlsPort) \(host)",

@@ -1,0 +1,169 @@
+import Foundation
+import Locking
+import MQTTClient
+import MosquittoTesting
+import RideDomain
+import Testing
+
+/// Issue 14 against a real mosquitto running the accounts and ACL that `scripts/broker-security.py` makes from
+/// `config/security/accounts.yaml`: each role does its job and nothing more.
+@Suite("Broker security: roles and ACLs on mosquitto (issue 14)", .serialized)
+struct BrokerSecurityTests {
+    /// The generated files and each account's password.
+    struct Accounts {
+        let folder: URL
+        func password(_ account: String) throws -> String {
+            try String(contentsOf: folder.appendingPathComponent("secrets/\(account)"), encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        var options: TestBroker.Options {
+            .secured(
+                passwordFile: folder.appendingPathComponent("passwords").path,
+                aclFile: folder.appendingPathComponent("acl").path)
+        }
+    }
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+
+    static func makeAccounts(riders: [String]) throws -> Accounts {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("security-\(UUID().uuidString)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments =
+            [
+                "python3", root.appendingPathComponent("scripts/broker-security.py").path, "--accounts",
+                root.appendingPathComponent("config/security/accounts.yaml").path, "--out", folder.path,
+            ] + riders.flatMap { ["--rider", $0] }
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TimedOut(what: "broker-security.py to succeed") }
+        return Accounts(folder: folder)
+    }
+
+    static func client(_ broker: TestBroker, user: String?, password: String?) async throws -> MQTTClient {
+        var configuration = MQTTConfiguration(
+            host: broker.host, port: broker.port, clientID: "sec-\(UUID().uuidString.prefix(8))", cleanStart: true)
+        configuration.username = user
+        configuration.password = password
+        let client = try MQTTClient(configuration: configuration, logger: quietLogger)
+        try await client.connect(timeout: .seconds(5))
+        return client
+    }
+
+    /// Collects what a client receives.
+    final class Inbox: Sendable {
+        private let received = Locked<[MQTTMessage]>([])
+        private let task: Task<Void, Never>
+
+        init(_ client: MQTTClient) {
+            let received = self.received
+            task = Task { for await message in client.messages { received.withLock { $0.append(message) } } }
+        }
+
+        deinit { task.cancel() }
+
+        var messages: [MQTTMessage] { received.withLock { $0 } }
+
+        func statuses(_ ride: String) -> [JSONValue] {
+            messages.filter { $0.topic == "rides/\(ride)/status" && !$0.payload.isEmpty }.compactMap {
+                try? JSONParser.parse($0.payload)
+            }
+        }
+    }
+
+    static func waitUntil(_ what: String, timeout: Double = 10, _ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { throw TimedOut(what: what) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    @Test(
+        "14: anonymous and wrong passwords refused; a vehicle moves only itself; a rider sees and asks only its ride; only the worker writes state and statuses"
+    )
+    func rolesDoTheirJobOnly() async throws {
+        let accounts = try Self.makeAccounts(riders: ["r-1", "r-2"])
+        defer { try? FileManager.default.removeItem(at: accounts.folder) }
+        try await withTestBroker(accounts.options) { broker in
+            // Nobody gets in without an account (a typed error, not a hang).
+            await #expect(throws: MQTTError.self) { _ = try await Self.client(broker, user: nil, password: nil) }
+            await #expect(throws: MQTTError.self) {
+                _ = try await Self.client(broker, user: "dispatch", password: "not-the-password")
+            }
+
+            let worker = try WorkerProcess(
+                url: "mqtt://worker@\(broker.host):\(broker.port)", directory: broker.directory, workerID: "w-sec",
+                interval: 1,
+                extra: [
+                    "--set", "broker.passwordFile=\(accounts.folder.appendingPathComponent("secrets/worker").path)",
+                ])
+            try await worker.start()
+            let dispatch = try await Self.client(broker, user: "dispatch", password: try accounts.password("dispatch"))
+            let seen = Inbox(dispatch)
+            try await dispatch.subscribe("rides/+/status", qos: .atLeastOnce)
+            for (ride, vehicle) in [("r-1", "v-0042"), ("r-2", "v-0043")] {
+                try await dispatch.publish(
+                    topic: "rides/\(ride)/start", payload: Array(booking(ride: ride, vehicle: vehicle).utf8),
+                    qos: .atLeastOnce)
+            }
+            try await Self.waitUntil("both rides confirmed (dispatch reads every status)") {
+                !seen.statuses("r-1").isEmpty && !seen.statuses("r-2").isEmpty
+            }
+
+            // Vehicle v-0043 cannot publish as v-0042: the fix never reaches the worker.
+            let impostor = try await Self.client(broker, user: "v-0043", password: try accounts.password("v-0043"))
+            try? await impostor.publish(
+                topic: "fleet/vehicles/v-0042/position", payload: Array(fix("v-0042", pickupPoint).utf8),
+                qos: .atLeastOnce)
+            try await Task.sleep(for: .seconds(1))
+            func accepted() -> Double {
+                let text = httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body ?? ""
+                return text.split(separator: "\n").first { $0.hasPrefix("ridestatus_fixes_accepted_total ") }
+                    .flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+            }
+            #expect(accepted() == 0, "the impostor's fix was dropped by the broker")
+            #expect(!seen.statuses("r-1").contains { $0.phase == "pickup" || $0.phase == "approachingPickup" })
+            let genuine = try await Self.client(broker, user: "v-0042", password: try accounts.password("v-0042"))
+            try await genuine.publish(
+                topic: "fleet/vehicles/v-0042/position", payload: Array(fix("v-0042", pickupPoint).utf8),
+                qos: .atLeastOnce)
+            try await Self.waitUntil("the vehicle's own fix accepted") { accepted() == 1 }
+
+            // Rider r-1 reads only its own ride, and cannot cancel another.
+            let rider = try await Self.client(broker, user: "r-1", password: try accounts.password("r-1"))
+            let riderSees = Inbox(rider)
+            try? await rider.subscribe("rides/+/status", qos: .atLeastOnce)
+            try? await rider.subscribe("rides/r-2/status", qos: .atLeastOnce)
+            try await Task.sleep(for: .seconds(2.5))
+            #expect(!riderSees.statuses("r-1").isEmpty, "its own ride's statuses")
+            #expect(riderSees.statuses("r-2").isEmpty, "never another ride's")
+            try? await rider.publish(topic: "rides/r-2/cancel", payload: Array(#"{"canceledBy":"user"}"#.utf8))
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(seen.statuses("r-2").last?.phase != "completed", "the rider's cancel never reached the worker")
+            try await dispatch.publish(
+                topic: "rides/r-2/cancel", payload: Array(#"{"canceledBy":"service"}"#.utf8), qos: .atLeastOnce)
+            try await Self.waitUntil("dispatch's cancel carried out") {
+                seen.statuses("r-2").last?.phase == "completed"
+            }
+
+            // Nobody but the worker writes ride state or statuses: a deletion and a forged status are dropped.
+            try? await dispatch.publish(
+                topic: Topics().state(ride: "r-1"), payload: [], qos: .atLeastOnce, retain: true)
+            try? await dispatch.publish(
+                topic: "rides/r-1/status", payload: Array(#"{"rideIdentifier":"r-1","sequence":1000000000000}"#.utf8),
+                qos: .atLeastOnce, retain: true)
+            try await Task.sleep(for: .seconds(1))
+            #expect(!seen.statuses("r-1").contains { ($0.sequence ?? 0) >= 1_000_000_000_000 })
+            await worker.kill()
+            let before = seen.statuses("r-1").compactMap(\.sequence).max() ?? 0
+            try await worker.start()
+            try await Self.waitUntil("r-1 resumes above its last sequence after a restart (L5)") {
+                (seen.statuses("r-1").compactMap(\.sequence).max() ?? 0) > before
+            }
+            #expect(!worker.logText.contains("changed on the broker by another client"), "no forged write arrived")
+            for client in [dispatch, impostor, genuine, rider] { await client.disconnect() }
+            #expect(await worker.terminate().code == 0)
+        }
+    }
+}
