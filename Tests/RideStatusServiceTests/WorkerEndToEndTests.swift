@@ -85,7 +85,50 @@ struct WorkerEndToEndTests {
                 workerID: "w-file", interval: 1, extra: ["--set", "broker.passwordFile=\(file.path)"])
             try await fromFile.start()
             #expect(!fromFile.logText.contains(secret) && !fromFile.logText.contains("passwordFile ("))
+            // What `ps` shows every user of the host: the command line, without the password.
+            let pid = try #require(fromFile.process?.pid)
+            let commandLine = try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)
+            #expect(commandLine.contains("passwordFile") && !commandLine.contains(secret))
             #expect(await fromFile.terminate().code == 0)
+        }
+    }
+
+    @Test("I1, 14: identifiers with '/', '+', '#', NUL or a space in any field never reach a topic, through the worker")
+    func topicInjection() async throws {
+        try await withTestBroker(TestBroker.Options(sysInterval: 1)) { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-inj", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["#"])
+            try await observer.publish("rides/r-ok/start", booking(ride: "r-ok", vehicle: "v-ok"))
+            try await observer.waitFor("the good ride") { _ in !observer.statuses("r-ok").isEmpty }
+            let hostile = ["v/x", "v+x", "v#x", "v x", "v\\u0000x", "+", "#"]
+            for vehicle in hostile {
+                try await observer.publish("rides/r-bad/start", booking(ride: "r-bad", vehicle: vehicle))
+                try await observer.publish("rides/r-ok/assign", #"{"vehicleId":"\#(vehicle)"}"#)
+            }
+            // Every one refused as I1 (dead letters are rate limited per reason; the counter is not).
+            func refused() -> Double {
+                let text = httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body ?? ""
+                return text.split(separator: "\n").first {
+                    $0.hasPrefix(#"ridestatus_inputs_rejected_total{reason="invalidIdentifier"}"#)
+                }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+            }
+            let deadline = Date().addingTimeInterval(15)
+            while refused() < Double(2 * hostile.count) && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(refused() == Double(2 * hostile.count))
+            let letters = observer.messages.filter { $0.topic == "ridestatus/deadletter" }.map {
+                String(decoding: $0.payload, as: UTF8.self)
+            }
+            #expect(letters.allSatisfy { $0.contains("invalidIdentifier") }, Comment(rawValue: letters.joined()))
+            // Nothing the worker published went to a topic made of those identifiers.
+            let topics = Set(observer.messages.map(\.topic))
+            #expect(!topics.contains { $0.contains("v/x") || $0.contains("v x") || $0.contains("/x/") })
+            #expect(observer.statuses("r-bad").isEmpty)
+            #expect(worker.readyStatus() == 200)
+            await observer.stop()
+            #expect(await worker.terminate().code == 0)
         }
     }
 
