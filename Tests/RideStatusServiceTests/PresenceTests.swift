@@ -44,7 +44,6 @@ struct PresenceTests {
 
     @Test("G3: the release notice this release writes validates against released.schema.json")
     func releaseNoticeSchema() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
         let notices = [
             RideStatusService<MQTTClient>.releaseNotice(buckets: [0, 17, 8191], incarnation: 1_795_600_000_123),
             RideStatusService<MQTTClient>.releaseNotice(buckets: Array(0..<8192), incarnation: 1),
