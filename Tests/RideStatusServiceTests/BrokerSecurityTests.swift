@@ -166,4 +166,59 @@ struct BrokerSecurityTests {
             #expect(await worker.terminate().code == 0)
         }
     }
+
+    @Test(
+        "14, A1, L7, 3.4: under the ACL a rider gets its own status/get and quote replies; another ride's it cannot ask"
+    )
+    func repliesUnderTheACL() async throws {
+        let accounts = try Self.makeAccounts(riders: ["r-1", "r-2"])
+        defer { try? FileManager.default.removeItem(at: accounts.folder) }
+        try await withTestBroker(accounts.options) { broker in
+            let catalog = Self.root.appendingPathComponent("config/ride-options.yaml").path
+            let worker = try WorkerProcess(
+                url: "mqtt://worker@\(broker.host):\(broker.port)", directory: broker.directory, workerID: "w-rep",
+                interval: 5,
+                extra: [
+                    "--set", "broker.passwordFile=\(accounts.folder.appendingPathComponent("secrets/worker").path)",
+                    "--set", "rideOptions.catalog=\(catalog)",
+                ])
+            try await worker.start()
+            let dispatch = try await Self.client(broker, user: "dispatch", password: try accounts.password("dispatch"))
+            for ride in ["r-1", "r-2"] {
+                try await dispatch.publish(
+                    topic: "rides/\(ride)/start", payload: Array(booking(ride: ride, vehicle: nil).utf8),
+                    qos: .atLeastOnce)
+            }
+            let rider = try await Self.client(broker, user: "r-1", password: try accounts.password("r-1"))
+            let inbox = Inbox(rider)
+            try await rider.subscribe("replies/r-1/#", qos: .atLeastOnce)
+            try await rider.subscribe("rides/r-1/status", qos: .atLeastOnce)
+            try await Self.waitUntil("r-1 started") { !inbox.statuses("r-1").isEmpty }
+            // Its own ride's status (L7), on a reply topic only it may read.
+            try await rider.publish(
+                topic: "rides/r-1/status/get", payload: [],
+                properties: MQTTProperties(responseTopic: "replies/r-1/status", correlationData: [1]))
+            try await Self.waitUntil("r-1's status/get answered") {
+                inbox.messages.contains { $0.topic == "replies/r-1/status" }
+            }
+            let reply = try #require(inbox.messages.first { $0.topic == "replies/r-1/status" })
+            #expect((try JSONParser.parse(reply.payload))["rideIdentifier"]?.stringValue == "r-1")
+            // A quote (3.4).
+            try await rider.publish(
+                topic: "ride-options/request",
+                payload: Array(
+                    #"{"pickupLocation":{"latitude":52.5219,"longitude":13.4132},"dropOffLocation":{"latitude":52.5096,"longitude":13.3759}}"#
+                        .utf8),
+                properties: MQTTProperties(responseTopic: "replies/r-1/quote", correlationData: [2]))
+            try await Self.waitUntil("the quote") { inbox.messages.contains { $0.topic == "replies/r-1/quote" } }
+            // Another ride's status it may not even ask for: the broker drops the request.
+            try? await rider.publish(
+                topic: "rides/r-2/status/get", payload: [],
+                properties: MQTTProperties(responseTopic: "replies/r-1/other", correlationData: [3]))
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(!inbox.messages.contains { $0.topic == "replies/r-1/other" })
+            for client in [dispatch, rider] { await client.disconnect() }
+            #expect(await worker.terminate().code == 0)
+        }
+    }
 }
