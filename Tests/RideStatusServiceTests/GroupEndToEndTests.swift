@@ -35,6 +35,19 @@ struct GroupEndToEndTests {
         }
     }
 
+    /// Each ride's vehicle (`v-{ride}`) reports at 1 Hz, 2 km from the pickup, until the task is cancelled.
+    static func feedVehicles(of rides: [String], with feeder: Observer) -> Task<Void, Never> {
+        let place = Coordinate(latitude: 52.5399, longitude: 13.4132)
+        return Task {
+            while !Task.isCancelled {
+                for ride in rides {
+                    try? await feeder.publish("fleet/vehicles/v-\(ride)/position", fix("v-\(ride)", place))
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
     static func members(_ worker: WorkerProcess) -> Int? {
         httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body
             .split(separator: "\n").first { $0.hasPrefix("ridestatus_group_members ") }
@@ -67,16 +80,7 @@ struct GroupEndToEndTests {
             for ride in rides {
                 try await feeder.publish("rides/\(ride)/start", booking(ride: ride, vehicle: "v-\(ride)"))
             }
-            // Vehicles report at 1 Hz, 2 km from the pickup.
-            let place = Coordinate(latitude: 52.5399, longitude: 13.4132)
-            let feeding = Task {
-                while !Task.isCancelled {
-                    for ride in rides {
-                        try? await feeder.publish("fleet/vehicles/v-\(ride)/position", fix("v-\(ride)", place))
-                    }
-                    try? await Task.sleep(for: .seconds(1))
-                }
-            }
+            let feeding = Self.feedVehicles(of: rides, with: feeder)
             defer { feeding.cancel() }
             try await observer.waitFor("a status of every ride", timeout: 15) { _ in
                 rides.allSatisfy { !observer.statuses($0).isEmpty }

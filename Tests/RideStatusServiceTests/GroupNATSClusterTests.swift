@@ -36,15 +36,7 @@ struct GroupNATSClusterTests {
             host: "127.0.0.1", port: node1.mqttPort, filters: [], protocolVersion: .v311)
         let rides = (0..<30).map { "r-n\($0)" }
         for ride in rides { try await feeder.publish("rides/\(ride)/start", booking(ride: ride, vehicle: "v-\(ride)")) }
-        let place = Coordinate(latitude: 52.5399, longitude: 13.4132)
-        let feeding = Task {
-            while !Task.isCancelled {
-                for ride in rides {
-                    try? await feeder.publish("fleet/vehicles/v-\(ride)/position", fix("v-\(ride)", place))
-                }
-                try? await Task.sleep(for: .seconds(1))
-            }
-        }
+        let feeding = GroupEndToEndTests.feedVehicles(of: rides, with: feeder)
         defer { feeding.cancel() }
         try await observer.waitFor("a status of every ride", timeout: 30) { _ in
             rides.allSatisfy { observer.statuses($0).count >= 2 }
