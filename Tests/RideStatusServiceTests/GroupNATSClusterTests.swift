@@ -7,11 +7,12 @@ import WorkerGroup
 
 /// A group of workers on a real 3-node NATS cluster (G1, G3, G4, section "Groups of workers"), the workers in
 /// MQTT 3.1.1 mode (NATS refuses MQTT 5) with the cluster's nodes to fail over to. One broker node and one
-/// worker are killed mid-run: no ride is lost and no ride's statuses go out of order.
+/// worker are killed mid-run: no ride is lost, no ride's statuses are issued out of order, and only statuses
+/// the broker held during its recovery arrive after newer ones (docs/CONTRACT-NOTES.md).
 @Suite("Groups of workers on a real 3-node NATS cluster (MQTT 3.1.1)", .serialized)
 struct GroupNATSClusterTests {
     @Test(
-        "G1, G3, C5: 3 workers, 30 rides; one broker node and one worker killed mid-run; no ride lost, none out of order"
+        "G1, G3, C5: 3 workers, 30 rides; one broker node and one worker killed mid-run; no ride lost, none issued out of order"
     )
     func nodeAndWorkerKilled() async throws {
         let cluster = try await NATSCluster.start()
@@ -47,6 +48,7 @@ struct GroupNATSClusterTests {
 
         // Mid-run: broker node 2 dies (its worker fails over to node 0), then worker w-n0 dies.
         cluster.kill(node: 2)
+        let nodeKilledAt = Date()
         try await Task.sleep(for: .seconds(2))
         await workers[0].kill()
         let killedAt = Date()
@@ -57,19 +59,47 @@ struct GroupNATSClusterTests {
             let after = GroupEndToEndTests.seen(observer.timedMessages).filter { $0.at > killedAt }
             return Set(rides).isSubset(of: Set(after.map(\.ride)))
         }
+        // Settled: from here on the subscriber must see every ride strictly in order again.
+        try await Task.sleep(for: .seconds(3 * interval))
+        let settledAt = Date()
         try await Task.sleep(for: .seconds(3 * interval))
         feeding.cancel()
 
         let all = GroupEndToEndTests.seen(observer.timedMessages)
+        var late: [String] = []
         for ride in rides {
-            let stream = all.filter { $0.ride == ride && $0.json != nil }
-            let sequences = stream.compactMap(\.sequence)
-            #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "C5, G3: \(ride) \(sequences)")
-            let issued = stream.compactMap(\.issuedAt)
-            #expect(zip(issued, issued.dropFirst()).allSatisfy { $0 <= $1 }, "C5: issuedAt of \(ride)")
+            // The same status received twice is a QoS 1 redelivery (at least once; NATS redelivers when a
+            // stream's leader moves): a subscriber drops it, and so does this check.
+            var received = Set<String>()
+            let stream = all.filter { $0.ride == ride && $0.json != nil && $0.issuedAt != nil }.filter {
+                received.insert("\($0.sequence ?? -1) \($0.issuedAt!.timeIntervalSince1970)").inserted
+            }
+            // C5, G3 at the source: in the order the workers issued them, across every owner, the sequence
+            // strictly increases (a new owner continues above the ceiling it read).
+            let issued = stream.enumerated().sorted {
+                ($0.element.issuedAt!, $0.offset) < ($1.element.issuedAt!, $1.offset)
+            }
+            .compactMap(\.element.sequence)
+            #expect(zip(issued, issued.dropFirst()).allSatisfy { $0 < $1 }, "C5, G3: \(ride) by issuedAt \(issued)")
+            // C5 as received. A worker's QoS 1 statuses that this broker held while it lost a node (up to
+            // 13 s measured) can arrive after the statuses of the worker that took the ride over meanwhile: an
+            // older sequence after a newer one, which a subscriber keeping the highest sequence drops
+            // (docs/CONTRACT-NOTES.md, "C5 across a NATS node's loss"). Only then: once the group has settled,
+            // nothing arrives out of order, and no late status is later than 30 s after the node's loss.
+            var highest = 0
+            for status in stream {
+                guard let sequence = status.sequence else { continue }
+                if sequence <= highest {
+                    late.append("\(ride) \(sequence) after \(highest)")
+                    #expect(status.at < settledAt, "C5: \(ride) \(sequence) after \(highest), once settled")
+                    #expect(status.at.timeIntervalSince(nodeKilledAt) < 30, "C5: \(ride) late status")
+                }
+                highest = max(highest, sequence)
+            }
             let last = try #require(stream.last)
             #expect(Date().timeIntervalSince(last.at) < 3 * interval + 2, "no ride lost: \(ride) still published")
         }
+        if !late.isEmpty { print("statuses arriving after a newer one during the node's loss: \(late.count)") }
         let logs = survivors.map(\.logText).joined()
         // Not held to G3's 10 s + interval here: after losing a node, NATS delivered the dead worker's will to a
         // worker that had just failed over only once it had a new meta leader (measured 8 s after the kill;
@@ -79,8 +109,20 @@ struct GroupNATSClusterTests {
         #expect(slowest.count == rides.count && slowest.max()! < 30, "every ride back: \(slowest.max() ?? -1) s")
         #expect(logs.contains("rides taken over (G3)"))
         #expect(!logs.contains("input rejected"), "nothing a worker wrote is refused")
+        for worker in survivors { #expect(await worker.terminate().code == 0) }
+        // C5: whatever arrived late, the retained status of every ride is the newest one.
+        let reader = try await Observer(
+            host: "127.0.0.1", port: node0.mqttPort, filters: ["rides/+/status"], protocolVersion: .v311)
+        try await reader.waitFor("every retained status", timeout: 15) { _ in
+            rides.allSatisfy { !reader.statuses($0).isEmpty }
+        }
+        let final = GroupEndToEndTests.seen(observer.timedMessages)
+        for ride in rides {
+            let newest = final.filter { $0.ride == ride }.compactMap(\.sequence).max()
+            #expect(reader.statuses(ride).first?.sequence == newest, "C5: \(ride)'s retained status")
+        }
+        await reader.stop()
         await observer.stop()
         await feeder.stop()
-        for worker in survivors { #expect(await worker.terminate().code == 0) }
     }
 }
