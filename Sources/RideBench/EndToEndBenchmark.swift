@@ -26,6 +26,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     @Option(help: "Active rides in the cadence phase.") var cadenceRides = 10_000
     @Option(help: "Seconds the cadence phase is observed.") var cadenceSeconds = 20.0
     @Option(help: "The worker's update interval, seconds (C1).") var interval = 5.0
+    @Option(help: "Bookings per second that start the cadence rides (issue 12: fleet intake is 5,000 a second).")
+    var bookingRate = 5000.0
     @Option(help: "The worker's rides.sequenceBlock (statuses per durable-state write; 1: before every status).")
     var sequenceBlock: Int?
     @Option(help: "Drain: fixes per load ride queued at the broker while the worker is stopped; 0: no drain.")
@@ -172,7 +174,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         let rssBefore = worker.residentBytes()
         print("")
         print(
-            "  cadence: starting \(cadenceRides) more rides, interval \(interval) s, observing \(cadenceSeconds) s ...")
+            "  cadence: starting \(cadenceRides) more rides at \(Int(bookingRate)) bookings/s, interval \(interval) s, observing \(cadenceSeconds) s ..."
+        )
         let cadenceBookings = (0..<cadenceRides).map { index in
             (
                 "rides/r-cad-\(index)/start",
@@ -182,7 +185,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             )
         }
         let firstBooking = ContinuousClock.now
-        try await publishSpread(cadenceBookings, over: interval, with: control)
+        try await publishSpread(cadenceBookings, over: Double(cadenceRides) / bookingRate, with: control)
         try await waitFor("\(cadenceRides) cadence rides", timeout: 120) {
             worker.metric("ridestatus_active_rides") >= Double(expected + cadenceRides)
         }
@@ -192,10 +195,32 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 format: "  all %d rides active %.1f s after the first of their bookings (issue 12: within 30 s: %@)",
                 expected + cadenceRides, intake, intake <= 30 ? "meets" : "ABOVE"))
         let rssAfter = worker.residentBytes()
-        observer.resetGaps(prefix: "r-cad-")
+        observer.resetGaps(prefix: "r-cad-", lateAbove: interval + 0.5)
         let before = worker.metrics()
         let cpuBefore = cpuSeconds(of: worker.process.pid)
-        try await Task.sleep(for: .seconds(cadenceSeconds))
+        // A timeline, second by second: statuses published, the worker's publish room at the broker, and the
+        // CPU of the worker and of the broker (where a slipping cadence comes from).
+        var timeline: [String] = []
+        var published = metricSum("ridestatus_statuses_published_total", in: before)
+        var written = metricSum("ridestatus_state_writes_total", in: before)
+        var sampledCPU = (worker: cpuBefore, broker: broker.pid.map(cpuSeconds(of:)) ?? 0)
+        let observing = ContinuousClock.now
+        while ContinuousClock.now - observing < .seconds(cadenceSeconds) {
+            try await Task.sleep(for: .seconds(1))
+            let text = worker.metrics()
+            let now = metricSum("ridestatus_statuses_published_total", in: text)
+            let cpuNow = (worker: cpuSeconds(of: worker.process.pid), broker: broker.pid.map(cpuSeconds(of:)) ?? 0)
+            timeline.append(
+                String(
+                    format: "%.0f/%.0f/%.0f/%.0f/%.2f/%.2f", now - published,
+                    metricSum("ridestatus_state_writes_total", in: text) - written,
+                    metricSum("ridestatus_mqtt_publish_room", in: text),
+                    metricSum("ridestatus_vehicle_subscriptions", in: text),
+                    cpuNow.worker - sampledCPU.worker, cpuNow.broker - sampledCPU.broker))
+            published = now
+            written = metricSum("ridestatus_state_writes_total", in: text)
+            sampledCPU = cpuNow
+        }
         let cpu = cpuSeconds(of: worker.process.pid) - cpuBefore
         let after = worker.metrics()
         let (maxGap, counted) = observer.maxGap(prefix: "r-cad-")
@@ -210,6 +235,16 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 format:
                     "    of which the worker's cadence (largest gap between issuedAt): %.2f s; longest delivery delay (arrival - issuedAt): %.2f s",
                 issuedGap, delay))
+        print(
+            "    each second: statuses / state writes / publish room / vehicle subscriptions / worker CPU s / broker CPU s:"
+        )
+        print("      " + timeline.joined(separator: "  "))
+        let late = observer.lateIssuedGaps()
+        if !late.isEmpty {
+            print(
+                "    issuedAt gaps above \(interval + 0.5) s: \(late.map(\.count).reduce(0, +)), by second of the run: "
+                    + late.map { "\($0.second)s: \($0.count)" }.joined(separator: ", "))
+        }
         // Every publish of the worker is one message the broker must take in and fan out.
         let statuses =
             metricSum("ridestatus_statuses_published_total", in: after)

@@ -14,6 +14,11 @@ final class StatusObserver: Sendable {
         /// By the statuses' own `issuedAt`: the worker's cadence, whatever the broker and this subscriber add.
         var lastIssued: [String: Date] = [:]
         var issuedGap = 0.0
+        /// Gaps between `issuedAt` above `lateAbove`, counted by the second (since ``resetGaps``) they ended in:
+        /// when in the run the cadence slipped.
+        var lateAbove = Double.infinity
+        var lateBySecond: [Int: Int] = [:]
+        var resetAt = Date()
         /// Arrival here minus `issuedAt`: what the broker and this subscriber add.
         var worstDelay = 0.0
         var gapPrefix: String?
@@ -46,7 +51,11 @@ final class StatusObserver: Sendable {
             state.last[ride] = now
             if let issued {
                 if let before = state.lastIssued[ride] {
-                    state.issuedGap = max(state.issuedGap, issued.timeIntervalSince(before))
+                    let gap = issued.timeIntervalSince(before)
+                    state.issuedGap = max(state.issuedGap, gap)
+                    if gap > state.lateAbove {
+                        state.lateBySecond[Int(issued.timeIntervalSince(state.resetAt)), default: 0] += 1
+                    }
                 }
                 state.lastIssued[ride] = issued
                 state.worstDelay = max(state.worstDelay, arrived.timeIntervalSince(issued))
@@ -100,9 +109,12 @@ final class StatusObserver: Sendable {
     }
 
     /// Starts measuring gaps of rides whose id starts with `prefix`, from their next status on.
-    func resetGaps(prefix: String) {
+    func resetGaps(prefix: String, lateAbove: Double = .infinity) {
         state.withLock { state in
             state.gapPrefix = prefix
+            state.lateAbove = lateAbove
+            state.lateBySecond = [:]
+            state.resetAt = Date()
             state.last = [:]
             state.gaps = [:]
             state.lastIssued = [:]
@@ -117,6 +129,12 @@ final class StatusObserver: Sendable {
     /// delay (arrival minus `issuedAt`), since ``resetGaps(prefix:)``.
     func issuedGapAndDelay() -> (gap: Double, delay: Double) {
         state.withLock { ($0.issuedGap, $0.worstDelay) }
+    }
+
+    /// Gaps between `issuedAt` above the `lateAbove` of ``resetGaps(prefix:lateAbove:)``, by the second since
+    /// then in which they ended.
+    func lateIssuedGaps() -> [(second: Int, count: Int)] {
+        state.withLock { $0.lateBySecond.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
     }
 
     func maxGap(prefix: String) -> (Double, Int) {
