@@ -1,19 +1,33 @@
-# Multi-stage build of the ride-status worker and the fleet simulator.
-FROM swift:6.1-bookworm AS builder
+# Multi-stage build of the ride-status worker and the fleet simulator, and the deployment's set-up image.
+# Pinned (issue 14): the Swift image by its release (the compiler the project is tested with), and the
+# packages by deploy/Package.resolved, which the build must follow exactly (`make lock` refreshes it).
+FROM swift:6.3.1-bookworm AS builder
 RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto-dev pkg-config && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 COPY Package.swift ./
+COPY deploy/Package.resolved ./Package.resolved
+RUN swift package resolve --force-resolved-versions
 COPY Sources ./Sources
 COPY Tests ./Tests
-RUN swift build -c release --product ride-status-worker \
- && swift build -c release --product fleet-sim \
- && swift build -c release --product ride-watch \
+RUN swift build -c release --force-resolved-versions --product ride-status-worker \
+ && swift build -c release --force-resolved-versions --product fleet-sim \
+ && swift build -c release --force-resolved-versions --product ride-watch \
  && mkdir -p /staging \
  && cp .build/release/ride-status-worker .build/release/fleet-sim .build/release/ride-watch /staging/
 
-FROM swift:6.1-bookworm-slim AS runtime
+# The `setup` service of docker-compose.yml: the CA, the certificates and the broker's accounts, made on the
+# first start into the shared secrets volume (scripts/deploy-setup.sh; openssl, no downloads).
+FROM swift:6.3.1-bookworm-slim AS setup
+RUN apt-get update && apt-get install -y --no-install-recommends openssl python3 python3-yaml mosquitto \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/ride-status
+COPY scripts/deploy-setup.sh scripts/broker-security.py ./scripts/
+COPY config/security ./config/security
+ENTRYPOINT ["scripts/deploy-setup.sh", "/secrets", "--broker-uid", "1883", "--client-uid", "10001"]
+
+FROM swift:6.3.1-bookworm-slim AS runtime
 RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 ca-certificates curl \
- && rm -rf /var/lib/apt/lists/* && useradd --system --create-home worker
+ && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 --create-home worker
 COPY --from=builder /staging/ /usr/local/bin/
 COPY config/worker.yaml /etc/ride-status/worker.yaml
 COPY config/ride-options.yaml /etc/ride-status/ride-options.yaml

@@ -3,13 +3,13 @@ SHELL := /bin/bash
 SWIFT ?= swift
 STRICT_FLAGS := $(if $(filter true,$(CI)),-Xswiftc -warnings-as-errors,)
 RELEASE_BIN := .build/release
-BROKER_PORT ?= 1883
+BROKER_PORT ?= 8883
 RIDES ?= 50
 VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions bench-group clean
+.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions bench-group clean
 
 all: build
 
@@ -29,6 +29,11 @@ build-release: deps
 ## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT and VEHICLES change the defaults)
 run: build-release
 	@BROKER_PORT=$(BROKER_PORT) METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) KEEP=$(KEEP) ./scripts/run-local.sh
+
+## lock: pin the packages the Docker build uses (deploy/Package.resolved) to what this checkout resolves
+lock:
+	$(SWIFT) package resolve
+	cp Package.resolved deploy/Package.resolved
 
 ## reset: forget every local ride, session and log under var/ (the build stays)
 reset:

@@ -113,9 +113,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "BrokerOptions",
+            dependencies: [
+                "MQTTClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "FleetSim",
             dependencies: [
+                "BrokerOptions",
                 "Locking",
                 "MQTTClient",
                 "RideDomain",
@@ -127,6 +136,7 @@ let package = Package(
         .executableTarget(
             name: "RideWatch",
             dependencies: [
+                "BrokerOptions",
                 "Locking",
                 "MQTTClient",
                 "RideDomain",

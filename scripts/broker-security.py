@@ -15,7 +15,7 @@ import sys
 
 import yaml
 
-ROLES = ("worker", "dispatch", "monitoring", "drivers", "vehicles")
+ROLES = ("worker", "dispatch", "monitoring", "drivers", "vehicles", "simulators")
 
 
 def acl(accounts):
@@ -63,6 +63,21 @@ def acl(accounts):
     for user in accounts.get("vehicles", []):
         lines += [f"# vehicle {user}: its own position and availability", f"user {user}",
                   f"topic write fleet/vehicles/{user}/position", f"topic write fleet/vehicles/{user}/availability", ""]
+    for user in accounts.get("simulators", []):
+        lines += [
+            "# fleet simulator (demos and load tests, never a real client): every vehicle and dispatch's part",
+            f"user {user}",
+            "topic write fleet/vehicles/+/position",
+            "topic write fleet/vehicles/+/availability",
+            "topic write rides/+/start",
+            "topic write rides/+/assign",
+            "topic write rides/+/event",
+            "topic write rides/+/cancel",
+            "topic write rides/+/stop",
+            "topic write ride-options/request",
+            f"topic read replies/{user}/#",
+            "",
+        ]
     lines += [
         "# riders: the username is the ride identifier (issued per ride by dispatch): that ride's status, its",
         "# status/get, replies under replies/{ride}/, and quotes. These patterns apply to every account.",
@@ -87,10 +102,14 @@ def main():
     unknown = set(accounts) - set(ROLES)
     if unknown:
         sys.exit(f"broker-security: unknown roles in {args.accounts}: {', '.join(sorted(unknown))}")
-    names = [user for role in ROLES for user in accounts.get(role, [])] + args.rider
+    # Riders issued before (their secrets are kept) stay, unless their secret file is deleted: that revokes one.
+    secrets_dir = os.path.join(args.out, "secrets")
+    listed = [user for role in ROLES for user in accounts.get(role, [])]
+    issued = sorted(os.listdir(secrets_dir)) if os.path.isdir(secrets_dir) else []
+    riders = args.rider + [name for name in issued if name not in listed and name not in args.rider]
+    names = listed + riders
     if len(names) != len(set(names)):
         sys.exit("broker-security: an account appears twice (an account has exactly one role)")
-    secrets_dir = os.path.join(args.out, "secrets")
     os.makedirs(secrets_dir, mode=0o700, exist_ok=True)
     for name in names:
         path = os.path.join(secrets_dir, name)
@@ -107,7 +126,7 @@ def main():
         subprocess.run([args.mosquitto_passwd, "-b", passwords, name, password], check=True)
     with open(os.path.join(args.out, "acl"), "w") as handle:
         handle.write(acl(accounts))
-    print(f"broker-security: {len(names)} accounts; ACL and password file in {args.out}")
+    print(f"broker-security: {len(names)} accounts ({len(riders)} riders); ACL and password file in {args.out}")
 
 
 if __name__ == "__main__":

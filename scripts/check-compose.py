@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """No Docker engine runs on CI: parse docker-compose.yml and the Dockerfile and check what they name exists."""
+import json
 import os
 import re
 import sys
@@ -11,15 +12,21 @@ problems = []
 with open(os.path.join(root, "docker-compose.yml")) as handle:
     compose = yaml.safe_load(handle)
 services = compose.get("services", {})
-for name in ("broker", "worker", "simulator"):
+for name in ("setup", "broker", "worker", "simulator"):
     if name not in services:
         problems.append(f"service '{name}' is missing")
-if "1883:1883" not in services.get("broker", {}).get("ports", []):
-    problems.append("broker does not publish port 1883")
-if "9466:9466" not in services.get("worker", {}).get("ports", []):
-    problems.append("worker does not publish the metrics port 9466")
-if not str(services.get("broker", {}).get("image", "")).startswith("eclipse-mosquitto:2"):
-    problems.append("broker is not eclipse-mosquitto 2")
+# Issue 14: only MQTT over TLS leaves the compose network; the worker publishes nothing (its /metrics stays
+# inside); every image is pinned to a release.
+broker = services.get("broker", {})
+if broker.get("ports", []) != ["8883:8883"]:
+    problems.append(f"broker must publish only 8883 (TLS), not {broker.get('ports')}")
+for name in ("worker", "simulator"):
+    if services.get(name, {}).get("ports"):
+        problems.append(f"{name} publishes ports: its /metrics must stay on the compose network")
+if not re.fullmatch(r"eclipse-mosquitto:2\.\d+\.\d+", str(broker.get("image", ""))):
+    problems.append("broker is not eclipse-mosquitto pinned to a 2.x.y release")
+if "secrets:/secrets:ro" not in broker.get("volumes", []):
+    problems.append("broker does not mount the secrets volume read-only")
 for service in services.values():
     for volume in service.get("volumes", []):
         source = volume.split(":")[0]
@@ -33,6 +40,19 @@ for line in dockerfile.splitlines():
         for source in match.group(1).split():
             if not os.path.exists(os.path.join(root, source)):
                 problems.append(f"Dockerfile copies {source}, which does not exist")
+for line in dockerfile.splitlines():
+    match = re.match(r"^FROM\s+(\S+)", line.strip())
+    if match and not re.fullmatch(r"swift:\d+\.\d+\.\d+-bookworm(-slim)?", match.group(1)):
+        problems.append(f"Dockerfile image {match.group(1)} is not a pinned Swift release")
+if "--force-resolved-versions" not in dockerfile:
+    problems.append("the Docker build does not follow deploy/Package.resolved (--force-resolved-versions)")
+# deploy/Package.resolved pins every package that Package.swift names.
+with open(os.path.join(root, "Package.swift")) as handle:
+    wanted = {url.lower().removesuffix(".git") for url in re.findall(r'\.package\(url: "([^"]+)"', handle.read())}
+with open(os.path.join(root, "deploy", "Package.resolved")) as handle:
+    pinned = {pin["location"].lower().removesuffix(".git") for pin in json.load(handle)["pins"]}
+for url in sorted(wanted - pinned):
+    problems.append(f"deploy/Package.resolved does not pin {url} (make lock)")
 if problems:
     print("compose check failed:\n  " + "\n  ".join(problems))
     sys.exit(1)

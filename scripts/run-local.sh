@@ -8,7 +8,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-port="${BROKER_PORT:-1883}"
+port="${BROKER_PORT:-8883}"
+worker_port="${WORKER_BROKER_PORT:-$((port + 1))}"
 metrics_port="${METRICS_PORT:-9466}"
 vehicles="${VEHICLES:-50}"
 keep="${KEEP:-0}"
@@ -54,7 +55,8 @@ check_port() {
 }
 
 stop_leftovers
-check_port "$port" "the broker" "BROKER_PORT=$((port + 10000 > 65535 ? port - 1 : port + 10000))"
+check_port "$port" "the broker" "BROKER_PORT=$((port + 10000 > 65535 ? port - 2 : port + 10000))"
+check_port "$worker_port" "the broker's worker listener" "WORKER_BROKER_PORT=$((worker_port + 10000 > 65535 ? worker_port - 2 : worker_port + 10000))"
 check_port "$metrics_port" "the worker's /metrics" "METRICS_PORT=$((metrics_port + 10000 > 65535 ? metrics_port - 1 : metrics_port + 10000))"
 
 mkdir -p var/log var/mosquitto var/worker "$run_dir"
@@ -66,8 +68,19 @@ else
     say "==> keeping the rides of the previous run (KEEP=1)"
 fi
 
-# The broker configuration of the repo, bound to loopback and storing its data under var/.
-sed -e "s|^listener 1883.*|listener $port 127.0.0.1|" \
+# The deployment's CA, certificates and accounts (issue 14), made once and kept under var/security: the quick
+# start runs the real setup, TLS and passwords included, only on loopback.
+security=var/security
+scripts/deploy-setup.sh "$security" > var/log/deploy-setup.log 2>&1 || {
+    say "error: scripts/deploy-setup.sh failed; see var/log/deploy-setup.log" >&2
+    exit 1
+}
+say "==> TLS and accounts from $security (CA: $security/tls/ca.crt; each account's password: $security/secrets/)"
+
+# The broker configuration of the repo, bound to loopback, with the secrets and data under var/.
+sed -e "s|^listener 8883.*|listener $port 127.0.0.1|" \
+    -e "s|^listener 8884.*|listener $worker_port 127.0.0.1|" \
+    -e "s|/secrets/|$PWD/$security/|" \
     -e "s|^persistence_location .*|persistence_location $PWD/var/mosquitto/|" \
     -e "s|^log_dest stdout|log_dest file $PWD/var/log/mosquitto.log|" \
     config/mosquitto.conf > var/mosquitto/mosquitto.conf
@@ -114,13 +127,14 @@ start() {
 }
 
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-say "==> starting mosquitto on 127.0.0.1:$port (log: var/log/mosquitto.log)"
+say "==> starting mosquitto on 127.0.0.1:$port (TLS and passwords) and :$worker_port (TLS and client certificates) (log: var/log/mosquitto.log)"
 start mosquitto "$mosquitto_bin" -c var/mosquitto/mosquitto.conf 2>> var/log/mosquitto.log
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
 say "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:$metrics_port/metrics)"
-start ride-status-worker "$bin/ride-status-worker" --broker "mqtt://127.0.0.1:$port" --state-dir var/worker \
-    --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
+start ride-status-worker "$bin/ride-status-worker" --broker "mqtts://localhost:$worker_port" --state-dir var/worker \
+    --set "broker.caFile=$security/tls/ca.crt" --set "broker.certificateFile=$security/tls/worker.crt" \
+    --set "broker.keyFile=$security/tls/worker.key" --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
 ready=0
 for _ in $(seq 1 150); do
     if curl -sf --max-time 1 "http://127.0.0.1:$metrics_port/readyz" >/dev/null 2>&1; then ready=1; break; fi
@@ -134,8 +148,9 @@ if [ "$ready" != 1 ]; then
 fi
 
 say "==> starting fleet-sim with $vehicles vehicles (log: var/log/fleet-sim.log)"
-start fleet-sim "$bin/fleet-sim" --broker "mqtt://127.0.0.1:$port" --vehicles "$vehicles" --bad-input-rate 0.002 \
-    >> var/log/fleet-sim.log 2>&1
+start fleet-sim "$bin/fleet-sim" --broker "mqtts://localhost:$port" --ca-file "$security/tls/ca.crt" \
+    --username fleet-sim --password-file "$security/secrets/fleet-sim" --vehicles "$vehicles" \
+    --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1
 
 # Says so in the terminal if the worker stops while the live view runs (the view shows its presence too).
 (
@@ -148,7 +163,9 @@ say "==> live view (Ctrl-C stops everything)"
 sleep 1
 # In the background and waited for: a signal to this script alone (SIGTERM, SIGHUP) is handled at once, not
 # only once the view ends. The view dies of SIGPIPE when its output goes to a pipe that closes.
-(trap - PIPE; exec "$bin/ride-watch" --broker "mqtt://127.0.0.1:$port") &
+# As dispatch: it reads every ride's status and the workers' presence.
+(trap - PIPE; exec "$bin/ride-watch" --broker "mqtts://localhost:$port" --ca-file "$security/tls/ca.crt" \
+    --username dispatch --password-file "$security/secrets/dispatch") &
 view=$!
 echo "$view" > "$run_dir/ride-watch.pid"
 wait "$view"

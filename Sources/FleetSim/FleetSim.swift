@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrokerOptions
 import Foundation
 import Locking
 import Logging
@@ -12,7 +13,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleet-sim", abstract: "Simulates a fleet and its dispatch against an MQTT broker.")
 
-    @Option(help: "Broker URL.") var broker = "mqtt://127.0.0.1:1883"
+    @OptionGroup var access: BrokerOptions
     @Option(help: "Number of vehicles (1...100000).") var vehicles = 50
     @Option(help: "Random seed; the same seed gives the same fleet and rides.") var seed: UInt64 = 42
     @Option(help: "Fixes per second per vehicle.") var rate: Double = 1
@@ -51,15 +52,14 @@ struct FleetSimCommand: AsyncParsableCommand {
         guard parts.count == 2 else { throw ValidationError("--center takes latitude,longitude") }
         var logger = Logger(label: "fleet-sim")
         logger.logLevel = .info
-        let client = try MQTTClient(
-            configuration: try MQTTConfiguration(
-                url: broker, clientID: "fleet-sim-\(seed)-\(UInt16.random(in: 0...UInt16.max))"),
-            logger: logger)
-        logger.info("connecting", metadata: ["broker": "\(broker)"])
+        let clientID = "fleet-sim-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
+        let client = try MQTTClient(configuration: try access.configuration(clientID: clientID), logger: logger)
+        logger.info("connecting", metadata: ["broker": "\(access.broker)"])
         try await client.connect(timeout: .seconds(30))
         // Quote replies (3.4) come back on this simulator's own topic under the reply prefix (A1); they are
         // handed to the world each tick.
-        let replyTopic = "\(Topics().replyPrefix)/fleet-sim-\(seed)-\(UInt32.random(in: 0...UInt32.max))/quotes"
+        // Under the account's own reply prefix when it signs in (the ACL lets it read only replies/{account}/#).
+        let replyTopic = "\(Topics().replyPrefix)/\(access.username.map { "\($0)/" } ?? "")\(clientID)/quotes"
         try await client.subscribe(replyTopic, qos: .atLeastOnce)
         let inbox = QuoteInbox()
         let reader = Task {

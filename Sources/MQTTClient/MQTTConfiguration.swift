@@ -175,3 +175,28 @@ public enum MQTTQoS: Int32, Sendable, Comparable {
 
     public static func < (lhs: MQTTQoS, rhs: MQTTQoS) -> Bool { lhs.rawValue < rhs.rawValue }
 }
+
+extension MQTTConfiguration {
+    /// A command-line tool's credentials (issue 14): an account, its password read from the first line of a
+    /// file (never a flag, which `ps` shows to every user of the host), and the CA that signed the broker's
+    /// certificate (for an `mqtts://` broker of a deployment with its own CA). Nil leaves a setting as the URL
+    /// gave it.
+    public mutating func useCredentials(
+        username: String?, passwordFile: String?, caFile: String?
+    ) throws(MQTTError) {
+        if let username { self.username = username }
+        if let passwordFile {
+            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                throw .invalidConfiguration("cannot read the password file \(passwordFile)")
+            }
+            password = String(text.prefix { $0 != "\n" && $0 != "\r" })
+        }
+        if let caFile {
+            guard tls != nil else {
+                throw .invalidConfiguration("a CA file is for an mqtts:// broker, and the broker URL is not one")
+            }
+            tls?.caFile = caFile
+            tls?.caDirectory = nil
+        }
+    }
+}

@@ -26,6 +26,11 @@ public final class TestBroker: Sendable {
         public var passwordFile: String?
         /// A mosquitto `acl_file` (as `scripts/broker-security.py` writes).
         public var aclFile: String?
+        /// The project's shipped broker configuration (`config/mosquitto.conf`) and the folder that
+        /// `scripts/deploy-setup.sh` filled, run as they are apart from the machine's places: its first
+        /// listener on ``port``, its second on ``tlsPort``, both on loopback; `/secrets/` is that folder, and
+        /// data and log go to the test's directory.
+        public var deployment: (configuration: String, secrets: String)?
 
         public init(
             persistence: Bool = false, users: [String: String]? = nil, tls: Bool = false, sysInterval: Int = 0,
@@ -36,6 +41,13 @@ public final class TestBroker: Sendable {
             self.tls = tls
             self.sysInterval = sysInterval
             self.maxQueuedMessages = maxQueuedMessages
+        }
+
+        /// The broker of a deployment: `config/mosquitto.conf` with the folder `scripts/deploy-setup.sh` made.
+        public static func deployed(configuration: String, secrets: String) -> Options {
+            var options = Options(persistence: true)
+            options.deployment = (configuration, secrets)
+            return options
         }
 
         /// The broker as the project ships it secured: accounts and ACL from `scripts/broker-security.py`.
@@ -69,6 +81,9 @@ public final class TestBroker: Sendable {
         if options.tls {
             tlsPort = try Self.freePort()
             certificates = try await TestCertificates.generate(in: directory)
+        } else if options.deployment != nil {
+            tlsPort = try Self.freePort()
+            certificates = nil
         } else {
             tlsPort = nil
             certificates = nil
@@ -150,6 +165,10 @@ public final class TestBroker: Sendable {
     }
 
     private func writeConfiguration() async throws {
+        if let deployment = options.deployment {
+            try writeDeployed(deployment)
+            return
+        }
         var lines = [
             "per_listener_settings false",
             "listener \(port) \(host)",
@@ -189,6 +208,25 @@ public final class TestBroker: Sendable {
                 "keyfile \(certificates.serverKey.path)",
             ]
         }
+        try (lines.joined(separator: "\n") + "\n").write(
+            to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+    }
+
+    /// ``Options/deployment``: the shipped file, its listeners, folders and log moved to this test's places.
+    private func writeDeployed(_ deployment: (configuration: String, secrets: String)) throws {
+        var ports = [port, tlsPort ?? port].makeIterator()
+        var lines = try String(contentsOfFile: deployment.configuration, encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+                if line.hasPrefix("listener ") { return "listener \(ports.next() ?? port) \(host)" }
+                if line.hasPrefix("log_dest ") { return "log_dest file \(logFile.path)" }
+                if line.hasPrefix("autosave_interval ") { return "autosave_interval 1" }
+                return
+                    line
+                    .replacingOccurrences(of: "/secrets/", with: deployment.secrets + "/")
+                    .replacingOccurrences(of: "/mosquitto/data/", with: directory.path + "/")
+            }
+        lines.append("log_type information")
+        if getuid() == 0 { lines.append("user root") }
         try (lines.joined(separator: "\n") + "\n").write(
             to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrokerOptions
 import Foundation
 import Locking
 import Logging
@@ -15,7 +16,7 @@ import RideDomain
 struct RideWatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ride-watch", abstract: "Live view of ride statuses.")
 
-    @Option(help: "Broker URL.") var broker = "mqtt://127.0.0.1:1883"
+    @OptionGroup var access: BrokerOptions
     @Option(help: "Rides shown at most on a terminal.") var rows = 30
     @Flag(help: "Plain lines even on a terminal.") var plain = false
 
@@ -36,8 +37,7 @@ struct RideWatchCommand: AsyncParsableCommand {
         var logger = Logger(label: "ride-watch")
         logger.logLevel = .warning
         let client = try MQTTClient(
-            configuration: try MQTTConfiguration(
-                url: broker, clientID: "ride-watch-\(UInt32.random(in: 0...UInt32.max))"),
+            configuration: try access.configuration(clientID: "ride-watch-\(UInt32.random(in: 0...UInt32.max))"),
             logger: logger)
         client.start()
         let topics = Topics()
@@ -53,7 +53,7 @@ struct RideWatchCommand: AsyncParsableCommand {
             }
         }
         defer { renderer.cancel() }
-        if !client.isConnected { print("waiting for the broker at \(broker)…") }
+        if !client.isConnected { print("waiting for the broker at \(access.broker)…") }
         for await message in client.messages {
             if case .some(let worker) = Self.presenceWorker(message.topic, topics: topics) {
                 let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any]

@@ -77,19 +77,16 @@ public struct CadenceScheduler: Sendable {
         }
         // Its own entry, if any, is not crowding anybody: it leaves for the new one.
         let own = isScheduled(key) ? Int(placeOfKey[key]) : -1
-        func crowd(_ bucket: Int) -> UInt32 {
-            let place = Self.ring(bucket)
-            return load[place] - (place == own ? 1 : 0)
-        }
         let target = Self.bucket(due)
+        let here = load[Self.ring(target)] - (Self.ring(target) == own ? 1 : 0)
         var chosen = due
-        let here = crowd(target)
         // To the least crowded tenth before it when that holds a tenth fewer: crowds spread forward, tenth by
         // tenth, while an even load (whose tenths differ by a few percent) moves nothing.
         if here >= Self.levellingFloor {
             var best = (bucket: target, load: here)
             for bucket in stride(from: target - 1, through: Self.bucket(due - lead) + 1, by: -1) {
-                let other = crowd(bucket)
+                let place = Self.ring(bucket)
+                let other = load[place] - (place == own ? 1 : 0)
                 if other < best.load { best = (bucket, other) }
             }
             if Double(best.load) < 0.9 * Double(here) {

@@ -1,0 +1,23 @@
+public import ArgumentParser
+public import MQTTClient
+
+/// How a command-line tool of the project reaches the broker: its URL and, for a secured deployment
+/// (issue 14), the account, the file holding its password and the deployment's CA. The same flags in
+/// `fleet-sim` and `ride-watch`.
+public struct BrokerOptions: ParsableArguments, Sendable {
+    @Option(help: "Broker URL (mqtts:// for TLS).") public var broker = "mqtt://127.0.0.1:1883"
+    @Option(help: "Account on the broker (config/security/accounts.yaml).") public var username: String?
+    @Option(help: "File whose first line is the account's password (never a flag: `ps` shows flags).")
+    public var passwordFile: String?
+    @Option(help: "CA certificate that signed the broker's (an mqtts:// broker with the deployment's own CA).")
+    public var caFile: String?
+
+    public init() {}
+
+    /// The client's configuration under `clientID`, with the credentials above.
+    public func configuration(clientID: String) throws -> MQTTConfiguration {
+        var configuration = try MQTTConfiguration(url: broker, clientID: clientID)
+        try configuration.useCredentials(username: username, passwordFile: passwordFile, caFile: caFile)
+        return configuration
+    }
+}
