@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-instructions bench-group clean
+.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-instructions bench-group clean
 
 all: build
 
@@ -124,6 +124,13 @@ bench-scale: deps
 	$(SWIFT) build -c release --product ride-status-worker
 	.build/release/ride-bench e2e --rates 2000 --step-seconds 2 --probes 10 --cadence-rides 100000 \
 		--cadence-seconds 60 --freeze-seconds 60 $(SCALE_ARGS)
+
+## bench-eta: ETA error by horizon (issue 15): 300 simulated trips with red lights and irregular fixes replayed
+## through the ride domain, the worker's estimator against distance over a constant 30 km/h; ETA_ARGS adds
+## --trips-folder DIR (GPX or CSV time,latitude,longitude) for recorded trips. A few seconds.
+bench-eta: deps
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench eta $(ETA_ARGS)
 
 ## bench-instructions: instructions per accepted fix and per status under valgrind's callgrind (repeatable on a
 ## noisy machine: compare two builds with it); the status with the durable state per block and before every status

@@ -1,0 +1,245 @@
+import ArgumentParser
+import Foundation
+import RideDomain
+
+/// `ride-bench eta` (`make bench-eta`): how right the worker's ETAs are (E1, issue 15). Replays trips through
+/// the ride domain with the real timing of their fixes: the worker's status every `updateInterval` gives an
+/// estimated pickup (while the car drives to the pickup) and drop-off (during the ride), compared with when
+/// the car really arrived. Side by side, in the same run, the naive estimate: great-circle distance over a
+/// constant 30 km/h. Trips come from a grid-city model with street speeds and red lights
+/// (``StreetTrip``), sampled every 1 to 10 s with GPS noise, and from any recorded trips in `--trips`
+/// (GPX, or CSV of time,latitude,longitude, timed as recorded). Not a test: figures, with the targets of
+/// issue 15 named.
+struct ETABenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "eta", abstract: "ETA error by horizon: the worker's estimator against the naive one.")
+
+    @Option(help: "Simulated trips.") var trips = 300
+    @Option(help: "Random seed of the simulated trips.") var seed: UInt64 = 15
+    @Option(help: "A folder of recorded trips (GPX or CSV time,latitude,longitude) replayed too.") var tripsFolder:
+        String?
+
+    /// One status's estimate, and what it is compared with.
+    struct Sample {
+        var horizon: Double
+        var error: Double
+        var naiveError: Double
+        /// The estimate moved by more than 30 s from the ride's previous status.
+        var jumped: Bool
+        var naiveJumped: Bool
+    }
+
+    /// A trip to replay: where the car is every second, and when it arrives.
+    struct Trip {
+        var toPickup: [StreetTrip.Point]
+        var toDropOff: [StreetTrip.Point]
+        /// Seconds between fixes (each one jittered by up to 30 %), and whether the fixes carry `speed`.
+        var fixEvery: Double
+        var reportsSpeed: Bool
+    }
+
+    static let naiveSpeed = 30 / 3.6
+    static let horizons: [(label: String, range: Range<Double>)] = [
+        ("0-60 s", 0..<60), ("60-120 s", 60..<120), ("120-240 s", 120..<240), ("240+ s", 240..<Double.infinity),
+    ]
+
+    func run() throws {
+        var random = SeededRandom(seed: seed)
+        var all = (0..<trips).map { _ in Self.simulatedTrip(random: &random) }
+        if let tripsFolder { all += try Self.recordedTrips(in: tripsFolder) }
+        var pickup: [Sample] = []
+        var dropOff: [Sample] = []
+        for (index, trip) in all.enumerated() {
+            let (toPickup, toDropOff) = Self.replay(trip, ride: "r-eta-\(index)", random: &random)
+            pickup += toPickup
+            dropOff += toDropOff
+        }
+        print(
+            "ride-bench eta: \(all.count) trips (\(trips) simulated, seed \(seed)), statuses every "
+                + "\(Int(RideConfiguration().updateInterval)) s; error = estimate - arrival, in seconds")
+        Self.report("pickup ETA (estimatedPickupDate, before pickup)", pickup, targets: true)
+        Self.report("drop-off ETA (estimatedDropOffDate, during the ride)", dropOff, targets: false)
+    }
+
+    static func report(_ title: String, _ samples: [Sample], targets: Bool) {
+        print("")
+        print("  \(title)")
+        print(
+            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  median  bias   jumps"
+        )
+        for (label, range) in horizons {
+            let here = samples.filter { range.contains($0.horizon) }
+            guard !here.isEmpty else { continue }
+            func line(_ errors: [Double], _ jumps: Int) -> String {
+                let absolute = errors.map(abs).sorted()
+                return String(
+                    format: "%9.1f %7.1f %6.1f %6.2f%%", absolute.reduce(0, +) / Double(absolute.count),
+                    absolute[absolute.count / 2], errors.reduce(0, +) / Double(errors.count),
+                    100 * Double(jumps) / Double(errors.count))
+            }
+            print(
+                String(format: "  %-10@ %9d |      ", label, here.count)
+                    + line(here.map(\.error), here.filter(\.jumped).count) + " |      "
+                    + line(here.map(\.naiveError), here.filter(\.naiveJumped).count))
+        }
+        guard targets else { return }
+        // Issue 15's targets for the pickup ETA on the simulator's trips.
+        func mae(_ range: Range<Double>, naive: Bool = false) -> Double {
+            let errors = samples.filter { range.contains($0.horizon) }.map { abs(naive ? $0.naiveError : $0.error) }
+            return errors.reduce(0, +) / Double(max(errors.count, 1))
+        }
+        let bias = samples.map(\.error).reduce(0, +) / Double(max(samples.count, 1))
+        let jumps = Double(samples.filter(\.jumped).count) / Double(max(samples.count, 1))
+        let better = horizons.allSatisfy { mae($0.range) * 2 <= mae($0.range, naive: true) }
+        func verdict(_ ok: Bool) -> String { ok ? "meets" : "MISSES" }
+        print(
+            String(
+                format:
+                    "  issue 15: mean |err| 120-240 s %.1f (< 25: %@), 60-120 s %.1f (< 15: %@), bias %.1f (within 10: %@), jumps %.2f%% (< 0.5%%: %@), 2x better than naive at every horizon: %@",
+                mae(120..<240), verdict(mae(120..<240) < 25), mae(60..<120), verdict(mae(60..<120) < 15), bias,
+                verdict(abs(bias) <= 10), 100 * jumps, verdict(jumps < 0.005), verdict(better)))
+    }
+
+    /// A car 1 to 5 km from the pickup, a wait of 30 to 90 s there, and a ride of 1.5 to 6 km.
+    static func simulatedTrip(random: inout SeededRandom) -> Trip {
+        let city = Coordinate(latitude: 52.52, longitude: 13.405)
+        let pickup = city.moved(
+            metres: Double.random(in: 0...2000, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+        let start = pickup.moved(
+            metres: Double.random(in: 1000...5000, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+        let dropOff = pickup.moved(
+            metres: Double.random(in: 1500...6000, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+        let toPickup = StreetTrip.drive(from: start, to: pickup, random: &random)
+        let wait = Double(Int.random(in: 30...90, using: &random))
+        var toDropOff = [StreetTrip.Point(time: 0, coordinate: pickup, speed: 0)]
+        for second in stride(from: 1.0, through: wait, by: 1) {
+            toDropOff.append(StreetTrip.Point(time: second, coordinate: pickup, speed: 0))
+        }
+        toDropOff += StreetTrip.drive(from: pickup, to: dropOff, random: &random).dropFirst().map {
+            StreetTrip.Point(time: $0.time + wait, coordinate: $0.coordinate, speed: $0.speed)
+        }
+        return Trip(
+            toPickup: toPickup, toDropOff: toDropOff, fixEvery: [1, 2, 3, 5, 10].randomElement(using: &random)!,
+            reportsSpeed: Double.random(in: 0..<1, using: &random) < 0.7)
+    }
+
+    /// Recorded trips: each file one trip to its last point, as the pickup; no ride after it.
+    static func recordedTrips(in folder: String) throws -> [Trip] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        return try files.compactMap { name -> Trip? in
+            let path = (folder as NSString).appendingPathComponent(name)
+            let points = try RecordedTrip.load(path: path)
+            guard points.count >= 10 else { return nil }
+            return Trip(toPickup: points, toDropOff: [], fixEvery: 1, reportsSpeed: false)
+        }
+    }
+
+    /// Replays one trip through a ride of its own: the booking at the trip's start, each fix when the car sent
+    /// it, a status whenever the worker's cadence publishes one.
+    static func replay(_ trip: Trip, ride: String, random: inout SeededRandom) -> (pickup: [Sample], dropOff: [Sample])
+    {
+        let configuration = RideConfiguration()
+        var engine = RideEngine(configuration: configuration)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let pickup = trip.toPickup.last!.coordinate
+        let dropOff = trip.toDropOff.last?.coordinate ?? pickup.moved(metres: 3000, bearing: 90)
+        let pickupArrival = trip.toPickup.last!.time
+        let points =
+            trip.toPickup
+            + trip.toDropOff.map {
+                StreetTrip.Point(time: $0.time + pickupArrival, coordinate: $0.coordinate, speed: $0.speed)
+            }
+        let dropOffArrival = points.last!.time
+        _ = engine.receive(
+            topic: "rides/\(ride)/start", payload: booking(ride, pickup: pickup, dropOff: dropOff, at: start),
+            now: start)
+        var samples: (pickup: [Sample], dropOff: [Sample]) = ([], [])
+        var previous: (beforePickup: Bool, estimate: Double, naive: Double)?
+        var nextFix = 0.0
+        var lastFix: Coordinate?
+        for point in points {
+            let now = start.addingTimeInterval(point.time)
+            if point.time >= nextFix {
+                let noisy = point.coordinate.moved(
+                    metres: Double.random(in: 0...4, using: &random),
+                    bearing: Double.random(in: 0..<360, using: &random))
+                let speed =
+                    trip.reportsSpeed ? max(0, point.speed + Double.random(in: -0.3...0.3, using: &random)) : nil
+                _ = engine.receive(
+                    topic: "fleet/vehicles/v-\(ride)/position", payload: fix("v-\(ride)", noisy, speed: speed, at: now),
+                    now: now)
+                lastFix = noisy
+                nextFix = point.time + max(1, (trip.fixEvery * Double.random(in: 0.7...1.3, using: &random)).rounded())
+            }
+            for case .publish(let status, _, _) in engine.tick(now: now) {
+                guard let lastFix else { continue }
+                let before = status.phase < .pickup
+                let during = status.phase == .ongoing
+                guard before || during, let date = before ? status.estimatedPickupDate : status.estimatedDropOffDate
+                else { continue }
+                let target = before ? pickup : dropOff
+                let arrival = before ? pickupArrival : dropOffArrival
+                guard point.time < arrival else { continue }
+                let estimate = date.timeIntervalSince(start)
+                let naive = point.time + lastFix.distance(to: target) / naiveSpeed
+                let comparable = previous?.beforePickup == before
+                let sample = Sample(
+                    horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
+                    jumped: comparable && abs(estimate - previous!.estimate) > 30,
+                    naiveJumped: comparable && abs(naive - previous!.naive) > 30)
+                if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
+                previous = (before, estimate, naive)
+            }
+        }
+        return samples
+    }
+
+    static func booking(_ ride: String, pickup: Coordinate, dropOff: Coordinate, at date: Date) -> [UInt8] {
+        let eta = Timestamps.format(date.addingTimeInterval(600))
+        return Array(
+            #"{"rideIdentifier":"\#(ride)","vehicleId":"v-\#(ride)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(eta)"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+                .utf8)
+    }
+
+    static func fix(_ vehicle: String, _ place: Coordinate, speed: Double?, at date: Date) -> [UInt8] {
+        let speedField = speed.map { #","speed":\#($0)"# } ?? ""
+        return Array(
+            #"{"vehicleId":"\#(vehicle)","timestamp":"\#(Timestamps.format(date))","latitude":\#(place.latitude),"longitude":\#(place.longitude),"horizontalAccuracy":5\#(speedField)}"#
+                .utf8)
+    }
+}
+
+/// A recorded trip for `--trips-folder`: GPX `<trkpt lat lon><time>` or CSV `time,latitude,longitude` (time in
+/// seconds, or ISO 8601), one point a second after the first when the file has no times.
+enum RecordedTrip {
+    static func load(path: String) throws -> [StreetTrip.Point] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var raw: [(time: Double?, coordinate: Coordinate)] = []
+        if text.contains("<trkpt") {
+            for chunk in text.components(separatedBy: "<trkpt").dropFirst() {
+                func attribute(_ name: String) -> Double? {
+                    guard let range = chunk.range(of: "\(name)=\"") else { return nil }
+                    return Double(chunk[range.upperBound...].prefix { $0 != "\"" })
+                }
+                let time = chunk.range(of: "<time>").flatMap { range in
+                    Timestamps.parse(String(chunk[range.upperBound...].prefix { $0 != "<" }))
+                }
+                if let lat = attribute("lat"), let lon = attribute("lon") {
+                    raw.append((time?.timeIntervalSince1970, Coordinate(latitude: lat, longitude: lon)))
+                }
+            }
+        } else {
+            for line in text.split(whereSeparator: \.isNewline) {
+                let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                guard fields.count >= 3, let lat = Double(fields[1]), let lon = Double(fields[2]) else { continue }
+                let time = Double(fields[0]) ?? Timestamps.parse(fields[0])?.timeIntervalSince1970
+                raw.append((time, Coordinate(latitude: lat, longitude: lon)))
+            }
+        }
+        guard let first = raw.first else { throw ValidationError("no trip points in \(path)") }
+        return raw.enumerated().map { index, point in
+            let time = point.time.map { $0 - (first.time ?? 0) } ?? Double(index)
+            return StreetTrip.Point(time: time, coordinate: point.coordinate, speed: 0)
+        }
+    }
+}
