@@ -18,6 +18,21 @@ struct ETABenchmark: ParsableCommand {
     @Option(help: "Random seed of the simulated trips.") var seed: UInt64 = 15
     @Option(help: "A folder of recorded trips (GPX or CSV time,latitude,longitude) replayed too.") var tripsFolder:
         String?
+    @Option(help: "The worker's rides.speedTimeConstant, seconds (default: the worker's).") var speedTimeConstant:
+        Double?
+    @Option(help: "The worker's rides.typicalSpeed, m/s (default: the worker's).") var typicalSpeed: Double?
+    @Option(help: "The worker's rides.detourFactor (default: the worker's).") var detourFactor: Double?
+    @Option(help: "The worker's rides.estimateDelayLimit, seconds (default: the worker's).") var estimateDelayLimit:
+        Double?
+
+    var rideConfiguration: RideConfiguration {
+        var configuration = RideConfiguration()
+        if let speedTimeConstant { configuration.speedTimeConstant = speedTimeConstant }
+        if let typicalSpeed { configuration.typicalSpeed = typicalSpeed }
+        if let detourFactor { configuration.detourFactor = detourFactor }
+        if let estimateDelayLimit { configuration.estimateDelayLimit = estimateDelayLimit }
+        return configuration
+    }
 
     /// One status's estimate, and what it is compared with.
     struct Sample {
@@ -50,7 +65,8 @@ struct ETABenchmark: ParsableCommand {
         var pickup: [Sample] = []
         var dropOff: [Sample] = []
         for (index, trip) in all.enumerated() {
-            let (toPickup, toDropOff) = Self.replay(trip, ride: "r-eta-\(index)", random: &random)
+            let (toPickup, toDropOff) = Self.replay(
+                trip, ride: "r-eta-\(index)", configuration: rideConfiguration, random: &random)
             pickup += toPickup
             dropOff += toDropOff
         }
@@ -136,9 +152,9 @@ struct ETABenchmark: ParsableCommand {
 
     /// Replays one trip through a ride of its own: the booking at the trip's start, each fix when the car sent
     /// it, a status whenever the worker's cadence publishes one.
-    static func replay(_ trip: Trip, ride: String, random: inout SeededRandom) -> (pickup: [Sample], dropOff: [Sample])
-    {
-        let configuration = RideConfiguration()
+    static func replay(
+        _ trip: Trip, ride: String, configuration: RideConfiguration, random: inout SeededRandom
+    ) -> (pickup: [Sample], dropOff: [Sample]) {
         var engine = RideEngine(configuration: configuration)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let pickup = trip.toPickup.last!.coordinate

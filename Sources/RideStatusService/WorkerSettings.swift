@@ -117,6 +117,13 @@ public struct WorkerSettings: Sendable {
         "rides.maxPickupWait": { $0.ride.maxPickupWait = try number($1, "rides.maxPickupWait", 1...7200) },
         "rides.detourFactor": { $0.ride.detourFactor = try number($1, "rides.detourFactor", 1...5) },
         "rides.speedFloor": { $0.ride.speedFloor = try number($1, "rides.speedFloor", 0.1...100) },
+        "rides.speedTimeConstant": {
+            $0.ride.speedTimeConstant = try number($1, "rides.speedTimeConstant", 1...3600)
+        },
+        "rides.typicalSpeed": { $0.ride.typicalSpeed = try number($1, "rides.typicalSpeed", 0.1...100) },
+        "rides.estimateDelayLimit": {
+            $0.ride.estimateDelayLimit = try number($1, "rides.estimateDelayLimit", 0...3600)
+        },
         "rides.completedLinger": { $0.ride.completedLinger = try number($1, "rides.completedLinger", 0...86_400) },
         "rides.maxRideDuration": { $0.ride.maxRideDuration = try number($1, "rides.maxRideDuration", 60...604_800) },
         "rides.deadLettersPerSecond": {

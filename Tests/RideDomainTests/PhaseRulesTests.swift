@@ -94,7 +94,8 @@ struct PhaseRulesTests {
 
         var slow = Harness()
         slow.start()
-        slow.fix(at: t0.addingTimeInterval(1), toward(pickup, start, metres: 600), speed: 1)
+        // 2 m/s: moving (above stoppedSpeed, so it starts the smoothed speed, E1), under the 5 m/s floor.
+        slow.fix(at: t0.addingTimeInterval(1), toward(pickup, start, metres: 600), speed: 2)
         #expect(slow.phase() == .confirmed)
         slow.fix(at: t0.addingTimeInterval(100), toward(pickup, start, metres: 490), speed: 1)
         #expect(slow.phase() == .approachingPickup, "within 500 m")

@@ -132,8 +132,11 @@ public struct Ride: Sendable, Equatable {
             horizontalAccuracy: fix.horizontalAccuracy, timestamp: fix.timestamp)
         lastFixAcceptedAt = now
         if let speed = fix.speed {
-            let alpha = configuration.speedSmoothing
-            smoothedSpeed = smoothedSpeed.map { alpha * speed + (1 - alpha) * $0 } ?? speed
+            smoothedSpeed = Estimator.smoothed(
+                smoothedSpeed, with: speed,
+                over: previous.map { fix.timestamp.timeIntervalSince($0.timestamp) }, configuration: configuration)
+        } else if smoothedSpeed == nil {
+            smoothedSpeed = configuration.typicalSpeed  // E1: a first fix without a speed (T7 needs two)
         }
         if phase == .ongoing, let previous { drivenMetres += previous.coordinate.distance(to: fix.coordinate) }
         let before = phase

@@ -6,6 +6,7 @@ extension Ride {
     /// The next status (sequence + 1, `issuedAt` never earlier than the last). Not yet validated.
     public mutating func nextStatus(now: Date, configuration: RideConfiguration) -> RideStatus {
         updateEstimates(now: now, configuration: configuration)
+        limitEstimateDelays(now: now, configuration: configuration)
         sequence += 1
         let issuedAt = max(now, lastIssuedAt ?? now)
         cadenceGap = lastIssuedAt.map { issuedAt.timeIntervalSince($0) }
