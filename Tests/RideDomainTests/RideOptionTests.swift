@@ -373,8 +373,96 @@ struct RideOptionTests {
         _ = completed
         harness.event("passengerOnBoard", at: t0.addingTimeInterval(120))
         let done = try #require(harness.event("arrivedAtDropOff", at: t0.addingTimeInterval(720)).statuses.first)
-        // The catalog's Berlin fare: 2.50 base + 0.20 x 10 min (no distance driven without fixes) = 4.50.
-        #expect(done.completionStatus?.paymentAmount == Money(amount: Decimal(string: "4.50")!, currencyCode: "EUR"))
+        // P5, issue 15: Compact is a fixed price: the rider pays what the quote for this pickup and drop-off
+        // said (it paid the metered 4.50 before: base + 10 minutes, no distance driven without fixes).
+        let quoted = try #require(
+            RideOptionQuoter(catalog: catalog).quote(optionsRequest(), now: t0).rideOptions.first {
+                $0.name == "Compact"
+            })
+        #expect(quoted.priceRange?.minimumPrice == quoted.priceRange?.maximumPrice, "a fixed price")
+        #expect(done.completionStatus?.paymentAmount?.amount == quoted.priceRange?.minimumPrice)
+        #expect(done.rideOption.fareLineItems == quoted.fareLineItems, "the quote's breakdown")
+        #expect(status.rideOption.usesMeteredFare == false, "the status says a fixed price is not metered")
+    }
+
+    /// A ride booked by `option`'s name with no fare of its own, picked up a minute in, driven for ten minutes
+    /// without fixes (no distance), completed: its first and last statuses.
+    func catalogRide(
+        _ option: String, partySize: Int = 1, from start: Coordinate = pickup, to end: Coordinate = dropOff
+    ) throws -> (first: RideStatus, done: RideStatus) {
+        var harness = Harness()
+        harness.engine = RideEngine(catalog: catalog)
+        let text =
+            #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"\#(option)","estimatedPickupDate":"\#(iso(t0.addingTimeInterval(480)))"},"pickupLocation":{"latitude":\#(start.latitude),"longitude":\#(start.longitude)},"dropOffLocation":{"latitude":\#(end.latitude),"longitude":\#(end.longitude)},"vehicle":{},"partySize":\#(partySize)}"#
+        let first = try #require(harness.send("rides/r-1/start", bytes(text), at: t0).statuses.first)
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(60))
+        harness.event("passengerOnBoard", at: t0.addingTimeInterval(120))
+        let done = try #require(harness.event("arrivedAtDropOff", at: t0.addingTimeInterval(720)).statuses.first)
+        let items = done.rideOption.fareLineItems
+        #expect(
+            items.reduce(Decimal(0)) { $0 + $1.price } == done.completionStatus?.paymentAmount?.amount,
+            "P5: the line items add up to paymentAmount exactly")
+        return (first, done)
+    }
+
+    @Test(
+        "P5: a catalog booking pays the option's whole pricing: minimum fare, surcharges, discount, party tier, a fixed price in JPY; the items add up"
+    )
+    func catalogPricing() throws {
+        func money(_ text: String) -> Decimal { Decimal(string: text)! }
+        // Comfort, metered: 3.50 base + 0.00 distance + 10 min x 0.30 + 0.50 service fee = 7.00, under the 8.00
+        // minimum: +1.00; then 10 % off: -0.80. 7.20 EUR.
+        let comfort = try catalogRide("Comfort")
+        #expect(comfort.first.rideOption.usesMeteredFare == true)
+        #expect(comfort.first.rideOption.fareLineItems.isEmpty, "metered: the breakdown comes at completion")
+        #expect(comfort.done.completionStatus?.paymentAmount?.amount == money("7.20"))
+        #expect(
+            comfort.done.rideOption.fareLineItems.map(\.title) == [
+                "Base fare", "Distance (0.0 km)", "Time (10 min)", "Service fee", "Minimum fare", "Launch discount",
+            ])
+        #expect(comfort.done.rideOption.fareLineItems.last?.price == money("-0.80"))
+        // SUV for 3: the 2-3 people tier's 4.00 on top: 4.00 + 3.50 (10 min) + 2.00 surcharge + 4.00 = 13.50.
+        let suv = try catalogRide("Großraum", partySize: 3)
+        #expect(suv.done.rideOption.name == "SUV")
+        #expect(suv.done.completionStatus?.paymentAmount?.amount == money("13.50"))
+        #expect(suv.done.rideOption.fareLineItems.contains { $0.title == "Extra passengers (2-3 people)" })
+        // Compact in Tokyo: a fixed price in yen, no minor unit, equal to the quote for the same trip.
+        let shinjuku = Coordinate(latitude: 35.6909, longitude: 139.7003)
+        let shibuya = Coordinate(latitude: 35.6580, longitude: 139.7016)
+        let yen = try catalogRide("Compact", from: shinjuku, to: shibuya)
+        let quote = try #require(
+            RideOptionQuoter(catalog: catalog).quote(optionsRequest(from: shinjuku, to: shibuya), now: t0)
+                .rideOptions.first { $0.name == "Compact" })
+        let paid = try #require(yen.done.completionStatus?.paymentAmount)
+        #expect(paid.currencyCode == "JPY" && paid.amount == quote.priceRange?.minimumPrice)
+        #expect(!paid.amountString.contains("."), "JPY has no minor unit: \(paid.amountString)")
+        #expect(yen.first.rideOption.fareLineItems == quote.fareLineItems, "a fixed price's breakdown from the start")
+    }
+
+    @Test("L5, P5: a catalog fare survives a restart: the restored ride pays the fixed price it was booked at")
+    func catalogFareRestored() throws {
+        var harness = Harness()
+        harness.engine = RideEngine(catalog: catalog)
+        let text =
+            #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"Compact","estimatedPickupDate":"\#(iso(t0.addingTimeInterval(480)))"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"vehicle":{}}"#
+        let started = harness.send("rides/r-1/start", bytes(text), at: t0)
+        let states = started.compactMap { action -> Ride? in
+            if case .publish(_, let state?, _) = action { return state } else { return nil }
+        }
+        let state = try #require(states.first)
+        let fixed = try #require(state.booking.fare?.catalog?.fixed)
+        // A worker started without the catalog (or with new prices): the ride keeps what it was booked at.
+        var restarted = Harness()
+        #expect(
+            restarted.engine.restore(
+                topic: "ridestatus/state/r-1", ride: "r-1", payload: state.durableState(), now: t0.addingTimeInterval(1)
+            ).deadLetters == [])
+        restarted.event("arrivedAtPickup", at: t0.addingTimeInterval(60))
+        restarted.event("passengerOnBoard", at: t0.addingTimeInterval(120))
+        let done = try #require(restarted.event("arrivedAtDropOff", at: t0.addingTimeInterval(900)).statuses.first)
+        #expect(done.completionStatus?.paymentAmount?.amount == fixed.reduce(Decimal(0)) { $0 + $1.price })
+        #expect(done.rideOption.fareLineItems == fixed)
+        #expect(done.rideOption.usesMeteredFare == false)
     }
 }
 

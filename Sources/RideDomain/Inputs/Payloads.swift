@@ -128,25 +128,79 @@ public struct Driver: Sendable, Equatable, Codable {
     }
 }
 
-/// The booking's metered fare (P5).
+/// The booking's fare (P5): the metered terms a booking brings, or a catalog option's full pricing, fixed
+/// when the ride was booked.
 public struct Fare: Sendable, Equatable, Codable {
     public var baseCharge: Decimal
     public var perKilometer: Decimal
     public var perMinute: Decimal
     public var currencyCode: String
-    public init(baseCharge: Decimal, perKilometer: Decimal, perMinute: Decimal, currencyCode: String) {
+    /// A booking by a catalog option's name (issue 15): the rest of the option's pricing in the pickup's area,
+    /// so the rider pays what the quote said. Nil for a fare the booking brought (P5 as before).
+    public var catalog: CatalogPricing?
+
+    public init(
+        baseCharge: Decimal, perKilometer: Decimal, perMinute: Decimal, currencyCode: String,
+        catalog: CatalogPricing? = nil
+    ) {
         self.baseCharge = baseCharge
         self.perKilometer = perKilometer
         self.perMinute = perMinute
         self.currencyCode = currencyCode
+        self.catalog = catalog
     }
 
-    /// P5: base + per km of driven distance + per minute of ride time, rounded to the currency's minor unit.
-    package func price(drivenMetres: Double, rideSeconds: Double) -> Money {
-        let kilometres = Money.thousandths(max(0, drivenMetres) / 1000)
-        let minutes = Money.thousandths(max(0, rideSeconds) / 60)
-        return Money(amount: baseCharge + perKilometer * kilometres + perMinute * minutes, currencyCode: currencyCode)
-            .rounded
+    /// What a catalog fare adds to the metered terms: the quote's minimum fare, surcharges, discounts and the
+    /// party's tier, and for a fixed-price option the price itself.
+    public struct CatalogPricing: Sendable, Equatable, Codable {
+        public struct Surcharge: Sendable, Equatable, Codable {
+            public var title: String
+            public var amount: Decimal
+        }
+        public struct Discount: Sendable, Equatable, Codable {
+            public var title: String
+            public var percent: Decimal?
+            public var amount: Decimal?
+        }
+        public var minimumFare: Decimal
+        public var surcharges: [Surcharge]
+        public var discounts: [Discount]
+        /// The party's tier: its sizes (`1-4 people`) and surcharge (0: none).
+        public var partySizes: ClosedRange<Int>
+        public var partySurcharge: Decimal
+        /// A fixed-price option: the quote's line items for this ride, made when it was booked; the rider pays
+        /// their sum whatever is driven.
+        public var fixed: [FareLineItem]?
+    }
+
+    /// P5: the price of the ride driven, and its line items when the fare is a catalog one (their sum is the
+    /// price, exactly). A fare the booking brought: base + per km of driven distance + per minute of ride
+    /// time, rounded to the currency's minor unit, without line items.
+    package func price(drivenMetres: Double, rideSeconds: Double) -> (money: Money, lineItems: [FareLineItem]?) {
+        guard let catalog else {
+            let kilometres = Money.thousandths(max(0, drivenMetres) / 1000)
+            let minutes = Money.thousandths(max(0, rideSeconds) / 60)
+            let amount = baseCharge + perKilometer * kilometres + perMinute * minutes
+            return (Money(amount: amount, currencyCode: currencyCode).rounded, nil)
+        }
+        if let fixed = catalog.fixed {
+            return (Money(amount: fixed.reduce(Decimal(0)) { $0 + $1.price }, currencyCode: currencyCode), fixed)
+        }
+        let quote = table.quote(
+            metres: drivenMetres, seconds: rideSeconds, party: (catalog.partySizes, catalog.partySurcharge),
+            currency: currencyCode)
+        return (Money(amount: quote.total, currencyCode: currencyCode), quote.lineItems)
+    }
+
+    /// The fare table these terms came from.
+    var table: FareTable {
+        FareTable(
+            baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute,
+            minimumFare: catalog?.minimumFare ?? 0,
+            surcharges: catalog?.surcharges.map { FareTable.Surcharge(title: $0.title, amount: $0.amount) } ?? [],
+            discounts: catalog?.discounts.map {
+                FareTable.Discount(title: $0.title, percent: $0.percent, amount: $0.amount)
+            } ?? [])
     }
 }
 

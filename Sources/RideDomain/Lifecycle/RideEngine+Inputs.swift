@@ -174,7 +174,20 @@ extension RideEngine {
         if resolved.fare == nil, let area = catalog.area(containing: booking.pickupLocation.coordinate),
             let table = option.fares[area.name]
         {
-            resolved.fare = table.fare(currency: area.currencyCode)
+            // P5, issue 15: the option's whole pricing in the area, for the party's tier; a fixed price is the
+            // quote's for this pickup and drop-off, made now, so the rider pays what was quoted.
+            let trip = RideOptionQuoter.trip(
+                from: booking.pickupLocation.coordinate, to: booking.dropOffLocation.coordinate,
+                detourFactor: configuration.detourFactor, averageSpeed: catalog.quotes.averageSpeed)
+            let fare = table.fare(
+                currency: area.currencyCode, capacity: option.capacity, partySize: booking.partySize ?? 1,
+                fixedFor: option.pricing == .fixed ? trip : nil)
+            resolved.fare = fare
+            // The status says what the rider pays: a fixed price is not metered, and its breakdown is known.
+            resolved.rideOption.usesMeteredFare = option.pricing == .metered
+            if let fixed = fare.catalog?.fixed, resolved.rideOption.fareLineItems.isEmpty {
+                resolved.rideOption.fareLineItems = fixed
+            }
         }
         return resolved
     }

@@ -239,7 +239,8 @@ public struct Ride: Sendable, Equatable {
     private mutating func complete(now: Date, configuration: RideConfiguration) {
         let payment: Money?
         if let fare = booking.fare {
-            payment = fare.price(drivenMetres: drivenMetres, rideSeconds: now.timeIntervalSince(ongoingSince ?? now))
+            payment =
+                fare.price(drivenMetres: drivenMetres, rideSeconds: now.timeIntervalSince(ongoingSince ?? now)).money
         } else if let range = booking.rideOption.priceRange {
             payment = Money(amount: range.minimumPrice, currencyCode: range.currencyCode).rounded
         } else {

@@ -140,14 +140,24 @@ public struct RideOptionQuoter: Sendable {
                 detail: "no ride option in \(area.name) carries \(partySize) passengers; the largest carries \(largest)"
             )
         }
-        let metres = pickup.distance(to: request.dropOffLocation.coordinate) * detourFactor
-        let seconds = metres / settings.averageSpeed
+        let (metres, seconds) = Self.trip(
+            from: pickup, to: request.dropOffLocation.coordinate, detourFactor: detourFactor,
+            averageSpeed: settings.averageSpeed)
         let options = fitting.map { option in
             rideOption(
                 option, table: option.fares[area.name]!, currency: area.currencyCode, metres: metres, seconds: seconds,
                 request: request, now: now, expiration: expiration)
         }
         return RideOptionsReply(code: .success, rideOptions: options, expirationDate: expiration)
+    }
+
+    /// The ride a quote prices (3.4): the road distance (great-circle times the detour factor) and its time at
+    /// the catalog's average speed. A fixed-price booking is priced the same way (P5), so it pays its quote.
+    public static func trip(
+        from pickup: Coordinate, to dropOff: Coordinate, detourFactor: Double, averageSpeed: Double
+    ) -> (metres: Double, seconds: Double) {
+        let metres = pickup.distance(to: dropOff) * detourFactor
+        return (metres, metres / averageSpeed)
     }
 
     /// Seconds until an available vehicle of the option's class could reach `pickup` (E1), if one is known.
@@ -258,8 +268,21 @@ extension FareTable {
         return Quote(lineItems: items, total: items.reduce(Decimal(0)) { $0 + $1.price })
     }
 
-    /// The metered fare of a booked ride (P5) in this table's terms.
-    public func fare(currency: String) -> Fare {
-        Fare(baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute, currencyCode: currency)
+    /// The fare of a ride booked by a catalog option's name (P5, issue 15): this table's terms for the party's
+    /// tier, and for a fixed-price option the price the quote gave for `metres` and `seconds`.
+    public func fare(
+        currency: String, capacity: Int, partySize: Int, fixedFor trip: (metres: Double, seconds: Double)?
+    ) -> Fare {
+        let tiers = tiers(capacity: capacity)
+        let tier = tiers.first { $0.sizes.contains(partySize) } ?? tiers[tiers.count - 1]
+        let fixed = trip.map {
+            quote(metres: $0.metres, seconds: $0.seconds, party: tier, currency: currency).lineItems
+        }
+        return Fare(
+            baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute, currencyCode: currency,
+            catalog: Fare.CatalogPricing(
+                minimumFare: minimumFare, surcharges: surcharges.map { .init(title: $0.title, amount: $0.amount) },
+                discounts: discounts.map { .init(title: $0.title, percent: $0.percent, amount: $0.amount) },
+                partySizes: tier.sizes, partySurcharge: tier.surcharge, fixed: fixed))
     }
 }

@@ -13,6 +13,7 @@ extension Ride {
         lastIssuedAt = issuedAt
         var option = booking.rideOption
         option.estimatedPickupDate = estimatedPickupDate
+        if let items = finalFareLineItems { option.fareLineItems = items }
         return RideStatus(
             rideIdentifier: booking.rideIdentifier, phase: phase, completionStatus: completion,
             vehicleLocation: location, vehicle: vehicle, driver: driver, rideOption: option,
@@ -54,6 +55,7 @@ extension Ride {
     func status(from last: LastValidStatus) -> RideStatus {
         var option = booking.rideOption
         option.estimatedPickupDate = last.optionPickupDate
+        if last.phase == .completed, let items = finalFareLineItems { option.fareLineItems = items }
         return RideStatus(
             rideIdentifier: booking.rideIdentifier, phase: last.phase, completionStatus: last.completion?.value,
             vehicleLocation: last.vehicleLocation, vehicle: last.crew.value.vehicle, driver: last.crew.value.driver,
@@ -96,4 +98,18 @@ struct LastValidStatus: Sendable, Equatable {
     var sequence: Int
     var issuedAt: Date
     var stale: Bool
+}
+
+extension Ride {
+    /// P5 (issue 15): a ride booked from the catalog and completed carries its final breakdown, whose items add
+    /// up to `paymentAmount` exactly. Worked out again from what the ride keeps (the distance driven, when it
+    /// started and ended), exactly as at completion, so it needs no storage of its own and survives a restart.
+    var finalFareLineItems: [FareLineItem]? {
+        guard phase == .completed, completionBox?.value.completed == true, let fare = booking.fare,
+            fare.catalog != nil, let completedAt
+        else { return nil }
+        return fare.price(
+            drivenMetres: drivenMetres, rideSeconds: completedAt.timeIntervalSince(ongoingSince ?? completedAt)
+        ).lineItems
+    }
 }

@@ -39,7 +39,61 @@ extension BookingTerms {
             writer.decimal("perMinute", fare.perMinute)
             writer.key("currencyCode")
             writer.string(fare.currencyCode)
+            if let catalog = fare.catalog {
+                writer.key("catalog")
+                catalog.writeDurable(to: &writer)
+            }
             writer.endObject()
+        }
+        writer.endObject()
+    }
+}
+
+extension Fare.CatalogPricing {
+    /// As its `Codable` shape: `partySizes` as `Swift.ClosedRange`'s two-element array.
+    func writeDurable(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.decimal("minimumFare", minimumFare)
+        writer.key("surcharges")
+        writer.beginArray()
+        for surcharge in surcharges {
+            writer.beginObject()
+            writer.key("title")
+            writer.string(surcharge.title)
+            writer.decimal("amount", surcharge.amount)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("discounts")
+        writer.beginArray()
+        for discount in discounts {
+            writer.beginObject()
+            writer.key("title")
+            writer.string(discount.title)
+            if let percent = discount.percent { writer.decimal("percent", percent) }
+            if let amount = discount.amount { writer.decimal("amount", amount) }
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("partySizes")
+        writer.beginArray()
+        writer.integer(partySizes.lowerBound)
+        writer.integer(partySizes.upperBound)
+        writer.endArray()
+        writer.decimal("partySurcharge", partySurcharge)
+        if let fixed {
+            writer.key("fixed")
+            writer.beginArray()
+            for item in fixed {
+                writer.beginObject()
+                writer.key("title")
+                writer.string(item.title)
+                writer.decimal("price", item.price)
+                writer.key("currencyCode")
+                writer.string(item.currencyCode)
+                writer.endObject()
+            }
+            writer.endArray()
         }
         writer.endObject()
     }

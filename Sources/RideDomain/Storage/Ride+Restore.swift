@@ -98,6 +98,24 @@ extension Ride {
                 ("fare.perKilometer", fare.perKilometer, fare.currencyCode),
                 ("fare.perMinute", fare.perMinute, fare.currencyCode),
             ]
+            if let catalog = fare.catalog {
+                amounts.append(("fare.catalog.minimumFare", catalog.minimumFare, fare.currencyCode))
+                amounts.append(("fare.catalog.partySurcharge", catalog.partySurcharge, fare.currencyCode))
+                amounts += catalog.surcharges.map { ("fare.catalog.surcharges", $0.amount, fare.currencyCode) }
+                amounts += catalog.discounts.compactMap { discount in
+                    discount.amount.map { ("fare.catalog.discounts", $0, fare.currencyCode) }
+                }
+                // A fixed price is what the rider pays: its items may include a discount, never a negative sum,
+                // and all in the fare's currency.
+                if let fixed = catalog.fixed {
+                    let total = fixed.reduce(Decimal(0)) { $0 + $1.price }
+                    let code = fixed.allSatisfy { $0.currencyCode == fare.currencyCode } ? fare.currencyCode : "?"
+                    amounts.append(("fare.catalog.fixed", total, code))
+                }
+                guard catalog.discounts.allSatisfy({ ($0.percent ?? 0) >= 0 && ($0.percent ?? 0) <= 100 }) else {
+                    throw Rejection(.invalidField, "fare.catalog.discounts: a percent outside 0...100 (A2, V6)")
+                }
+            }
         }
         if let range = booking.rideOption.priceRange {
             amounts += [
