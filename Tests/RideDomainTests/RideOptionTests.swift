@@ -450,7 +450,7 @@ struct RideOptionTests {
             if case .publish(_, let state?, _) = action { return state } else { return nil }
         }
         let state = try #require(states.first)
-        let fixed = try #require(state.booking.fare?.catalog?.fixed)
+        let fixed = try #require(state.booking.fare?.fixedLineItems)
         // A worker started without the catalog (or with new prices): the ride keeps what it was booked at.
         var restarted = Harness()
         #expect(

@@ -168,9 +168,24 @@ public struct Fare: Sendable, Equatable, Codable {
         /// The party's tier: its sizes (`1-4 people`) and surcharge (0: none).
         public var partySizes: ClosedRange<Int>
         public var partySurcharge: Decimal
-        /// A fixed-price option: the quote's line items for this ride, made when it was booked; the rider pays
-        /// their sum whatever is driven.
-        public var fixed: [FareLineItem]?
+        /// A fixed-price option: the trip its quote priced (road metres, seconds), kept instead of the line
+        /// items (16 bytes a ride, not 200: `make bench-scale` holds 100,000); the rider pays the quote of this
+        /// trip whatever is driven.
+        public var fixedTrip: Trip?
+
+        public struct Trip: Sendable, Equatable, Codable {
+            public var metres: Double
+            public var seconds: Double
+        }
+    }
+
+    /// A fixed price's line items (the quote of the booked trip), nil for a metered fare.
+    public var fixedLineItems: [FareLineItem]? {
+        guard let catalog, let trip = catalog.fixedTrip else { return nil }
+        return table.quote(
+            metres: trip.metres, seconds: trip.seconds, party: (catalog.partySizes, catalog.partySurcharge),
+            currency: currencyCode
+        ).lineItems
     }
 
     /// P5: the price of the ride driven, and its line items when the fare is a catalog one (their sum is the
@@ -183,11 +198,9 @@ public struct Fare: Sendable, Equatable, Codable {
             let amount = baseCharge + perKilometer * kilometres + perMinute * minutes
             return (Money(amount: amount, currencyCode: currencyCode).rounded, nil)
         }
-        if let fixed = catalog.fixed {
-            return (Money(amount: fixed.reduce(Decimal(0)) { $0 + $1.price }, currencyCode: currencyCode), fixed)
-        }
+        let trip = catalog.fixedTrip ?? CatalogPricing.Trip(metres: drivenMetres, seconds: rideSeconds)
         let quote = table.quote(
-            metres: drivenMetres, seconds: rideSeconds, party: (catalog.partySizes, catalog.partySurcharge),
+            metres: trip.metres, seconds: trip.seconds, party: (catalog.partySizes, catalog.partySurcharge),
             currency: currencyCode)
         return (Money(amount: quote.total, currencyCode: currencyCode), quote.lineItems)
     }

@@ -183,11 +183,6 @@ extension RideEngine {
                 currency: area.currencyCode, capacity: option.capacity, partySize: booking.partySize ?? 1,
                 fixedFor: option.pricing == .fixed ? trip : nil)
             resolved.fare = fare
-            // The status says what the rider pays: a fixed price is not metered, and its breakdown is known.
-            resolved.rideOption.usesMeteredFare = option.pricing == .metered
-            if let fixed = fare.catalog?.fixed, resolved.rideOption.fareLineItems.isEmpty {
-                resolved.rideOption.fareLineItems = fixed
-            }
         }
         return resolved
     }

@@ -275,14 +275,12 @@ extension FareTable {
     ) -> Fare {
         let tiers = tiers(capacity: capacity)
         let tier = tiers.first { $0.sizes.contains(partySize) } ?? tiers[tiers.count - 1]
-        let fixed = trip.map {
-            quote(metres: $0.metres, seconds: $0.seconds, party: tier, currency: currency).lineItems
-        }
         return Fare(
             baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute, currencyCode: currency,
             catalog: Fare.CatalogPricing(
                 minimumFare: minimumFare, surcharges: surcharges.map { .init(title: $0.title, amount: $0.amount) },
                 discounts: discounts.map { .init(title: $0.title, percent: $0.percent, amount: $0.amount) },
-                partySizes: tier.sizes, partySurcharge: tier.surcharge, fixed: fixed))
+                partySizes: tier.sizes, partySurcharge: tier.surcharge,
+                fixedTrip: trip.map { .init(metres: $0.metres, seconds: $0.seconds) }))
     }
 }

@@ -13,7 +13,7 @@ extension Ride {
         lastIssuedAt = issuedAt
         var option = booking.rideOption
         option.estimatedPickupDate = estimatedPickupDate
-        if let items = finalFareLineItems { option.fareLineItems = items }
+        describeFare(in: &option, completed: phase == .completed)
         return RideStatus(
             rideIdentifier: booking.rideIdentifier, phase: phase, completionStatus: completion,
             vehicleLocation: location, vehicle: vehicle, driver: driver, rideOption: option,
@@ -55,7 +55,7 @@ extension Ride {
     func status(from last: LastValidStatus) -> RideStatus {
         var option = booking.rideOption
         option.estimatedPickupDate = last.optionPickupDate
-        if last.phase == .completed, let items = finalFareLineItems { option.fareLineItems = items }
+        describeFare(in: &option, completed: last.phase == .completed)
         return RideStatus(
             rideIdentifier: booking.rideIdentifier, phase: last.phase, completionStatus: last.completion?.value,
             vehicleLocation: last.vehicleLocation, vehicle: last.crew.value.vehicle, driver: last.crew.value.driver,
@@ -101,9 +101,22 @@ struct LastValidStatus: Sendable, Equatable {
 }
 
 extension Ride {
-    /// P5 (issue 15): a ride booked from the catalog and completed carries its final breakdown, whose items add
-    /// up to `paymentAmount` exactly. Worked out again from what the ride keeps (the distance driven, when it
-    /// started and ended), exactly as at completion, so it needs no storage of its own and survives a restart.
+    /// P5 (issue 15), for a ride booked from the catalog: `usesMeteredFare` says whether the fare is metered, a
+    /// fixed price shows its breakdown from the start (unless the booking brought one), and a completed ride
+    /// its final breakdown. Worked out from the fare when a status is made, so the stored booking stays compact.
+    func describeFare(in option: inout RideOption, completed: Bool) {
+        guard let fare = booking.fare, let catalog = fare.catalog else { return }
+        option.usesMeteredFare = catalog.fixedTrip == nil
+        if completed, let items = finalFareLineItems {
+            option.fareLineItems = items
+        } else if option.fareLineItems.isEmpty, let fixed = fare.fixedLineItems {
+            option.fareLineItems = fixed
+        }
+    }
+
+    /// A completed ride's final breakdown, whose items add up to `paymentAmount` exactly. Worked out again from
+    /// what the ride keeps (the distance driven, when it started and ended), exactly as at completion, so it
+    /// needs no storage of its own and survives a restart.
     var finalFareLineItems: [FareLineItem]? {
         guard phase == .completed, completionBox?.value.completed == true, let fare = booking.fare,
             fare.catalog != nil, let completedAt

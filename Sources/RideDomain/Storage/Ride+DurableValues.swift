@@ -81,19 +81,14 @@ extension Fare.CatalogPricing {
         writer.integer(partySizes.upperBound)
         writer.endArray()
         writer.decimal("partySurcharge", partySurcharge)
-        if let fixed {
-            writer.key("fixed")
-            writer.beginArray()
-            for item in fixed {
-                writer.beginObject()
-                writer.key("title")
-                writer.string(item.title)
-                writer.decimal("price", item.price)
-                writer.key("currencyCode")
-                writer.string(item.currencyCode)
-                writer.endObject()
-            }
-            writer.endArray()
+        if let fixedTrip {
+            writer.key("fixedTrip")
+            writer.beginObject()
+            writer.key("metres")
+            writer.number(fixedTrip.metres)
+            writer.key("seconds")
+            writer.number(fixedTrip.seconds)
+            writer.endObject()
         }
         writer.endObject()
     }

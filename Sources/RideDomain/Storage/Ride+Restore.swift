@@ -105,12 +105,11 @@ extension Ride {
                 amounts += catalog.discounts.compactMap { discount in
                     discount.amount.map { ("fare.catalog.discounts", $0, fare.currencyCode) }
                 }
-                // A fixed price is what the rider pays: its items may include a discount, never a negative sum,
-                // and all in the fare's currency.
-                if let fixed = catalog.fixed {
-                    let total = fixed.reduce(Decimal(0)) { $0 + $1.price }
-                    let code = fixed.allSatisfy { $0.currencyCode == fare.currencyCode } ? fare.currencyCode : "?"
-                    amounts.append(("fare.catalog.fixed", total, code))
+                // A fixed price's trip is a distance and a time.
+                if let trip = catalog.fixedTrip,
+                    !(trip.metres.isFinite && trip.metres >= 0 && trip.seconds.isFinite && trip.seconds >= 0)
+                {
+                    throw Rejection(.invalidField, "fare.catalog.fixedTrip is not a distance and a time (A2)")
                 }
                 guard catalog.discounts.allSatisfy({ ($0.percent ?? 0) >= 0 && ($0.percent ?? 0) <= 100 }) else {
                     throw Rejection(.invalidField, "fare.catalog.discounts: a percent outside 0...100 (A2, V6)")
