@@ -436,7 +436,8 @@ struct RideOptionTests {
         let paid = try #require(yen.done.completionStatus?.paymentAmount)
         #expect(paid.currencyCode == "JPY" && paid.amount == quote.priceRange?.minimumPrice)
         #expect(!paid.amountString.contains("."), "JPY has no minor unit: \(paid.amountString)")
-        #expect(yen.first.rideOption.fareLineItems == quote.fareLineItems, "a fixed price's breakdown from the start")
+        #expect(yen.done.rideOption.fareLineItems == quote.fareLineItems, "a fixed price's breakdown is its quote's")
+        #expect(yen.first.rideOption.fareLineItems.isEmpty, "before completion: the items the booking brought")
     }
 
     @Test("L5, P5: a catalog fare survives a restart: the restored ride pays the fixed price it was booked at")
