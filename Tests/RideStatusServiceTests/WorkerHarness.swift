@@ -109,9 +109,11 @@ final class Observer: Sendable {
     }
 
     /// An observer on any broker node; MQTT 3.1.1 for a NATS cluster.
+    /// `qos` 0 on a NATS cluster with a node down: NATS refuses a third to a half of new QoS 1 subscriptions
+    /// then (each is a replicated JetStream consumer), never a QoS 0 one; retained messages come either way.
     init(
         host: String, port: Int, filters: [String], persistentSession: Bool = false,
-        protocolVersion: MQTTConfiguration.ProtocolVersion = .v5
+        protocolVersion: MQTTConfiguration.ProtocolVersion = .v5, qos: MQTTQoS = .atLeastOnce
     ) async throws {
         client = try MQTTClient(
             configuration: MQTTConfiguration(
@@ -119,7 +121,7 @@ final class Observer: Sendable {
                 protocolVersion: protocolVersion, cleanStart: !persistentSession),
             logger: quietLogger)
         try await client.connect(timeout: .seconds(5))
-        for filter in filters { try await client.subscribe(filter, qos: .atLeastOnce) }
+        for filter in filters { try await client.subscribe(filter, qos: qos) }
         let client = self.client
         task.withLock {
             $0 = Task { [weak self] in
