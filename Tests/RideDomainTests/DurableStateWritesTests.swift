@@ -72,6 +72,25 @@ struct DurableStateWritesTests {
         #expect(harness.engine.counters.statesWritten == retained.states)
     }
 
+    @Test("C5, G3: a change's shorter block never lowers the ceiling: a later state is never taken for an older")
+    func ceilingNeverLowers() throws {
+        var harness = Harness()
+        // Seven rides: the last one's slot (6) shortens a change's block by 6 of the 12 (the spread is by slot).
+        for index in 0..<7 { harness.start(ride: "r-\(index)", vehicle: "v-\(index)") }
+        var ceilings: [Int] = []
+        var time = t0
+        for second in 1...30 {
+            time = t0.addingTimeInterval(Double(second * 5))
+            _ = harness.engine.tick(now: time)
+            ceilings.append(try #require(harness.engine.ride("r-6")).sequenceCeiling)
+        }
+        // A phase change mid-block (its block would end below the one already reserved).
+        harness.send("rides/r-6/event", bytes(#"{"type":"arrivedAtPickup"}"#), at: time.addingTimeInterval(1))
+        ceilings.append(try #require(harness.engine.ride("r-6")).sequenceCeiling)
+        #expect(zip(ceilings, ceilings.dropFirst()).allSatisfy { $0 <= $1 }, "\(ceilings)")
+        #expect(try #require(harness.engine.ride("r-6")).sequence <= ceilings.last!, "C5: every status under it")
+    }
+
     @Test("C5: sequenceBlock 1 writes the state before every status, as releases before shape 4 did")
     func blockOfOne() {
         var configuration = RideConfiguration()

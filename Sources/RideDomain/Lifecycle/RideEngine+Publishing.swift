@@ -208,9 +208,10 @@ extension RideEngine {
         }
         // C1 leaves a status free to come early: a crowded tenth of a second sends some rides up to a tenth of
         // the interval (at most 0.5 s) sooner, so bursts of bookings even out (``CadenceScheduler``).
+        // A share of the interval (C4's spread) is levelled within half of itself, so it never comes due at once.
         let interval = configuration.updateInterval
-        scheduler.schedule(
-            slot, at: now.timeIntervalSince1970 + interval * share, levellingWithin: min(0.5, interval / 10))
+        let lead = min(0.5, interval / 10, interval * share / 2)
+        scheduler.schedule(slot, at: now.timeIntervalSince1970 + interval * share, levellingWithin: lead)
     }
 
     /// C5, L5: the ride to keep durably before the status it has just numbered, or nil when the last written
@@ -229,7 +230,10 @@ extension RideEngine {
         // slipping). Its block is shorter by up to half, by slot, so the writes after it spread out.
         let block = configuration.sequenceBlock
         let spread = significant ? slot % (block / 2 + 1) : 0
-        rideTable[slot: slot].sequenceCeiling = min(sequence + block - 1 - spread, Ride.maxSequence)
+        // Never lower: within an epoch a later state has a ceiling no lower than an earlier one, which is how two
+        // copies of a state read during a handover are ordered (``Ride/isNewer(than:)``).
+        let ceiling = min(sequence + block - 1 - spread, Ride.maxSequence)
+        rideTable[slot: slot].sequenceCeiling = max(rideTable[slot: slot].sequenceCeiling, ceiling)
         counters.statesWritten += 1
         return rideTable[slot: slot]
     }

@@ -240,7 +240,10 @@ public struct Ride: Sendable, Equatable {
         let payment: Money?
         if let fare = booking.fare {
             payment =
-                fare.price(drivenMetres: drivenMetres, rideSeconds: now.timeIntervalSince(ongoingSince ?? now)).money
+                fare.price(
+                    drivenMetres: drivenMetres, rideSeconds: Self.pricedSeconds(from: ongoingSince ?? now, to: now)
+                )
+                .money
         } else if let range = booking.rideOption.priceRange {
             payment = Money(amount: range.minimumPrice, currencyCode: range.currencyCode).rounded
         } else {
@@ -252,6 +255,13 @@ public struct Ride: Sendable, Equatable {
                 payment: payment, feedbackType: configuration.feedbackTypes,
                 tipping: configuration.defaultTippingOptions),
             now: now)
+    }
+
+    /// P5: the ride time a fare is priced by, from times as the durable state keeps them (whole milliseconds),
+    /// so a breakdown worked out again after a restart (``finalFareLineItems``) prices exactly the same time.
+    static func pricedSeconds(from start: Date, to end: Date) -> Double {
+        func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        return Double(milliseconds(end) - milliseconds(start)) / 1000
     }
 
     private mutating func finish(_ status: CompletionStatus, now: Date) {

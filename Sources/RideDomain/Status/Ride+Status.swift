@@ -119,7 +119,8 @@ extension Ride {
             fare.catalog != nil, let completedAt
         else { return nil }
         return fare.price(
-            drivenMetres: drivenMetres, rideSeconds: completedAt.timeIntervalSince(ongoingSince ?? completedAt)
+            drivenMetres: drivenMetres,
+            rideSeconds: Self.pricedSeconds(from: ongoingSince ?? completedAt, to: completedAt)
         ).lineItems
     }
 }

@@ -111,6 +111,9 @@ extension Ride {
                 {
                     throw Rejection(.invalidField, "fare.catalog.fixedTrip is not a distance and a time (A2)")
                 }
+                guard catalog.partySizes.lowerBound >= 1 else {
+                    throw Rejection(.invalidField, "fare.catalog.partySizes must start at 1 or more (A2)")
+                }
                 guard catalog.discounts.allSatisfy({ ($0.percent ?? 0) >= 0 && ($0.percent ?? 0) <= 100 }) else {
                     throw Rejection(.invalidField, "fare.catalog.discounts: a percent outside 0...100 (A2, V6)")
                 }
