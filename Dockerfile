@@ -1,11 +1,12 @@
 # Multi-stage build of the ride-status worker and the fleet simulator, and the deployment's set-up image.
 # Pinned (issue 14): the Swift image by its release (the compiler the project is tested with), and the
-# packages by deploy/Package.resolved, which the build must follow exactly (`make lock` refreshes it).
+# packages by deploy/swiftpm-pins.json (a Package.resolved, kept under another name so that the checkout's
+# own stays untracked), which the build must follow exactly (`make lock` refreshes it).
 FROM swift:6.3.1-bookworm AS builder
 RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto-dev pkg-config && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 COPY Package.swift ./
-COPY deploy/Package.resolved ./Package.resolved
+COPY deploy/swiftpm-pins.json ./Package.resolved
 RUN swift package resolve --force-resolved-versions
 COPY Sources ./Sources
 COPY Tests ./Tests

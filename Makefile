@@ -30,10 +30,10 @@ build-release: deps
 run: build-release
 	@BROKER_PORT=$(BROKER_PORT) METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) KEEP=$(KEEP) ./scripts/run-local.sh
 
-## lock: pin the packages the Docker build uses (deploy/Package.resolved) to what this checkout resolves
+## lock: pin the packages the Docker build uses (deploy/swiftpm-pins.json) to what this checkout resolves
 lock:
 	$(SWIFT) package resolve
-	cp Package.resolved deploy/Package.resolved
+	cp Package.resolved deploy/swiftpm-pins.json
 
 ## reset: forget every local ride, session and log under var/ (the build stays)
 reset:

@@ -114,6 +114,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "FleetModel",
+            dependencies: ["RideDomain"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "BrokerOptions",
             dependencies: [
                 "MQTTClient",
@@ -125,6 +130,7 @@ let package = Package(
             name: "FleetSim",
             dependencies: [
                 "BrokerOptions",
+                "FleetModel",
                 "Locking",
                 "MQTTClient",
                 "RideDomain",
@@ -148,6 +154,7 @@ let package = Package(
         .executableTarget(
             name: "RideBench",
             dependencies: [
+                "FleetModel",
                 "Locking",
                 "MQTTClient",
                 "RideDomain",

@@ -45,14 +45,14 @@ for line in dockerfile.splitlines():
     if match and not re.fullmatch(r"swift:\d+\.\d+\.\d+-bookworm(-slim)?", match.group(1)):
         problems.append(f"Dockerfile image {match.group(1)} is not a pinned Swift release")
 if "--force-resolved-versions" not in dockerfile:
-    problems.append("the Docker build does not follow deploy/Package.resolved (--force-resolved-versions)")
-# deploy/Package.resolved pins every package that Package.swift names.
+    problems.append("the Docker build does not follow deploy/swiftpm-pins.json (--force-resolved-versions)")
+# deploy/swiftpm-pins.json pins every package that Package.swift names.
 with open(os.path.join(root, "Package.swift")) as handle:
     wanted = {url.lower().removesuffix(".git") for url in re.findall(r'\.package\(url: "([^"]+)"', handle.read())}
-with open(os.path.join(root, "deploy", "Package.resolved")) as handle:
+with open(os.path.join(root, "deploy", "swiftpm-pins.json")) as handle:
     pinned = {pin["location"].lower().removesuffix(".git") for pin in json.load(handle)["pins"]}
 for url in sorted(wanted - pinned):
-    problems.append(f"deploy/Package.resolved does not pin {url} (make lock)")
+    problems.append(f"deploy/swiftpm-pins.json does not pin {url} (make lock)")
 if problems:
     print("compose check failed:\n  " + "\n  ".join(problems))
     sys.exit(1)

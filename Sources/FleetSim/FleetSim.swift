@@ -1,5 +1,6 @@
 import ArgumentParser
 import BrokerOptions
+import FleetModel
 import Foundation
 import Locking
 import Logging
@@ -73,7 +74,7 @@ struct FleetSimCommand: AsyncParsableCommand {
             ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate,
             quoteReplies: replyTopic,
             ridePrefix: ridePrefix ?? "r-\(String(UInt64(Date().timeIntervalSince1970) % 46_656, radix: 36))-")
-        if let replay { try world.addReplay(try Trace.load(path: replay)) }
+        if let replay { try world.addReplay(try Trace.load(path: replay).map(\.coordinate)) }
         logger.info("simulating", metadata: ["vehicles": "\(vehicles)", "seed": "\(seed)", "rate": "\(rate)/s"])
         let started = ContinuousClock.now
         let period = Duration.seconds(1 / rate)

@@ -1,3 +1,4 @@
+import FleetModel
 import Foundation
 import RideDomain
 
@@ -104,25 +105,7 @@ struct World {
 
     /// A street-like path: alternate north-south and east-west legs of 100-400 m, like a grid city.
     mutating func streetPath(from start: Coordinate, to end: Coordinate) -> [Coordinate] {
-        var points: [Coordinate] = []
-        var current = start
-        var northFirst = Bool.random(using: &random)
-        while current.distance(to: end) > 150 {
-            let corner =
-                northFirst
-                ? Coordinate(latitude: end.latitude, longitude: current.longitude)
-                : Coordinate(latitude: current.latitude, longitude: end.longitude)
-            let leg = min(current.distance(to: corner), Double.random(in: 100...400, using: &random))
-            if leg < 1 {
-                northFirst.toggle()
-                continue
-            }
-            current = current.moved(metres: leg, bearing: current.bearing(to: corner))
-            points.append(current)
-            northFirst.toggle()
-        }
-        points.append(end)
-        return points
+        StreetTrip.corners(from: start, to: end, random: &random)
     }
 
     mutating func addReplay(_ trace: [Coordinate]) throws {

@@ -177,6 +177,15 @@ public enum MQTTQoS: Int32, Sendable, Comparable {
 }
 
 extension MQTTConfiguration {
+    /// A password kept in a file (issue 14): the file's first line. The worker's `broker.passwordFile` and the
+    /// tools' `--password-file` read it so.
+    public static func password(fromFile path: String) throws(MQTTError) -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw .invalidConfiguration("cannot read the password file \(path)")
+        }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+    }
+
     /// A command-line tool's credentials (issue 14): an account, its password read from the first line of a
     /// file (never a flag, which `ps` shows to every user of the host), and the CA that signed the broker's
     /// certificate (for an `mqtts://` broker of a deployment with its own CA). Nil leaves a setting as the URL
@@ -185,12 +194,7 @@ extension MQTTConfiguration {
         username: String?, passwordFile: String?, caFile: String?
     ) throws(MQTTError) {
         if let username { self.username = username }
-        if let passwordFile {
-            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
-                throw .invalidConfiguration("cannot read the password file \(passwordFile)")
-            }
-            password = String(text.prefix { $0 != "\n" && $0 != "\r" })
-        }
+        if let passwordFile { password = try Self.password(fromFile: passwordFile) }
         if let caFile {
             guard tls != nil else {
                 throw .invalidConfiguration("a CA file is for an mqtts:// broker, and the broker URL is not one")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FleetModel
 import Foundation
 import RideDomain
 
@@ -144,9 +145,19 @@ struct ETABenchmark: ParsableCommand {
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
         return try files.compactMap { name -> Trip? in
             let path = (folder as NSString).appendingPathComponent(name)
-            let points = try RecordedTrip.load(path: path)
+            let points = try recorded(path: path)
             guard points.count >= 10 else { return nil }
             return Trip(toPickup: points, toDropOff: [], fixEvery: 1, reportsSpeed: false)
+        }
+    }
+
+    /// A recorded trip's points, timed from its first (a point a second when the file has no times).
+    static func recorded(path: String) throws -> [StreetTrip.Point] {
+        let points = try Trace.load(path: path)
+        let start = points[0].time ?? 0
+        return points.enumerated().map { index, point in
+            StreetTrip.Point(
+                time: point.time.map { $0 - start } ?? Double(index), coordinate: point.coordinate, speed: 0)
         }
     }
 
@@ -222,40 +233,5 @@ struct ETABenchmark: ParsableCommand {
         return Array(
             #"{"vehicleId":"\#(vehicle)","timestamp":"\#(Timestamps.format(date))","latitude":\#(place.latitude),"longitude":\#(place.longitude),"horizontalAccuracy":5\#(speedField)}"#
                 .utf8)
-    }
-}
-
-/// A recorded trip for `--trips-folder`: GPX `<trkpt lat lon><time>` or CSV `time,latitude,longitude` (time in
-/// seconds, or ISO 8601), one point a second after the first when the file has no times.
-enum RecordedTrip {
-    static func load(path: String) throws -> [StreetTrip.Point] {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        var raw: [(time: Double?, coordinate: Coordinate)] = []
-        if text.contains("<trkpt") {
-            for chunk in text.components(separatedBy: "<trkpt").dropFirst() {
-                func attribute(_ name: String) -> Double? {
-                    guard let range = chunk.range(of: "\(name)=\"") else { return nil }
-                    return Double(chunk[range.upperBound...].prefix { $0 != "\"" })
-                }
-                let time = chunk.range(of: "<time>").flatMap { range in
-                    Timestamps.parse(String(chunk[range.upperBound...].prefix { $0 != "<" }))
-                }
-                if let lat = attribute("lat"), let lon = attribute("lon") {
-                    raw.append((time?.timeIntervalSince1970, Coordinate(latitude: lat, longitude: lon)))
-                }
-            }
-        } else {
-            for line in text.split(whereSeparator: \.isNewline) {
-                let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                guard fields.count >= 3, let lat = Double(fields[1]), let lon = Double(fields[2]) else { continue }
-                let time = Double(fields[0]) ?? Timestamps.parse(fields[0])?.timeIntervalSince1970
-                raw.append((time, Coordinate(latitude: lat, longitude: lon)))
-            }
-        }
-        guard let first = raw.first else { throw ValidationError("no trip points in \(path)") }
-        return raw.enumerated().map { index, point in
-            let time = point.time.map { $0 - (first.time ?? 0) } ?? Double(index)
-            return StreetTrip.Point(time: time, coordinate: point.coordinate, speed: 0)
-        }
     }
 }

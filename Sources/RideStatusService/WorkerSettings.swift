@@ -217,10 +217,11 @@ public struct WorkerSettings: Sendable {
     /// logs see it: in a URL, or given as a flag.
     mutating func readSecrets(overrides: [(String, String)]) throws {
         if let passwordFile, !passwordFile.isEmpty {
-            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+            do {
+                password = try MQTTConfiguration.password(fromFile: passwordFile)
+            } catch {
                 throw Problem(key: "broker.passwordFile", message: "cannot read \(passwordFile)")
             }
-            password = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         }
         let advice = "put it in broker.passwordFile (a file only the worker can read) or RIDESTATUS_BROKER_PASSWORD"
         if Self.urls(brokerURL).contains(where: { URLComponents(string: $0)?.password != nil }) {

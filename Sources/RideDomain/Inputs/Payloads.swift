@@ -153,18 +153,9 @@ public struct Fare: Sendable, Equatable, Codable {
     /// What a catalog fare adds to the metered terms: the quote's minimum fare, surcharges, discounts and the
     /// party's tier, and for a fixed-price option the price itself.
     public struct CatalogPricing: Sendable, Equatable, Codable {
-        public struct Surcharge: Sendable, Equatable, Codable {
-            public var title: String
-            public var amount: Decimal
-        }
-        public struct Discount: Sendable, Equatable, Codable {
-            public var title: String
-            public var percent: Decimal?
-            public var amount: Decimal?
-        }
         public var minimumFare: Decimal
-        public var surcharges: [Surcharge]
-        public var discounts: [Discount]
+        public var surcharges: [FareTable.Surcharge]
+        public var discounts: [FareTable.Discount]
         /// The party's tier: its sizes (`1-4 people`) and surcharge (0: none).
         public var partySizes: ClosedRange<Int>
         public var partySurcharge: Decimal
@@ -209,11 +200,8 @@ public struct Fare: Sendable, Equatable, Codable {
     var table: FareTable {
         FareTable(
             baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute,
-            minimumFare: catalog?.minimumFare ?? 0,
-            surcharges: catalog?.surcharges.map { FareTable.Surcharge(title: $0.title, amount: $0.amount) } ?? [],
-            discounts: catalog?.discounts.map {
-                FareTable.Discount(title: $0.title, percent: $0.percent, amount: $0.amount)
-            } ?? [])
+            minimumFare: catalog?.minimumFare ?? 0, surcharges: catalog?.surcharges ?? [],
+            discounts: catalog?.discounts ?? [])
     }
 }
 

@@ -24,7 +24,7 @@ public struct FareTable: Sendable, Equatable {
         self.partyTiers = partyTiers
     }
 
-    public struct Surcharge: Sendable, Equatable {
+    public struct Surcharge: Sendable, Equatable, Codable {
         public var title: String
         public var amount: Decimal
         public init(title: String, amount: Decimal) {
@@ -34,7 +34,7 @@ public struct FareTable: Sendable, Equatable {
     }
 
     /// A discount: a share of the fare in percent, or a fixed amount.
-    public struct Discount: Sendable, Equatable {
+    public struct Discount: Sendable, Equatable, Codable {
         public var title: String
         public var percent: Decimal?
         public var amount: Decimal?

@@ -278,9 +278,7 @@ extension FareTable {
         return Fare(
             baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute, currencyCode: currency,
             catalog: Fare.CatalogPricing(
-                minimumFare: minimumFare, surcharges: surcharges.map { .init(title: $0.title, amount: $0.amount) },
-                discounts: discounts.map { .init(title: $0.title, percent: $0.percent, amount: $0.amount) },
-                partySizes: tier.sizes, partySurcharge: tier.surcharge,
-                fixedTrip: trip.map { .init(metres: $0.metres, seconds: $0.seconds) }))
+                minimumFare: minimumFare, surcharges: surcharges, discounts: discounts, partySizes: tier.sizes,
+                partySurcharge: tier.surcharge, fixedTrip: trip.map { .init(metres: $0.metres, seconds: $0.seconds) }))
     }
 }

@@ -1,21 +1,27 @@
-import RideDomain
+public import RideDomain
 
 /// A car's trip through a grid city, second by second, for the ETA benchmark (issue 15): legs of 100-400 m
-/// that alternate north-south and east-west like `fleet-sim`'s street paths; each leg a street of its own
+/// that alternate north-south and east-west (``corners(from:to:random:)``, `fleet-sim`'s street paths); each leg a street of its own
 /// speed (a third of them fast, 11-15 m/s, the rest 5-9 m/s), reached and left at 2 m/s²; at each corner a
 /// red light with probability 0.35 that holds the car 10-45 s. Deterministic for a generator's state.
-struct StreetTrip {
-    struct Point {
+public struct StreetTrip {
+    public struct Point: Sendable {
         /// Seconds since the trip's start.
-        var time: Double
-        var coordinate: Coordinate
-        var speed: Double
+        public var time: Double
+        public var coordinate: Coordinate
+        public var speed: Double
+
+        public init(time: Double, coordinate: Coordinate, speed: Double) {
+            self.time = time
+            self.coordinate = coordinate
+            self.speed = speed
+        }
     }
 
     static let acceleration = 2.0
 
     /// The car's position every second from `start` until it stops at `end`.
-    static func drive(from start: Coordinate, to end: Coordinate, random: inout SeededRandom) -> [Point] {
+    public static func drive(from start: Coordinate, to end: Coordinate, random: inout SeededRandom) -> [Point] {
         var points = [Point(time: 0, coordinate: start, speed: 0)]
         var position = start
         var speed = 0.0
@@ -51,8 +57,8 @@ struct StreetTrip {
         return points
     }
 
-    /// Corners of a grid path from `start` to `end` (the last one is `end`).
-    static func corners(from start: Coordinate, to end: Coordinate, random: inout SeededRandom) -> [Coordinate] {
+    /// Corners of a grid path from `start` to `end` (the last one is `end`): `fleet-sim`'s street paths.
+    public static func corners(from start: Coordinate, to end: Coordinate, random: inout SeededRandom) -> [Coordinate] {
         var corners: [Coordinate] = []
         var current = start
         var northFirst = Bool.random(using: &random)
