@@ -27,12 +27,14 @@ COPY config/security ./config/security
 ENTRYPOINT ["scripts/deploy-setup.sh", "/secrets", "--broker-uid", "1883", "--client-uid", "10001"]
 
 FROM swift:6.3.1-bookworm-slim AS runtime
-RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 ca-certificates curl \
+RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 ca-certificates curl libjs-leaflet \
  && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 --create-home worker
 COPY --from=builder /staging/ /usr/local/bin/
 COPY config/worker.yaml /etc/ride-status/worker.yaml
 COPY config/ride-options.yaml /etc/ride-status/ride-options.yaml
-ENV RIDESTATUS_RIDE_OPTIONS_CATALOG=/etc/ride-status/ride-options.yaml
+# The live map and the OpenAPI document (http.webRoot; Leaflet comes from libjs-leaflet above).
+COPY web /usr/share/ride-status/web
+ENV RIDESTATUS_RIDE_OPTIONS_CATALOG=/etc/ride-status/ride-options.yaml RIDESTATUS_HTTP_WEB_ROOT=/usr/share/ride-status/web
 USER worker
 WORKDIR /home/worker
 EXPOSE 9466

@@ -6,7 +6,10 @@ set -euo pipefail
 
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
 # nats-server: a real 3-node MQTT cluster for the group tests (G1-G4).
-packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl nats-server)
+# libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
+# chromium, chromium-driver: the map's test in a real browser (tests/browser, with Selenium from PyPI).
+packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl nats-server libjs-leaflet
+    chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -27,6 +30,16 @@ fi
 if ! python3 -c 'import yaml' >/dev/null 2>&1; then
     echo "==> installing the Python yaml package (broker accounts)"
     python3 -m pip install --quiet pyyaml || missing+=(python3-yaml)
+fi
+
+# The browser test drives chromium through Selenium; the read API's test runs schemathesis over the OpenAPI document.
+if ! python3 -c 'import selenium' >/dev/null 2>&1; then
+    echo "==> installing the Python selenium package (the map's browser test)"
+    python3 -m pip install --quiet selenium || missing+=(python3-selenium)
+fi
+if ! command -v schemathesis >/dev/null 2>&1 && ! python3 -c 'import schemathesis' >/dev/null 2>&1; then
+    echo "==> installing the Python schemathesis package (the read API's test)"
+    python3 -m pip install --quiet schemathesis
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

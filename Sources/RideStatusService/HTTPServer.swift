@@ -1,20 +1,40 @@
+import Foundation
 import Hummingbird
 import Logging
+import RideJSON
 import ServiceLifecycle
 
-/// `/metrics`, `/healthz` and `/readyz` on hummingbird, as a `Service` of the worker's `ServiceGroup`.
+/// The worker's HTTP server on hummingbird, as a `Service` of the worker's `ServiceGroup`:
+/// - `/metrics`, `/healthz`, `/readyz` for operators;
+/// - the read API under `/v1` (``ReadAPI``, `docs/openapi.json`, served at `/v1/openapi.json`) and the live
+///   map's event stream `/v1/live` (``LiveFeed``);
+/// - the live map itself at `/` (the files of `http.webRoot`) with Debian's Leaflet at `/leaflet/`.
 /// It binds where `metrics.host` says: loopback by default, an IPv6 address (`::1`, `::`) as well as IPv4.
 struct WorkerHTTPServer: Service {
     let host: String
     let port: Int
     private let application: Application<RouterResponder<BasicRequestContext>>
+    private let feed: LiveFeed
+
+    /// What the routes need beyond the reader.
+    struct Content: Sendable {
+        var webRoot: String
+        var leafletDirectory: String
+        var tileURL: String
+        var tileAttribution: String
+        /// The OpenAPI document (`docs/openapi.json`), when found.
+        var openAPIDocument: String?
+    }
 
     init(
         host: String, port: Int, logger: Logger, isReady: @escaping @Sendable () -> Bool,
-        metricsText: @escaping @Sendable () -> String
+        metricsText: @escaping @Sendable () -> String, reader: any FleetReader, content: Content
     ) {
         self.host = host
         self.port = port
+        let api = ReadAPI(reader: reader)
+        let feed = LiveFeed(reader: reader)
+        self.feed = feed
         let router = Router()
         router.get("/metrics") { _, _ in
             Self.text(metricsText(), contentType: "text/plain; version=0.0.4")
@@ -23,6 +43,22 @@ struct WorkerHTTPServer: Service {
         router.get("/readyz") { _, _ in
             isReady() ? Self.text("ready\n") : Self.text("not ready\n", status: .serviceUnavailable)
         }
+        Self.addReadAPI(to: router, api: api, feed: feed, openAPI: content.openAPIDocument)
+        router.get("/map-config.json") { _, _ in
+            var writer = JSONWriter(capacity: 256)
+            writer.beginObject()
+            writer.key("tileURL")
+            writer.string(content.tileURL)
+            writer.key("tileAttribution")
+            writer.string(content.tileAttribution)
+            writer.endObject()
+            return Self.json(.init(status: 200, body: writer.bytes))
+        }
+        // A known path asked with a method it does not take answers 405 with `Allow` (RFC 9110), not 404.
+        router.add(middleware: ReadOnlyPaths())
+        // The map's files, then Leaflet's; anything else is a 404 from the router.
+        router.add(middleware: FileMiddleware(content.webRoot, searchForIndexHtml: true, logger: logger))
+        router.add(middleware: FileMiddleware(content.leafletDirectory, urlBasePath: "/leaflet", logger: logger))
         var serverLogger = logger
         serverLogger[metadataKey: "http.address"] = "\(host):\(port)"
         application = Application(
@@ -30,12 +66,61 @@ struct WorkerHTTPServer: Service {
             logger: serverLogger)
     }
 
+    private static func addReadAPI(
+        to router: Router<BasicRequestContext>, api: ReadAPI, feed: LiveFeed, openAPI: String?
+    ) {
+        let v1 = router.group("/v1")
+        v1.get("/rides") { request, _ in
+            let query = request.uri.queryParameters
+            return Self.json(
+                api.rides(
+                    phase: query["phase"].map(String.init), cursor: query["cursor"].map(String.init),
+                    limit: query["limit"].map(String.init)))
+        }
+        v1.get("/rides/:id") { _, context in
+            Self.json(api.ride(try context.parameters.require("id")))
+        }
+        v1.get("/rides/:id/track") { _, context in
+            Self.json(api.track(try context.parameters.require("id")))
+        }
+        v1.get("/vehicles") { request, _ in
+            Self.json(api.vehicles(limit: request.uri.queryParameters["limit"].map(String.init)))
+        }
+        v1.get("/workers") { _, _ in Self.json(api.workers()) }
+        v1.get("/areas") { _, _ in Self.json(api.areas()) }
+        v1.get("/openapi.json") { _, _ in
+            guard let openAPI else {
+                return Self.json(.problem(404, "notFound", "docs/openapi.json was not found beside the web root"))
+            }
+            return Self.text(openAPI, contentType: "application/json")
+        }
+        v1.get("/live") { _, _ in
+            let events = feed.watch()
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in
+                    for await event in events { try await writer.write(ByteBuffer(bytes: event)) }
+                    try await writer.finish(nil)
+                })
+        }
+    }
+
     func run() async throws {
         do {
-            try await application.run()
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await feed.run() }
+                group.addTask { try await application.run() }
+            }
         } catch {
             throw WorkerSettings.Problem(key: "metrics.port", message: "cannot serve HTTP on \(host):\(port): \(error)")
         }
+    }
+
+    private static func json(_ reply: ReadAPI.Reply) -> Response {
+        Response(
+            status: HTTPResponse.Status(code: reply.status), headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
     }
 
     private static func text(_ body: String, contentType: String = "text/plain", status: HTTPResponse.Status = .ok)
@@ -44,5 +129,33 @@ struct WorkerHTTPServer: Service {
         Response(
             status: status, headers: [.contentType: contentType],
             body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+/// Every path of the read API answers GET (and HEAD) only: another method gets 405 with `Allow`, as RFC 9110
+/// asks and schemathesis checks, instead of the router's 404.
+struct ReadOnlyPaths: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    /// The read API's paths, `*` for one segment.
+    static let patterns: [[Substring]] = [
+        "v1/rides", "v1/rides/*", "v1/rides/*/track", "v1/vehicles", "v1/workers", "v1/areas", "v1/openapi.json",
+        "v1/live",
+    ].map { $0.split(separator: "/") }
+
+    static func isKnown(_ path: String) -> Bool {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+        return patterns.contains { pattern in
+            pattern.count == segments.count && zip(pattern, segments).allSatisfy { $0 == "*" || $0 == $1 }
+        }
+    }
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard request.method != .get, request.method != .head, Self.isKnown(request.uri.path) else {
+            return try await next(request, context)
+        }
+        return Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD"])
     }
 }

@@ -105,13 +105,24 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     /// group shuts down, after this worker has said goodbye (L8).
     public var connection: some Service { ConnectionService(transport: transport) }
 
-    /// `/metrics`, `/healthz` and `/readyz` as a `Service` to run after this one; nil when `metrics.port` is 0.
+    /// The HTTP server (`/metrics`, `/healthz`, `/readyz`, the read API `/v1` and the live map at `/`) as a
+    /// `Service` to run after this one; nil when `metrics.port` is 0.
     /// - Parameter metricsText: the Prometheus text (the executable owns the metrics backend).
     public func httpServer(metricsText: @escaping @Sendable () -> String) -> (any Service)? {
         guard settings.metricsPort > 0 else { return nil }
+        let openAPI = try? String(
+            contentsOf: URL(fileURLWithPath: settings.webRoot).appendingPathComponent("openapi.json"), encoding: .utf8)
+        if openAPI == nil {
+            logger.warning(
+                "the live map's files were not found: / and /v1/openapi.json answer 404",
+                metadata: ["http.webRoot": "\(settings.webRoot)"])
+        }
         return WorkerHTTPServer(
             host: settings.metricsHost, port: settings.metricsPort, logger: logger,
-            isReady: { [weak self] in self?.isReady ?? false }, metricsText: metricsText)
+            isReady: { [weak self] in self?.isReady ?? false }, metricsText: metricsText, reader: self,
+            content: .init(
+                webRoot: settings.webRoot, leafletDirectory: settings.leafletDirectory, tileURL: settings.tileURL,
+                tileAttribution: settings.tileAttribution, openAPIDocument: openAPI))
     }
 
     public func run() async throws {

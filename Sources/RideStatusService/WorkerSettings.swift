@@ -25,6 +25,14 @@ public struct WorkerSettings: Sendable {
     public var metricsHost = "127.0.0.1"
     /// 0 turns the HTTP endpoint off.
     public var metricsPort = 9466
+    /// The live map's files (`web/` of the checkout); relative ones resolve against the configuration's folder.
+    public var webRoot = "web"
+    /// Where Debian's `libjs-leaflet` puts the map library; served at `/leaflet/`.
+    public var leafletDirectory = "/usr/share/javascript/leaflet"
+    /// The basemap's tile URL template (`{z}/{x}/{y}`); empty draws no basemap (the areas, rides and a scale
+    /// still show, so the map works offline).
+    public var tileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+    public var tileAttribution = "© OpenStreetMap contributors"
     public var sessionExpiry: UInt32 = 86_400
     /// MQTT 5 (default), or 3.1.1 for brokers that speak nothing newer (a NATS cluster): no user properties
     /// (G2), no no-local, no request/response (L7, 3.4) there.
@@ -91,6 +99,10 @@ public struct WorkerSettings: Sendable {
         },
         "metrics.host": { $0.metricsHost = $1 },
         "metrics.port": { $0.metricsPort = Int(try number($1, "metrics.port", 0...65_535)) },
+        "http.webRoot": { $0.webRoot = $1 },
+        "http.leaflet": { $0.leafletDirectory = $1 },
+        "http.tileURL": { $0.tileURL = $1 },
+        "http.tileAttribution": { $0.tileAttribution = $1 },
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
         "topics.serviceName": { $0.topics.serviceName = $1 },
@@ -129,6 +141,7 @@ public struct WorkerSettings: Sendable {
         "rides.deadLettersPerSecond": {
             $0.ride.deadLettersPerSecond = try number($1, "rides.deadLettersPerSecond", 1...10_000)
         },
+        "rides.trackLength": { $0.ride.trackLength = Int(try number($1, "rides.trackLength", 0...1000)) },
         "rides.sequenceBlock": {
             $0.ride.sequenceBlock = Int(try number($1, "rides.sequenceBlock", 1...1_000_000))
         },
@@ -268,6 +281,7 @@ public struct WorkerSettings: Sendable {
     /// folder. `worker.stateDir` is data, not configuration: it stays relative to the working directory.
     static let pathKeys: Set<String> = [
         "rideOptions.catalog", "broker.caFile", "broker.certificateFile", "broker.keyFile", "broker.passwordFile",
+        "http.webRoot",
     ]
 
     static func resolve(_ value: String, against folder: URL) -> String {

@@ -45,7 +45,8 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
         if let logLevel { overrides.append(("worker.logLevel", logLevel)) }
         if let metricsPort { overrides.append(("metrics.port", metricsPort)) }
         for assignment in assignments {
-            let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+            let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(
+                String.init)
             guard parts.count == 2 else { throw ValidationError("--set takes key=value, not '\(assignment)'") }
             overrides.append((parts[0], parts[1]))
         }

@@ -65,6 +65,9 @@ public struct RideConfiguration: Sendable, Equatable {
     /// block the last write reserved, so it may skip up to this many numbers. 12 is one minute at the
     /// default interval; 1 writes the state before every status.
     public var sequenceBlock: Int = 12
+    /// Accepted fixes kept per vehicle for the read API's track (`/v1/rides/{id}/track`), 16 bytes each;
+    /// 0 keeps none.
+    public var trackLength: Int = 10
 
     public init() {}
 
@@ -108,6 +111,7 @@ public struct RideConfiguration: Sendable, Equatable {
             "only 'rate' and 'tip' are allowed")
         require(deadLettersPerSecond >= 1, "deadLettersPerSecond", "must be at least 1 per second")
         require((1...1_000_000).contains(sequenceBlock), "sequenceBlock", "must be 1...1000000 statuses")
+        require((0...1000).contains(trackLength), "trackLength", "must be 0...1000 fixes")
         return problems
     }
 }

@@ -70,6 +70,7 @@ extension RideEngine {
         case .accepted(let accepted):
             counters.fixesAccepted += 1
             vehicles[slot: slot].track.record(accepted)
+            vehicles[slot: slot].recent.record(accepted, capacity: configuration.trackLength)
             for rideSlot in vehicles[slot: slot].rides {
                 // In place, by slot: no hashing and no copy of the ride per fix.
                 let effect = rideTable[slot: rideSlot].apply(accepted, now: now, configuration: configuration)

@@ -70,6 +70,8 @@ public struct RideEngine: Sendable {
         /// Slots in `rideTable`.
         var rides: RideSlots
         var track = VehicleTrack()
+        /// The last accepted fixes, for the read API (`rides.trackLength`).
+        var recent = RecentTrack()
     }
 
     /// A vehicle's rides: almost always one, kept inline; more only in the rare shared case, without an

@@ -49,6 +49,31 @@ public struct FleetIndex: Sendable {
     /// Vehicles in the index.
     public var count: Int { slotOf.count }
 
+    /// An available vehicle as the read API lists it.
+    public struct Listing: Sendable, Equatable {
+        public var vehicleId: String
+        public var vehicleClass: String
+        public var coordinate: Coordinate
+        public var speed: Double?
+        public var updated: Date
+    }
+
+    /// Up to `limit` available vehicles, by identifier.
+    public func listing(limit: Int) -> [Listing] {
+        var names = Array(repeating: "", count: classIndex.count)
+        for (name, id) in classIndex { names[id] = name }
+        let chosen = slotOf.sorted { $0.key < $1.key }.prefix(limit)
+        return chosen.compactMap { id, slot in
+            guard let record = records[Int(slot)],
+                let member = grids[record.vehicleClass][record.cell]?[record.indexInCell]
+            else { return nil }
+            return Listing(
+                vehicleId: id, vehicleClass: names[record.vehicleClass],
+                coordinate: Coordinate(latitude: member.latitude, longitude: member.longitude), speed: record.speed,
+                updated: Date(timeIntervalSince1970: member.updated))
+        }
+    }
+
     /// Adds or moves an available vehicle.
     public mutating func update(
         vehicleId: String, vehicleClass: String, coordinate: Coordinate, speed: Double?, at time: Date

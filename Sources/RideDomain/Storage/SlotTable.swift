@@ -22,6 +22,18 @@ struct SlotTable<Value> {
     /// Every slot that holds a value, in slot order.
     var slots: [Int] { (0..<used).filter { self[stored: $0] != nil } }
 
+    /// Up to `limit` slots holding a value, from `start` on in slot order, and where to go on (nil at the end):
+    /// a long walk in pieces, with other work between them.
+    func slots(from start: Int, limit: Int) -> (slots: [Int], next: Int?) {
+        var found: [Int] = []
+        var slot = max(0, start)
+        while slot < used, found.count < limit {
+            if self[stored: slot] != nil { found.append(slot) }
+            slot += 1
+        }
+        return (found, slot < used ? slot : nil)
+    }
+
     func slot(of identifier: String) -> Int? { index.slot(of: identifier, in: identifiers) }
 
     func contains(_ identifier: String) -> Bool { slot(of: identifier) != nil }

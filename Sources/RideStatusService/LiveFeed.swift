@@ -1,0 +1,186 @@
+import Foundation
+import Locking
+import RideDomain
+import RideJSON
+import ServiceLifecycle
+
+/// The live map's updates, as Server-Sent Events (`GET /v1/live`). Once a second, and only while someone
+/// watches, it walks the active rides in pieces (the worker's lock is taken per piece of
+/// ``LiveFeed/piece`` rides, never for the whole fleet), and sends each watcher the rides that changed since
+/// the second before, the rides gone, and the header's figures. So a page gets at most one update per ride
+/// per second however fast fixes come. A new watcher, or one that fell behind, gets the whole fleet once.
+final class LiveFeed: Sendable {
+    private let reader: any FleetReader
+    private let interval: Duration
+    private let state = Locked(State())
+    /// Rides per piece of the walk: about a millisecond of the lock each on this machine.
+    static let piece = 2_000
+    /// Events a watcher may have waiting; one more and it gets the whole fleet again once it catches up.
+    static let backlog = 4
+
+    private struct State {
+        var watchers: [Int: Watcher] = [:]
+        var nextID = 0
+        /// The rides as last sent; kept only while anyone watches.
+        var previous: [String: RideSummary] = [:]
+        var lastRejected: Int?
+        var finished = false
+    }
+
+    private struct Watcher {
+        var continuation: AsyncStream<[UInt8]>.Continuation
+        var needsEverything = true
+    }
+
+    init(reader: any FleetReader, interval: Duration = .seconds(1)) {
+        self.reader = reader
+        self.interval = interval
+    }
+
+    /// A new watcher's events (each a complete SSE frame); it ends when the server shuts down.
+    func watch() -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.backlog))
+        let id: Int? = state.withLock { state in
+            guard !state.finished else { return nil }
+            state.nextID += 1
+            state.watchers[state.nextID] = Watcher(continuation: continuation)
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.yield(Array(": connected\n\n".utf8))
+        continuation.onTermination = { [weak self] _ in self?.forget(id) }
+        return stream
+    }
+
+    var watcherCount: Int { state.withLock { $0.watchers.count } }
+
+    private func forget(_ id: Int) {
+        state.withLock { state in
+            state.watchers[id] = nil
+            if state.watchers.isEmpty { state.previous = [:] }
+        }
+    }
+
+    /// Ticks until graceful shutdown (or cancellation), then ends every watcher's stream, so that the HTTP
+    /// server's shutdown is not held up by open event streams.
+    func run() async {
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !isFinished {
+                try? await Task.sleep(for: interval)
+                if watcherCount > 0 { tick() }
+            }
+        } onGracefulShutdown: {
+            self.finish()
+        }
+        finish()
+    }
+
+    private var isFinished: Bool { state.withLock { $0.finished } }
+
+    func finish() {
+        let watchers = state.withLock { state in
+            state.finished = true
+            defer { state.watchers = [:] }
+            return Array(state.watchers.values)
+        }
+        for watcher in watchers { watcher.continuation.finish() }
+    }
+
+    /// One second's events: walks the rides, compares with what was sent, and sends.
+    func tick(now: Date = Date()) {
+        var current: [String: RideSummary] = [:]
+        var start = 0
+        while true {
+            let (summaries, next) = reader.summaries(from: start, limit: Self.piece)
+            for summary in summaries { current[summary.rideIdentifier] = summary }
+            guard let next else { break }
+            start = next
+        }
+        let overview = reader.overview()
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let (previous, rejectedPerMinute) = state.withLock { state in
+            defer {
+                state.previous = current
+                state.lastRejected = overview.rejectedInputs
+            }
+            let rate = state.lastRejected.map { Double(max(0, overview.rejectedInputs - $0)) * 60 / seconds } ?? 0
+            return (state.previous, rate)
+        }
+        let change = Self.change(from: previous, to: current)
+        let header = Header(overview: overview, rejectedPerMinute: rejectedPerMinute, time: now)
+        var everything: [UInt8]?
+        let differences = Self.event(updated: change.updated, removed: change.removed, full: false, header: header)
+        let watchers = state.withLock { state in state.watchers }
+        var fellBehind: [Int] = []
+        var caughtUp: [Int] = []
+        for (id, watcher) in watchers {
+            let event: [UInt8]
+            if watcher.needsEverything {
+                if everything == nil {
+                    everything = Self.event(
+                        updated: current.values.sorted { $0.rideIdentifier < $1.rideIdentifier }, removed: [],
+                        full: true, header: header)
+                }
+                event = everything ?? []
+            } else {
+                event = differences
+            }
+            switch watcher.continuation.yield(event) {
+            case .dropped: fellBehind.append(id)
+            case .enqueued: if watcher.needsEverything { caughtUp.append(id) }
+            case .terminated: forget(id)
+            @unknown default: break
+            }
+        }
+        state.withLock { state in
+            for id in fellBehind { state.watchers[id]?.needsEverything = true }
+            for id in caughtUp { state.watchers[id]?.needsEverything = false }
+        }
+    }
+
+    // MARK: Pure parts
+
+    struct Header: Sendable {
+        var overview: FleetOverview
+        var rejectedPerMinute: Double
+        var time: Date
+    }
+
+    /// The rides that are new or differ, by identifier, and the identifiers gone.
+    static func change(from previous: [String: RideSummary], to current: [String: RideSummary])
+        -> (updated: [RideSummary], removed: [String])
+    {
+        let updated = current.values.filter { previous[$0.rideIdentifier] != $0 }
+            .sorted { $0.rideIdentifier < $1.rideIdentifier }
+        let removed = previous.keys.filter { current[$0] == nil }.sorted()
+        return (updated, removed)
+    }
+
+    /// One SSE frame: `event: fleet` and the JSON the OpenAPI document calls `FleetEvent`.
+    static func event(updated: [RideSummary], removed: [String], full: Bool, header: Header) -> [UInt8] {
+        var writer = JSONWriter(capacity: 512 + updated.count * 480)
+        writer.beginObject()
+        writer.key("full")
+        writer.bool(full)
+        writer.key("time")
+        writer.time(header.time)
+        writer.key("rides")
+        writer.beginArray()
+        for summary in updated { summary.write(to: &writer) }
+        writer.endArray()
+        writer.key("removed")
+        writer.beginArray()
+        for identifier in removed { writer.string(identifier) }
+        writer.endArray()
+        writer.key("workers")
+        ReadAPI.write(header.overview, to: &writer)
+        writer.key("rejectedPerMinute")
+        writer.number(header.rejectedPerMinute)
+        writer.endObject()
+        return Array("event: fleet\ndata: ".utf8) + writer.bytes + Array("\n\n".utf8)
+    }
+}

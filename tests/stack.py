@@ -1,0 +1,100 @@
+"""Test support for the Python suites (the map in a browser, the read API): mosquitto, the worker and fleet-sim
+started on free loopback ports, and a few waiting and time helpers."""
+import datetime
+import json
+import math
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what, check, timeout, interval=0.1):
+    """Polls `check` until it returns a truthy value; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+def offset(origin, north_m, east_m):
+    lat = origin[0] + north_m / 111_195.0
+    lon = origin[1] + east_m / (111_195.0 * math.cos(math.radians(origin[0])))
+    return (lat, lon)
+
+
+def iso(seconds_ago):
+    t = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=seconds_ago)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+class Stack:
+    """mosquitto, the worker and fleet-sim on free loopback ports; stopped in reverse order."""
+
+    def __init__(self, bin_dir, folder, vehicles=12):
+        self.folder = folder
+        self.processes = []
+        self.broker_port = free_port()
+        self.http_port = free_port()
+        conf = os.path.join(folder, "mosquitto.conf")
+        with open(conf, "w") as f:
+            f.write(f"listener {self.broker_port} 127.0.0.1\nallow_anonymous true\n")
+        self.start("mosquitto", ["mosquitto", "-c", conf])
+        wait_until("mosquitto to listen", lambda: self.listening(self.broker_port), 10)
+        broker = f"mqtt://127.0.0.1:{self.broker_port}"
+        self.start("worker", [
+            os.path.join(bin_dir, "ride-status-worker"), "--config", os.path.join(ROOT, "config/worker.yaml"),
+            "--broker", broker, "--metrics-port", str(self.http_port), "--state-dir", os.path.join(folder, "state"),
+            "--update-interval", "1", "--set", "http.tileURL=",
+        ])
+        wait_until("the worker to be ready", lambda: self.get("/readyz", raw=True) == b"ready\n", 30)
+        self.start("fleet-sim", [
+            os.path.join(bin_dir, "fleet-sim"), "--broker", broker, "--vehicles", str(vehicles), "--cancel-rate", "0",
+            "--ride-prefix", "sim",
+        ])
+        self.broker = broker
+
+    def start(self, name, command):
+        log = open(os.path.join(self.folder, f"{name}.log"), "wb")
+        self.processes.append((name, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)))
+
+    @staticmethod
+    def listening(port):
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    def get(self, path, raw=False):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}{path}", timeout=5) as response:
+                body = response.read()
+                return body if raw else json.loads(body)
+        except (urllib.error.URLError, ConnectionError):
+            return None
+
+    def publish(self, topic, payload, retain=False):
+        command = ["mosquitto_pub", "-p", str(self.broker_port), "-q", "1", "-t", topic, "-m", json.dumps(payload)]
+        subprocess.run(command + (["-r"] if retain else []), check=True)
+
+    def stop(self):
+        for name, process in reversed(self.processes):
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            if name == "worker" and process.returncode not in (0, -15):
+                raise AssertionError(f"the worker exited with {process.returncode}: see {self.folder}/worker.log")
