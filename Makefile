@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-browser test-api test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-instructions bench-group clean
+.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-instructions bench-group clean
 
 all: build
 
@@ -48,13 +48,18 @@ reset:
 test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build --skip NATSClusterTests
-	@$(MAKE) --no-print-directory test-browser test-api SKIP_BUILD=1
+	@$(MAKE) --no-print-directory test-browser test-api test-ops SKIP_BUILD=1
 
 ## test-browser: the live map in headless chromium (Selenium) against mosquitto, the worker and fleet-sim
 ## (debug builds); a screenshot goes to .build/test-output/browser
 test-browser: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
 	python3 tests/browser/test_map.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+
+## test-ops: promtool over the alert rules (and their unit tests) and a real scrape; the dashboard's metrics exist
+test-ops: deps
+	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
+	python3 tests/ops/test_ops.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-api: schemathesis over web/openapi.json against a running worker with rides (mosquitto, fleet-sim)
 test-api: deps

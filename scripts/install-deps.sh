@@ -7,9 +7,10 @@ set -euo pipefail
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
 # nats-server: a real 3-node MQTT cluster for the group tests (G1-G4).
 # libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
-# chromium, chromium-driver: the map's test in a real browser (tests/browser, with Selenium from PyPI).
+# chromium, chromium-driver: the map's test in a real browser (tests/browser, with Selenium from PyPI);
+# prometheus: promtool, which checks the alert rules and a real scrape (tests/ops).
 packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl nats-server libjs-leaflet
-    chromium chromium-driver)
+    chromium chromium-driver prometheus)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

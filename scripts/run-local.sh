@@ -127,6 +127,7 @@ start() {
 }
 
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
+say "==> the live map will be at http://127.0.0.1:$metrics_port/ (read API: http://127.0.0.1:$metrics_port/v1/rides)"
 say "==> starting mosquitto on 127.0.0.1:$port (TLS and passwords) and :$worker_port (TLS and client certificates) (log: var/log/mosquitto.log)"
 start mosquitto "$mosquitto_bin" -c var/mosquitto/mosquitto.conf 2>> var/log/mosquitto.log
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
@@ -159,7 +160,7 @@ start fleet-sim "$bin/fleet-sim" --broker "mqtts://localhost:$port" --ca-file "$
 ) &
 watchdog=$!
 
-say "==> live view (Ctrl-C stops everything)"
+say "==> live map: http://127.0.0.1:$metrics_port/ in a browser; live view here (Ctrl-C stops everything)"
 sleep 1
 # In the background and waited for: a signal to this script alone (SIGTERM, SIGHUP) is handled at once, not
 # only once the view ends. The view dies of SIGPIPE when its output goes to a pipe that closes.

@@ -45,7 +45,7 @@ def iso(seconds_ago):
 class Stack:
     """mosquitto, the worker and fleet-sim on free loopback ports; stopped in reverse order."""
 
-    def __init__(self, bin_dir, folder, vehicles=12):
+    def __init__(self, bin_dir, folder, vehicles=12, bad_input_rate=0.0):
         self.folder = folder
         self.processes = []
         self.broker_port = free_port()
@@ -64,7 +64,7 @@ class Stack:
         wait_until("the worker to be ready", lambda: self.get("/readyz", raw=True) == b"ready\n", 30)
         self.start("fleet-sim", [
             os.path.join(bin_dir, "fleet-sim"), "--broker", broker, "--vehicles", str(vehicles), "--cancel-rate", "0",
-            "--ride-prefix", "sim",
+            "--ride-prefix", "sim", "--bad-input-rate", str(bad_input_rate),
         ])
         self.broker = broker
 

@@ -93,6 +93,7 @@ extension RideStatusService {
     }
 
     private func report() {
+        metrics.ready.record(isReady ? 1 : 0)
         core.withLock { core in
             metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
             core.reportedCounters = core.engine.counters

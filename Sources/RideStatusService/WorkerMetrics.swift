@@ -3,7 +3,7 @@ import Metrics
 import RideDomain
 
 /// The worker's metrics through swift-metrics; the executable picks the backend (Prometheus text).
-struct WorkerMetrics: Sendable {
+package struct WorkerMetrics: Sendable {
     let connects = Counter(label: "ridestatus_connects_total")
     let reconnects = Gauge(label: "ridestatus_reconnects")
     let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
@@ -36,6 +36,8 @@ struct WorkerMetrics: Sendable {
     let vehicleSubscriptions = Gauge(label: "ridestatus_vehicle_subscriptions")
     let availableVehicles = Gauge(label: "ridestatus_available_vehicles_indexed")
     let quoteDuration = Timer(label: "ridestatus_quote_seconds", preferredDisplayUnit: .seconds)
+    /// `/readyz` as a gauge (1: connected and recovered), so that an alert can say how long it has been 0.
+    let ready = Gauge(label: "ridestatus_ready")
 
     func quoteAnswered(_ code: RideOptionsReply.Code) {
         Counter(label: "ridestatus_quotes_total", dimensions: [("code", code.rawValue)]).increment()
@@ -58,7 +60,80 @@ struct WorkerMetrics: Sendable {
             }
         }
         activeRides.record(engine.activeRideCount)
+        for (phase, count) in engine.phaseCounts() {
+            Gauge(label: "ridestatus_rides", dimensions: [("phase", phase.rawValue)]).record(count)
+        }
         vehicleSubscriptions.record(engine.subscribedVehicleCount)
+    }
+}
+
+// MARK: - What each metric means, and the cadence gap's buckets
+
+extension WorkerMetrics {
+    /// The `# HELP` text of every metric above, by name: the one place each metric is explained
+    /// (swift-metrics has no help text, so the executable adds these lines to the Prometheus text).
+    package static let help: [String: String] = [
+        "ridestatus_connects_total": "Connections to the broker made (the first and every reconnect).",
+        "ridestatus_reconnects": "Reconnects of the current process so far.",
+        "ridestatus_mqtt_dropped_messages": "Messages libmosquitto dropped for lack of room in its queue.",
+        "ridestatus_mqtt_publish_room":
+            "Publishes the connection takes now without holding them back (0: down or full).",
+        "ridestatus_dead_letters_sent_total":
+            "Dead letters published on the dead-letter topic (3.5), after its rate limit.",
+        "ridestatus_inputs_rejected_total":
+            "Inputs refused, by reason code (3.5); each is a dead letter, sent or suppressed.",
+        "ridestatus_input_to_status_seconds": "From an input that changes a phase to its status leaving (C2).",
+        "ridestatus_cadence_gap_seconds": "Seconds between consecutive statuses of a ride (C1: at most the interval).",
+        "ridestatus_fixes_accepted_total": "Telemetry fixes accepted (T1-T7).",
+        "ridestatus_fixes_duplicate_total": "Fixes not newer than the vehicle's last one, dropped silently (T3).",
+        "ridestatus_statuses_published_total": "Ride statuses published (C1, C2).",
+        "ridestatus_state_writes_total":
+            "Durable ride states written (L5, C5): on changes that matter and once per sequence block.",
+        "ridestatus_statuses_deferred_total":
+            "Statuses numbered that waited for room at the broker (C4), then went out.",
+        "ridestatus_phase_transitions_total": "Phase changes of rides (P1-P8).",
+        "ridestatus_duplicate_starts_total": "Starts of rides already active, ignored (L1).",
+        "ridestatus_invalid_statuses_total": "Statuses that failed validation; the last valid one went instead (V7).",
+        "ridestatus_active_rides": "Rides active on this worker.",
+        "ridestatus_rides": "Rides active on this worker, by phase (P1-P8).",
+        "ridestatus_group_members": "Live workers in this worker's view of the group, itself included (G1).",
+        "ridestatus_handover_rides_total": "Rides taken over, released or fenced in handovers (G3, G4).",
+        "ridestatus_handover_seconds": "From the view that gives buckets to this worker to serving them (G3).",
+        "ridestatus_handover_buckets_arriving": "Buckets gained but not served yet (G3).",
+        "ridestatus_handover_buckets_served": "Buckets of rides this worker serves (G3).",
+        "ridestatus_handover_controls_kept": "Control messages kept for rides on their way to this worker (G3).",
+        "ridestatus_vehicle_subscriptions": "Vehicles subscribed for their telemetry (L3).",
+        "ridestatus_available_vehicles_indexed": "Available vehicles indexed for quotes (3.4).",
+        "ridestatus_quote_seconds": "Time to answer a ride-option request (3.4).",
+        "ridestatus_quotes_total": "Ride-option requests answered, by code (3.4).",
+        "ridestatus_ready": "1 when connected and recovered (/readyz answers 200), else 0 (L5, L8).",
+    ]
+
+    /// The Prometheus text with a `# HELP` line before each metric's `# TYPE` line.
+    package static func withHelp(_ text: String) -> String {
+        var lines: [Substring] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), let name = line.dropFirst(7).split(separator: " ").first,
+                let help = help[String(name)]
+            {
+                lines.append("# HELP \(name) \(help)")
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Bucket edges of the cadence gap around the configured interval, so that the histogram shows whether
+    /// the promise (C1: a status at least every interval) holds: edges just above the interval separate the
+    /// gaps on time from the late ones; 20 s is the contract's ceiling, and the alert's threshold.
+    package static func cadenceGapBuckets(for settings: WorkerSettings) -> [Duration] {
+        cadenceGapBuckets(interval: settings.ride.updateInterval)
+    }
+
+    package static func cadenceGapBuckets(interval: Double) -> [Duration] {
+        let factors = [0.25, 0.5, 0.9, 1.0, 1.02, 1.05, 1.1, 1.2, 1.5, 2]
+        let edges = Set(factors.map { ($0 * interval * 1000).rounded() / 1000 } + [20, 30, 60])
+        return edges.sorted().map { Duration.milliseconds(Int64(($0 * 1000).rounded())) }
     }
 }
 

@@ -64,7 +64,10 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
             return handler
         }
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["ridestatus_cadence_gap_seconds"] = WorkerMetrics.cadenceGapBuckets(
+            for: settings)
+        MetricsSystem.bootstrap(factory)
         let logger = Logger(label: "ride-status-worker")
         let worker: RideStatusService<MQTTClient>
         do {
@@ -79,7 +82,7 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
             .init(service: worker.connection),
             .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
         ]
-        if let http = worker.httpServer(metricsText: { registry.emitToString() }) {
+        if let http = worker.httpServer(metricsText: { WorkerMetrics.withHelp(registry.emitToString()) }) {
             // A port it cannot bind shuts the group down in order (goodbye, flush, disconnect), not at once.
             services.append(.init(service: http, failureTerminationBehavior: .gracefullyShutdownGroup))
         }

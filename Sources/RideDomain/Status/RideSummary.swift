@@ -115,6 +115,20 @@ extension RideEngine {
         return rideTable.slots.compactMap { rideTable[slot: $0].phase == phase ? rideTable.identifier(at: $0) : nil }
     }
 
+    /// How many active rides are in each phase (every phase present, 0 when none): O(rides), no allocation
+    /// per ride.
+    public func phaseCounts() -> [RidePhase: Int] {
+        var counts = Dictionary(uniqueKeysWithValues: RidePhase.allCases.map { ($0, 0) })
+        var start = 0
+        while true {
+            let (slots, next) = rideTable.slots(from: start, limit: 4096)
+            for slot in slots { counts[rideTable[slot: slot].phase, default: 0] += 1 }
+            guard let next else { break }
+            start = next
+        }
+        return counts
+    }
+
     /// The summaries of those of `identifiers` that are active, in their order.
     public func summaries(of identifiers: some Sequence<String>, now: Date) -> [RideSummary] {
         identifiers.compactMap { rideTable[$0]?.summary(now: now, configuration: configuration) }
