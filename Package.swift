@@ -10,7 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "ride-status-worker",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v17), .watchOS(.v10)],
     products: [
         .executable(name: "ride-status-worker", targets: ["RideStatusWorker"]),
         .executable(name: "fleet-sim", targets: ["FleetSim"]),
@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "RideJSON", targets: ["RideJSON"]),
         .library(name: "RideStatusService", targets: ["RideStatusService"]),
         .library(name: "MosquittoTesting", targets: ["MosquittoTesting"]),
+        // For consumers (rider apps, Intents extensions, dashboards): the contract's payloads, no dependencies.
+        .library(name: "RideStatusKit", targets: ["RideStatusKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -64,6 +66,13 @@ let package = Package(
         // against 90k/s for JSONDecoder, `ride-bench domain`)
         .target(
             name: "RideJSON",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The client library: Codable payloads of the contract, topic names, the SiriKit mapping (no
+        // dependencies, Linux and Apple platforms)
+        .target(
+            name: "RideStatusKit",
             swiftSettings: swiftSettings
         ),
 
@@ -200,6 +209,11 @@ let package = Package(
                 "MosquittoTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RideStatusKitTests",
+            dependencies: ["RideStatusKit", "RideDomain", "RideJSON"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

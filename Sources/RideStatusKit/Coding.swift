@@ -1,0 +1,170 @@
+public import Foundation
+
+// MARK: - The contract's encodings: times and money
+
+/// Times as the contract writes them: RFC 3339 in UTC with milliseconds (`2026-11-22T09:50:01.250Z`). Reading
+/// also takes any RFC 3339 time with or without fractions and with an offset, and seconds since 1970 as a
+/// number, as inputs may carry them (3.1, 3.2).
+public enum ContractTime {
+    /// `2026-11-22T09:50:01.250Z`: the nearest whole millisecond, so that a time read from this form writes back
+    /// the same. Integer arithmetic (Foundation's format styles truncate the fraction of the nearest `Double`,
+    /// and write `.694` for a time read from `.695`).
+    public static func format(_ date: Date) -> String {
+        let total = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, milliseconds) = (total.floorDivided(by: 1000), total.floorModulo(1000))
+        let (days, secondOfDay) = (seconds.floorDivided(by: 86_400), seconds.floorModulo(86_400))
+        // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+        let shifted = days + 719_468
+        let era = shifted.floorDivided(by: 146_097)
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
+            + "\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
+    }
+
+    /// An RFC 3339 time, with or without fractional seconds; nil when the text is not one.
+    public static func parse(_ text: String) -> Date? {
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        return try? Date.ISO8601FormatStyle().parse(text)
+    }
+}
+
+extension JSONDecoder {
+    /// A decoder for every payload of the contract: times as RFC 3339 text or seconds since 1970.
+    public static var rideStatus: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            if let seconds = try? container.decode(Double.self) { return Date(timeIntervalSince1970: seconds) }
+            let text = try container.decode(String.self)
+            guard let date = ContractTime.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "'\(text)' is not an RFC 3339 time")
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+extension JSONEncoder {
+    /// An encoder writing times as the contract does (UTC, milliseconds).
+    public static var rideStatus: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(ContractTime.format(date))
+        }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+/// An amount in a currency: `{"amount": "12.50", "currencyCode": "EUR"}`, the amount a decimal string, never a
+/// binary floating-point number.
+public struct Money: Sendable, Hashable, Codable {
+    public var amount: Decimal
+    /// ISO 4217.
+    public var currencyCode: String
+
+    public init(amount: Decimal, currencyCode: String) {
+        self.amount = amount
+        self.currencyCode = currencyCode
+    }
+
+    enum CodingKeys: String, CodingKey { case amount, currencyCode }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        amount = try DecimalText.decode(container, .amount)
+        currencyCode = try container.decode(String.self, forKey: .currencyCode)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(DecimalText.format(amount, currency: currencyCode), forKey: .amount)
+        try container.encode(currencyCode, forKey: .currencyCode)
+    }
+}
+
+/// Decimal amounts as the contract's strings (`"12.50"`), in the currency's minor units.
+public enum DecimalText {
+    /// Digits after the point for a currency (ISO 4217): 0 for JPY and the like, 3 for the dinars, else 2.
+    public static func minorUnits(of currencyCode: String) -> Int {
+        switch currencyCode {
+        case "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF",
+            "XOF", "XPF":
+            return 0
+        case "BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND": return 3
+        default: return 2
+        }
+    }
+
+    /// `value` rounded half away from zero to `scale` digits, written with exactly that many.
+    public static func format(_ value: Decimal, scale: Int) -> String {
+        var input = value
+        var rounded = Decimal()
+        NSDecimalRound(&rounded, &input, scale, .plain)
+        let negative = rounded < 0
+        var text = "\(negative ? -rounded : rounded)"
+        if scale > 0 {
+            if !text.contains(".") { text += "." }
+            let decimals =
+                text.count - 1 - (text.firstIndex(of: ".").map { text.distance(from: text.startIndex, to: $0) } ?? 0)
+            text += String(repeating: "0", count: max(0, scale - decimals))
+        }
+        return (negative ? "-" : "") + text
+    }
+
+    static func format(_ value: Decimal, currency: String) -> String {
+        format(value, scale: minorUnits(of: currency))
+    }
+
+    /// A decimal from the contract's string form (a JSON number is accepted too).
+    public static func parse(_ text: String) -> Decimal? {
+        guard text.range(of: #"^-?\d+(\.\d+)?$"#, options: .regularExpression) != nil else { return nil }
+        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+    }
+
+    static func decode<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> Decimal {
+        if let text = try? container.decode(String.self, forKey: key) {
+            guard let value = parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: container, debugDescription: "'\(text)' is not a decimal amount")
+            }
+            return value
+        }
+        return try container.decode(Decimal.self, forKey: key)
+    }
+
+    static func decodeIfPresent<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> Decimal?
+    {
+        guard container.contains(key), !(try container.decodeNil(forKey: key)) else { return nil }
+        return try decode(container, key)
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// `"key": value` or `"key": null`: the contract's statuses carry every key, null when there is no value.
+    mutating func encodeOrNull<Value: Encodable>(_ value: Value?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+
+    fileprivate func floorModulo(_ divisor: Int64) -> Int64 { self - floorDivided(by: divisor) * divisor }
+}

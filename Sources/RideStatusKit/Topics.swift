@@ -1,0 +1,59 @@
+/// The contract's topic names (section 2) under its configurable prefixes (the worker's `topics.*` settings).
+/// The defaults are the contract's.
+public struct RideTopics: Sendable, Hashable {
+    public var fleetPrefix: String
+    public var ridesPrefix: String
+    public var serviceName: String
+    public var rideOptionsPrefix: String
+    public var replyPrefix: String
+
+    public init(
+        fleetPrefix: String = "fleet", ridesPrefix: String = "rides", serviceName: String = "ridestatus",
+        rideOptionsPrefix: String = "ride-options", replyPrefix: String = "replies"
+    ) {
+        self.fleetPrefix = fleetPrefix
+        self.ridesPrefix = ridesPrefix
+        self.serviceName = serviceName
+        self.rideOptionsPrefix = rideOptionsPrefix
+        self.replyPrefix = replyPrefix
+    }
+
+    /// What dispatch sends about a ride (3.2).
+    public enum Control: String, Sendable, Hashable, CaseIterable {
+        case start, assign, event, cancel, stop
+    }
+
+    /// A vehicle's fixes (3.1).
+    public func position(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/position" }
+    /// A vehicle's availability for quotes (3.4), retained.
+    public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }
+    /// Dispatch's messages about a ride (3.2).
+    public func control(_ kind: Control, ride: String) -> String { "\(ridesPrefix)/\(ride)/\(kind.rawValue)" }
+    /// The ride's statuses (3.3), retained: what a rider app or an Intents extension subscribes to.
+    public func status(ride: String) -> String { "\(ridesPrefix)/\(ride)/status" }
+    /// Every ride's statuses (dispatch, dashboards).
+    public var statusFilter: String { "\(ridesPrefix)/+/status" }
+    /// Ask for a ride's current status (L7), with a Response Topic under ``replyPrefix``.
+    public func statusRequest(ride: String) -> String { "\(ridesPrefix)/\(ride)/status/get" }
+    /// Quote requests (3.4).
+    public var rideOptionsRequest: String { "\(rideOptionsPrefix)/request" }
+    /// A Response Topic for a request of this client (A1: replies go only under ``replyPrefix``).
+    public func reply(client: String) -> String { "\(replyPrefix)/\(client)" }
+    /// Refused inputs (3.5).
+    public var deadLetter: String { "\(serviceName)/deadletter" }
+    /// A worker's presence (G1), retained.
+    public func presence(worker: String) -> String { "\(serviceName)/workers/\(worker)" }
+    /// Every worker's presence.
+    public var presenceFilter: String { "\(serviceName)/workers/+" }
+
+    /// The ride a status topic is about, or nil when `topic` is not one.
+    public func ride(ofStatusTopic topic: String) -> String? {
+        let prefix = ridesPrefix + "/"
+        let suffix = "/status"
+        guard topic.hasPrefix(prefix), topic.hasSuffix(suffix), topic.count > prefix.count + suffix.count else {
+            return nil
+        }
+        let ride = topic.dropFirst(prefix.count).dropLast(suffix.count)
+        return ride.contains("/") ? nil : String(ride)
+    }
+}
