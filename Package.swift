@@ -154,7 +154,7 @@ let package = Package(
                 "BrokerOptions",
                 "Locking",
                 "MQTTClient",
-                "RideDomain",
+                "RideStatusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

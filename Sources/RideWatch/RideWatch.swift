@@ -4,21 +4,31 @@ import Foundation
 import Locking
 import Logging
 import MQTTClient
-import RideDomain
+import RideStatusKit
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// `ride-watch`: a live view of every active ride from `rides/+/status`: phase, ETA as a progress bar,
-/// staleness and the last cadence gap. Redraws in place on a terminal; prints plain lines otherwise.
+/// staleness and the last cadence gap, the workers online and the dead letters. Redraws in place on a
+/// terminal (stale rides in yellow, rides overdue for a status in red); prints plain lines otherwise. Statuses
+/// are read with RideStatusKit, the client library, so this view is also its first user.
 @main
 struct RideWatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ride-watch", abstract: "Live view of ride statuses.")
 
     @OptionGroup var access: BrokerOptions
     @Option(help: "Rides shown at most on a terminal.") var rows = 30
+    @Option(help: "Order of the rides: eta (soonest first), age (oldest status first) or id.") var sort = SortOrder.eta
     @Flag(help: "Plain lines even on a terminal.") var plain = false
+
+    enum SortOrder: String, ExpressibleByArgument, CaseIterable, Sendable {
+        case eta, age, id
+    }
+
+    /// C1: a ride with no status for longer than this is overdue (the contract's ceiling on the interval).
+    static let overdueAfter: TimeInterval = 20
 
     struct RideRow {
         var phase = ""
@@ -40,15 +50,18 @@ struct RideWatchCommand: AsyncParsableCommand {
             configuration: try access.configuration(clientID: "ride-watch-\(UInt32.random(in: 0...UInt32.max))"),
             logger: logger)
         client.start()
-        let topics = Topics()
+        let topics = RideTopics()
+        let decoder = JSONDecoder.rideStatus
         try await client.subscribe(topics.statusFilter, qos: .atLeastOnce)
         // L8: who produces the statuses; the view says so when no worker is online.
-        try await client.subscribe(topics.presence(worker: "+"), qos: .atLeastOnce)
+        try await client.subscribe(topics.presenceFilter, qos: .atLeastOnce)
+        // 3.5: refused inputs, counted by reason (an account without the right to read them sees none).
+        let deadLetters = (try? await client.subscribe(topics.deadLetter, qos: .atMostOnce)) != nil
         let terminal = isatty(STDOUT_FILENO) == 1 && !plain
         let rows = Rows()
         let renderer = Task {
             while !Task.isCancelled && terminal {
-                render(rows.snapshot(), workers: rows.workers)
+                render(rows.snapshot(sort), workers: rows.workers, deadLetters: deadLetters ? rows.deadLetters : nil)
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }
@@ -56,23 +69,32 @@ struct RideWatchCommand: AsyncParsableCommand {
         if !client.isConnected { print("waiting for the broker at \(access.broker)…") }
         for await message in client.messages {
             if case .some(let worker) = Self.presenceWorker(message.topic, topics: topics) {
-                let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any]
-                let state = json?["state"] as? String ?? "offline"
-                rows.setWorker(worker, online: state == "online")
-                if !terminal { print("worker \(worker) \(state)") }
+                let presence = try? decoder.decode(Presence.self, from: Data(message.payload))
+                let state = presence?.state ?? .offline
+                rows.setWorker(worker, online: state == .online)
+                if !terminal { print("worker \(worker) \(state.rawValue)") }
                 continue
             }
-            let ride = message.topic.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
+            if message.topic == topics.deadLetter {
+                let letter = try? decoder.decode(DeadLetter.self, from: Data(message.payload))
+                rows.countDeadLetter(letter?.reason.rawValue ?? "unreadable")
+                if !terminal, let letter {
+                    print("dead letter \(letter.reason.rawValue) on \(letter.topic): \(letter.detail)")
+                }
+                continue
+            }
+            guard let ride = topics.ride(ofStatusTopic: message.topic) else { continue }
             if message.payload.isEmpty {
                 rows.remove(ride)
                 if !terminal { print("\(ride) ended") }
                 continue
             }
-            guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any] else {
+            guard let status = try? decoder.decode(RideStatus.self, from: Data(message.payload)) else {
+                if !terminal { print("\(ride): a status that does not decode (\(message.payload.count) bytes)") }
                 continue
             }
             let worker = message.properties.userProperties.last { $0.0 == "worker" }?.1
-            let row = rows.update(ride, json: json, retained: message.retain, worker: worker)
+            let row = rows.update(ride, status: status, retained: message.retain, worker: worker)
             if !terminal {
                 let eta = row.eta.map { " eta \(Int($0.timeIntervalSinceNow))s" } ?? ""
                 let gap = row.gap.map { String(format: " gap %.1fs", $0) } ?? ""
@@ -84,14 +106,14 @@ struct RideWatchCommand: AsyncParsableCommand {
     }
 
     /// The worker id of a presence topic (`ridestatus/workers/{id}`), if `topic` is one.
-    static func presenceWorker(_ topic: String, topics: Topics) -> String? {
+    static func presenceWorker(_ topic: String, topics: RideTopics) -> String? {
         let prefix = topics.presence(worker: "")
         guard topic.hasPrefix(prefix) else { return nil }
         let worker = topic.dropFirst(prefix.count)
         return worker.isEmpty || worker.contains("/") ? nil : String(worker)
     }
 
-    func render(_ snapshot: [(String, RideRow)], workers: [String: Bool]) {
+    func render(_ snapshot: [(String, RideRow)], workers: [String: Bool], deadLetters: [String: Int]?) {
         var screen = "\u{1B}[H\u{1B}[2J"
         let online = workers.filter(\.value).keys.sorted()
         if online.isEmpty {
@@ -102,11 +124,21 @@ struct RideWatchCommand: AsyncParsableCommand {
             let owned = Dictionary(grouping: snapshot.compactMap(\.1.worker), by: { $0 }).mapValues(\.count)
             screen += "workers online: \(online.map { "\($0) (\(owned[$0] ?? 0) rides)" }.joined(separator: ", "))\n"
         }
+        if let deadLetters {
+            let total = deadLetters.values.reduce(0, +)
+            let top = deadLetters.sorted { $0.value > $1.value }.prefix(3).map { "\($0.key) \($0.value)" }
+            screen +=
+                "dead letters since start: \(total)" + (top.isEmpty ? "" : " (\(top.joined(separator: ", ")))") + "\n"
+        } else {
+            screen += "dead letters: not readable with this account\n"
+        }
         let counts = Dictionary(grouping: snapshot, by: { $0.1.phase }).mapValues(\.count)
         screen += "ride-watch — \(snapshot.count) active rides   "
         screen +=
             ["received", "confirmed", "approachingPickup", "pickup", "ongoing", "completed"]
             .map { "\($0): \(counts[$0] ?? 0)" }.joined(separator: "  ") + "\n\n"
+        screen +=
+            "sorted by \(sort.rawValue); \u{1B}[33mstale\u{1B}[0m, \u{1B}[31mno status for over \(Int(Self.overdueAfter)) s\u{1B}[0m\n"
         screen += "RIDE         PHASE              ETA                         AGE   GAP   SEQ  WORKER\n"
         for (ride, row) in snapshot.prefix(rows) {
             let remaining = row.eta.map { max(0, $0.timeIntervalSinceNow) }
@@ -118,8 +150,10 @@ struct RideWatchCommand: AsyncParsableCommand {
             let gap = row.gap.map { String(format: "%4.1fs", $0) } ?? "   - "
             let phase = row.phase.padding(toLength: 18, withPad: " ", startingAt: 0)
             let name = ride.padding(toLength: 12, withPad: " ", startingAt: 0)
-            screen +=
-                "\(name) \(phase) \(bar) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")\n"
+            let line =
+                "\(name) \(phase) \(bar) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")"
+            let colour = age > Self.overdueAfter ? "\u{1B}[31m" : row.stale ? "\u{1B}[33m" : ""
+            screen += colour.isEmpty ? line + "\n" : colour + line + "\u{1B}[0m\n"
         }
         if snapshot.count > rows { screen += "… and \(snapshot.count - rows) more\n" }
         screen += "\nCtrl-C to quit"
@@ -133,6 +167,7 @@ final class Rows: Sendable {
     private struct State {
         var rows: [String: RideWatchCommand.RideRow] = [:]
         var workers: [String: Bool] = [:]
+        var deadLetters: [String: Int] = [:]
     }
 
     private let state = Locked(State())
@@ -144,21 +179,25 @@ final class Rows: Sendable {
 
     func setWorker(_ worker: String, online: Bool) { state.withLock { $0.workers[worker] = online } }
 
-    func update(_ ride: String, json: [String: Any], retained: Bool, worker: String?) -> RideWatchCommand.RideRow {
+    /// Dead letters seen, by reason code (3.5).
+    var deadLetters: [String: Int] { state.withLock { $0.deadLetters } }
+
+    func countDeadLetter(_ reason: String) { state.withLock { $0.deadLetters[reason, default: 0] += 1 } }
+
+    func update(_ ride: String, status: RideStatus, retained: Bool, worker: String?) -> RideWatchCommand.RideRow {
         state.withLock { state in
             var row = state.rows[ride] ?? RideWatchCommand.RideRow()
             row.worker = worker ?? row.worker
             let now = Date()
             if state.rows[ride] != nil && !retained { row.gap = now.timeIntervalSince(row.receivedAt) }
             row.receivedAt = now
-            row.phase = json["phase"] as? String ?? "?"
-            row.stale = json["stale"] as? Bool ?? false
-            row.sequence = json["sequence"] as? Int ?? 0
-            let key =
-                ["received", "confirmed", "approachingPickup"].contains(row.phase)
-                ? "estimatedPickupDate" : "estimatedDropOffDate"
-            let eta = (json[key] as? String).flatMap { ISO8601DateFormatter.withFraction.date(from: $0) }
-            if row.phase == "completed" {
+            row.phase = status.phase.rawValue
+            row.stale = status.stale
+            row.sequence = status.sequence
+            let beforePickup = [.received, .confirmed, .approachingPickup].contains(status.phase)
+            let key = beforePickup ? "estimatedPickupDate" : "estimatedDropOffDate"
+            let eta = beforePickup ? status.estimatedPickupDate : status.estimatedDropOffDate
+            if status.phase == .completed {
                 row.eta = nil
             } else if let eta {
                 if row.eta == nil || key != (row.etaKey ?? key) { row.firstEta = eta.timeIntervalSince(now) }
@@ -170,15 +209,25 @@ final class Rows: Sendable {
         }
     }
 
-    func snapshot() -> [(String, RideWatchCommand.RideRow)] {
-        state.withLock { $0.rows.sorted { $0.key.localizedStandardCompare($1.key) == .orderedAscending } }
+    /// The rides in the order asked for: soonest ETA first (rides without one last), oldest status first, or by id.
+    func snapshot(_ order: RideWatchCommand.SortOrder) -> [(String, RideWatchCommand.RideRow)] {
+        let rows = state.withLock { Array($0.rows) }
+        func byID(_ a: (String, RideWatchCommand.RideRow), _ b: (String, RideWatchCommand.RideRow)) -> Bool {
+            a.0.localizedStandardCompare(b.0) == .orderedAscending
+        }
+        switch order {
+        case .id: return rows.sorted(by: byID)
+        case .age:
+            return rows.sorted { $0.1.receivedAt == $1.1.receivedAt ? byID($0, $1) : $0.1.receivedAt < $1.1.receivedAt }
+        case .eta:
+            return rows.sorted { a, b in
+                switch (a.1.eta, b.1.eta) {
+                case (let x?, let y?): return x == y ? byID(a, b) : x < y
+                case (.some, nil): return true
+                case (nil, .some): return false
+                case (nil, nil): return byID(a, b)
+                }
+            }
+        }
     }
-}
-
-extension ISO8601DateFormatter {
-    nonisolated(unsafe) static let withFraction: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
 }

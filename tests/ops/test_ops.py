@@ -5,7 +5,8 @@
   - a real scrape of a worker with rides and bad input (mosquitto, the worker, fleet-sim on free ports): every
     metric has `# HELP`, every metric the dashboard and the alerts use exists, and the cadence-gap histogram
     has edges that can show the promise (just above the interval, and 20 s);
-  - the Grafana dashboard is JSON with a query in every panel.
+  - the Grafana dashboard is JSON with a query in every panel;
+  - the terminal view (ride-watch --plain) shows the rides' statuses, the workers and the dead letters.
 
 Usage: tests/ops/test_ops.py [--bin-dir .build/debug]
 """
@@ -38,6 +39,24 @@ def used_metrics(text):
     return {re.sub(r"_(bucket|count|sum)$", "", name) for name in names}
 
 
+def check_terminal_view(bin_dir, stack):
+    """ride-watch reads statuses, presence and dead letters through RideStatusKit."""
+    view = subprocess.Popen([os.path.join(bin_dir, "ride-watch"), "--broker", stack.broker, "--plain"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output = view.communicate(timeout=5)[0]
+    except subprocess.TimeoutExpired:
+        view.terminate()
+        output = view.communicate()[0]
+    lines = output.splitlines()
+    statuses = [line for line in lines if " seq " in line]
+    assert statuses, f"ride-watch showed no status:\n{output[:2000]}"
+    assert any(line.startswith("worker ") and line.endswith(" online") for line in lines), "the worker online"
+    assert any(line.startswith("dead letter ") for line in lines), "the dead letters of the bad input"
+    assert not any("does not decode" in line for line in lines), f"a status RideStatusKit could not read:\n{output}"
+    print(f"ride-watch: {len(statuses)} statuses, the worker, and dead letters shown")
+
+
 def run(bin_dir):
     promtool("check", "rules", "alerts.yml")
     promtool("test", "rules", "alerts-test.yml")
@@ -62,6 +81,7 @@ def run(bin_dir):
             text = (stack.get("/metrics", raw=True) or b"").decode()
             present = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
             raise AssertionError(f"metrics used but never exposed: {sorted(wanted - present)}")
+        check_terminal_view(bin_dir, stack)
     finally:
         stack.stop()
     shutil.rmtree(folder, ignore_errors=True)
