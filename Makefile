@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-instructions bench-group clean
+.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
 
 all: build
 
@@ -154,6 +154,12 @@ bench-eta: deps
 bench-instructions: deps
 	$(SWIFT) build -c release --product ride-instructions
 	@./scripts/bench-instructions.sh
+
+## bench-live-map: what the live map and the read API cost the worker by fleet size (1,000 to 100,000 rides): the
+## lock held per piece of the walk, the walk, a whole-fleet event's JSON and bytes, the sort of a page
+bench-live-map: deps
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench live-map $(LIVE_MAP_ARGS)
 
 ## bench-quotes: the live-fleet index (nearest query at 100,000 vehicles) against a brute-force scan, and quotes
 bench-quotes: deps

@@ -103,6 +103,14 @@ function connect() {
 }
 
 function apply(event) {
+  const started = performance.now();
+  applyEvent(event);
+  const took = performance.now() - started;
+  window.rideMap.lastApplyMs = took;
+  window.rideMap.maxApplyMs = Math.max(window.rideMap.maxApplyMs, took);
+}
+
+function applyEvent(event) {
   clockSkew = Date.parse(event.time) - Date.now();
   if (event.full) {
     const present = new Set(event.rides.map((s) => s.rideIdentifier));
@@ -320,6 +328,8 @@ document.getElementById("legend").replaceChildren(...PHASES.map((p) => {
 // What the browser test reads: the markers on the map, each ride's position and colour.
 window.rideMap = {
   events: 0,
+  lastApplyMs: 0, // how long the page took over the last event, and the longest so far (responsiveness)
+  maxApplyMs: 0,
   markerCount() { let n = 0; map.eachLayer((l) => { if (l instanceof VehicleMarker) n += 1; }); return n; },
   position(id) { const r = rides.get(id); return r ? [r.marker.getLatLng().lat, r.marker.getLatLng().lng] : null; },
   colour(id) { const r = rides.get(id); return r ? r.marker.options.fillColor : null; },

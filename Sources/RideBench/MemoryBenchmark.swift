@@ -8,9 +8,14 @@ struct MemoryBenchmark: ParsableCommand {
         commandName: "memory", abstract: "Resident memory per active ride, minimal and full bookings.")
 
     @Option var rides = 100_000
+    @Option(help: .hidden) var onlyAfterFixesWithTrackLength: Int?
 
     func run() throws {
         let origin = Date(timeIntervalSince1970: 1_795_341_000)
+        if let trackLength = onlyAfterFixesWithTrackLength {
+            print(memoryAfterFixes(origin: origin, trackLength: trackLength))
+            return
+        }
         print(
             "ride-bench memory: \(rides) active rides, release build (hot paths: make bench-domain, ordo-one/benchmark)"
         )
@@ -37,6 +42,47 @@ struct MemoryBenchmark: ParsableCommand {
                 format: "%-58@ %10.0f bytes per ride",
                 "  the same with full bookings (driver, plate, fare, prices)" as NSString,
                 fullBookingMemory(origin: origin)))
+        // The read API's track (rides.trackLength): its ring is allocated at a vehicle's first accepted fix.
+        // Each in a fresh process: in this one, freed pages of the engines above would hide new allocations.
+        for trackLength in [0, RideConfiguration().trackLength] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = [
+                "memory", "--rides", "\(rides)", "--only-after-fixes-with-track-length", "\(trackLength)",
+            ]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            print(
+                String(
+                    format: "%-58@ %10.0f bytes per ride",
+                    "  minimal bookings after a fix each, rides.trackLength \(trackLength)" as NSString,
+                    Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan))
+        }
+    }
+
+    /// Resident bytes per ride for minimal bookings whose vehicles have each sent one accepted fix.
+    func memoryAfterFixes(origin: Date, trackLength: Int) -> Double {
+        let before = residentBytes()
+        var configuration = RideConfiguration()
+        configuration.trackLength = trackLength
+        var engine = RideEngine(configuration: configuration)
+        let now = origin.addingTimeInterval(1)
+        for index in 0..<rides {
+            let ride = "r-\(index)"
+            let latitude = 52.45 + Double(index % 1000) * 0.0001
+            let longitude = 13.3 + Double(index / 1000) * 0.001
+            let booking =
+                #"{"rideIdentifier":"\#(ride)","vehicleId":"v-\#(index)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":\#(latitude),"longitude":\#(longitude)},"dropOffLocation":{"latitude":\#(latitude + 0.02),"longitude":\#(longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+            _ = engine.receive(topic: "rides/\(ride)/start", payload: Array(booking.utf8), now: origin)
+            let fix =
+                #"{"timestamp":"\#(Timestamps.format(now))","latitude":\#(latitude - 0.01),"longitude":\#(longitude),"speed":8}"#
+            _ = engine.receive(topic: "fleet/vehicles/v-\(index)/position", payload: Array(fix.utf8), now: now)
+        }
+        precondition(engine.activeRideCount == rides && engine.counters.fixesAccepted == rides)
+        return withExtendedLifetime(engine) { Double(residentBytes() - before) / Double(rides) }
     }
 
     /// Resident bytes per ride for `rides` bookings that carry everything a dispatch system may send: a

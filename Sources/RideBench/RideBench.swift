@@ -9,6 +9,6 @@ struct RideBenchCommand: AsyncParsableCommand {
         subcommands: [
             ClientBenchmark.self, MemoryBenchmark.self, SubscribeBenchmark.self, QuoteBenchmark.self,
             EndToEndBenchmark.self, ChaosSuite.self,
-            FloodBenchmark.self, GroupBenchmark.self, ETABenchmark.self,
+            FloodBenchmark.self, GroupBenchmark.self, ETABenchmark.self, LiveMapBenchmark.self,
         ])
 }

@@ -67,7 +67,7 @@ public struct RideConfiguration: Sendable, Equatable {
     public var sequenceBlock: Int = 12
     /// Accepted fixes kept per vehicle for the read API's track (`/v1/rides/{id}/track`), 16 bytes each;
     /// 0 keeps none.
-    public var trackLength: Int = 10
+    public var trackLength: Int = 5
 
     public init() {}
 
