@@ -41,6 +41,8 @@ report() {
     printf '%-72s %14.0f\n' "$label" "$(echo "$total / $COUNT" | bc -l)"
 }
 report "fix: topic, decode, T1-T7, P2-P5 and E1 on its ride" --operation fix --count "$COUNT" --rides "$RIDES"
+report "fix: the same without the read API's track (rides.trackLength 0)" \
+    --operation fix --count "$COUNT" --rides "$RIDES" --track-length 0
 report "status: C1 tick, V1-V7, JSON, durable state once per 12 (default)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12
 report "status: the same with the durable state before every status (block 1)" \

@@ -27,11 +27,14 @@ struct InstructionCount: ParsableCommand {
     @Option(help: "Active rides in the engine (each with a vehicle of its own).") var rides = 1000
     @Option(help: "rides.sequenceBlock: statuses per durable-state write (1: before every status, as before 4).")
     var sequenceBlock = 12
+    @Option(help: "rides.trackLength: accepted fixes kept per vehicle for the read API (0: none).")
+    var trackLength = RideConfiguration().trackLength
 
     func run() throws {
         let origin = Date(timeIntervalSince1970: 1_795_341_000)
         var configuration = RideConfiguration()
         configuration.sequenceBlock = sequenceBlock
+        configuration.trackLength = trackLength
         configuration.maxFixAge = 10_000_000
         configuration.futureTolerance = 10_000_000
         var engine = RideEngine(configuration: configuration)
