@@ -112,13 +112,7 @@ private struct CatalogReader {
         let name = node["name"]?.string ?? ""
         let entry = "\(entry) (\(name))"
         if name.isEmpty { problems.append("\(entry): name is required") }
-        var localized: [String: String] = [:]
-        if let mapping = node["localizedNames"]?.mapping {
-            for (key, value) in mapping {
-                guard let locale = key.string, let text = value.string else { continue }
-                localized[locale] = text
-            }
-        }
+        let localized = localizedTexts(node["localizedNames"], "\(entry): localizedNames")
         let capacity = number(node["capacity"], "\(entry): capacity").map { Int($0) }
         if capacity == nil { problems.append("\(entry): capacity is required") }
         let pricingText = node["pricing"]?.string ?? "metered"
@@ -134,11 +128,33 @@ private struct CatalogReader {
             problems.append("\(entry): fares is required (a fare table per service area)")
         }
         let image = node["mapAnnotationImage"]?.string ?? ""
-        return CatalogOption(
+        var option = CatalogOption(
             name: name, localizedNames: localized, vehicleClass: node["vehicleClass"]?.string,
             capacity: capacity ?? 1, disclaimer: node["disclaimer"]?.string,
-            selectionPrompt: node["selectionPrompt"]?.string ?? "Choose a party size", mapAnnotationImage: image,
-            pricing: pricing ?? .metered, fares: fares)
+            selectionPrompt: node["selectionPrompt"]?.string ?? QuoteTexts.english.choosePartySize,
+            mapAnnotationImage: image, pricing: pricing ?? .metered, fares: fares)
+        option.localizedDisclaimers = localizedTexts(node["localizedDisclaimers"], "\(entry): localizedDisclaimers")
+        option.localizedSelectionPrompts = localizedTexts(
+            node["localizedSelectionPrompts"], "\(entry): localizedSelectionPrompts")
+        return option
+    }
+
+    /// A mapping from locale (`de`, `fr-CH`) to text; an entry that is not one is a problem named by `entry`.
+    mutating func localizedTexts(_ node: Node?, _ entry: String) -> [String: String] {
+        guard let node else { return [:] }
+        guard let mapping = node.mapping else {
+            problems.append("\(entry): must map locales to texts, as {de: …, fr: …}")
+            return [:]
+        }
+        var texts: [String: String] = [:]
+        for (key, value) in mapping {
+            guard let locale = key.string, !locale.isEmpty, let text = value.string, !text.isEmpty else {
+                problems.append("\(entry): every locale needs a text")
+                continue
+            }
+            texts[locale] = text
+        }
+        return texts
     }
 
     mutating func fareTable(_ node: Node, _ entry: String) -> FareTable {
@@ -148,15 +164,21 @@ private struct CatalogReader {
             perMinute: amount(node["perMinute"], "\(entry).perMinute") ?? 0,
             minimumFare: node["minimumFare"] == nil ? 0 : amount(node["minimumFare"], "\(entry).minimumFare") ?? 0)
         for (index, item) in list(node["surcharges"], "\(entry).surcharges", optional: true).enumerated() {
+            let titles = localizedTexts(item["localizedTitles"], "\(entry).surcharges[\(index)].localizedTitles")
             table.surcharges.append(
                 .init(
                     title: item["title"]?.string ?? "",
-                    amount: amount(item["amount"], "\(entry).surcharges[\(index)].amount") ?? 0))
+                    amount: amount(item["amount"], "\(entry).surcharges[\(index)].amount") ?? 0,
+                    localizedTitles: titles.isEmpty ? nil : titles))
         }
         for (index, item) in list(node["discounts"], "\(entry).discounts", optional: true).enumerated() {
             let percent = item["percent"].flatMap { amount($0, "\(entry).discounts[\(index)].percent") }
             let fixed = item["amount"].flatMap { amount($0, "\(entry).discounts[\(index)].amount") }
-            table.discounts.append(.init(title: item["title"]?.string ?? "Discount", percent: percent, amount: fixed))
+            let titles = localizedTexts(item["localizedTitles"], "\(entry).discounts[\(index)].localizedTitles")
+            table.discounts.append(
+                .init(
+                    title: item["title"]?.string ?? "Discount", percent: percent, amount: fixed,
+                    localizedTitles: titles.isEmpty ? nil : titles))
         }
         for (index, item) in list(node["partyTiers"], "\(entry).partyTiers", optional: true).enumerated() {
             guard let upTo = number(item["upTo"], "\(entry).partyTiers[\(index)].upTo") else {

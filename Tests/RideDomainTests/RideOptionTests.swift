@@ -249,6 +249,41 @@ struct RideOptionTests {
         #expect(catalog.option(named: "GROẞRAUM")?.name == "SUV")
     }
 
+    @Test("3.4 (issue 15): a quote's texts follow its locale: titles, party sizes, prompt, disclaimers; English else")
+    func localizedTexts() throws {
+        var localized = testCatalog()
+        localized.options[1].fares["berlin"]?.surcharges[0].localizedTitles = ["de": "Servicegebühr"]
+        localized.options[1].fares["berlin"]?.discounts[0].localizedTitles = ["de": "Eröffnungsrabatt"]
+        localized.options[0].localizedDisclaimers = ["de": "Nur 1 Fahrgast."]
+        let quoter = RideOptionQuoter(catalog: localized)
+        let english = quoter.quote(optionsRequest(), now: t0).rideOptions
+        let german = quoter.quote(optionsRequest(locale: "de-AT"), now: t0).rideOptions
+        let french = quoter.quote(optionsRequest(locale: "fr"), now: t0).rideOptions
+        let spanish = quoter.quote(optionsRequest(locale: "es"), now: t0).rideOptions
+        #expect(english[1].fareLineItems.map(\.title).first == "Base fare")
+        let germanTitles = german[1].fareLineItems.map(\.title)
+        #expect(germanTitles.first == "Grundpreis")
+        #expect(germanTitles.contains("Servicegebühr") && germanTitles.contains("Eröffnungsrabatt"), "\(germanTitles)")
+        #expect(
+            germanTitles.contains { $0.hasPrefix("Strecke (") && $0.contains(",") }, "decimal comma: \(germanTitles)")
+        #expect(french[1].fareLineItems.first?.title == "Prise en charge")
+        #expect(french[1].fareLineItems.contains { $0.title == "Service fee" }, "no French title: the catalog's own")
+        #expect(spanish.map { $0.fareLineItems.map(\.title) } == english.map { $0.fareLineItems.map(\.title) })
+        // The words change, never the money.
+        for options in [german, french, spanish] {
+            #expect(options.map { sum($0.fareLineItems) } == english.map { sum($0.fareLineItems) })
+            #expect(options.map(\.priceRange) == english.map(\.priceRange))
+        }
+        #expect(german[0].disclaimerMessage == "Nur 1 Fahrgast.")
+        #expect(french[0].disclaimerMessage == "Vehicle can carry only 1 passenger.", "the catalog's default")
+        #expect(german[1].disclaimerMessage == "Das Fahrzeug befördert bis zu 4 Fahrgäste.", "built in")
+        let suv = try #require(german.first { $0.name == "Großraum" })
+        #expect(suv.availablePartySizeOptions?.map(\.sizeDescription) == ["1 Person", "2–3 Personen", "4–6 Personen"])
+        #expect(suv.availablePartySizeOptionsSelectionPrompt == "Personenzahl wählen", "the built-in prompt")
+        let frenchSUV = try #require(french.first { $0.name == "SUV" })
+        #expect(frenchSUV.availablePartySizeOptions?.last?.sizeDescription == "4 à 6 personnes")
+    }
+
     // MARK: The live fleet
 
     @Test("3.4/E1: the pickup estimate follows the nearest available vehicle of the class")

@@ -59,7 +59,7 @@ struct RideOptionsEndToEndTests {
                 Issue.record("no rideOptions array")
                 return
             }
-            // Party size 2 rules out the one-seat Compact; names are German.
+            // Party size 2 rules out the one-seat Compact; names and the quote's texts are German (issue 15).
             #expect(options.compactMap { $0["name"]?.stringValue } == ["Komfort", "Großraum"])
             for option in options {
                 #expect(option["estimatedPickupDate"].flatMap(Timestamps.parse) != nil)
@@ -74,19 +74,19 @@ struct RideOptionsEndToEndTests {
                 let low = try #require(amount(range["minimumPrice"]))
                 let high = try #require(amount(range["maximumPrice"]))
                 #expect(low <= total && total <= high, "line items add up to an estimate inside the range")
-                #expect(items.first?["title"]?.stringValue == "Base fare")
+                #expect(items.first?["title"]?.stringValue == "Grundpreis")
             }
             let suv = options[1]
             guard case .array(let tiers)? = suv["availablePartySizeOptions"] else {
                 Issue.record("SUV has no party sizes")
                 return
             }
-            #expect(tiers.compactMap { $0["sizeDescription"]?.stringValue } == ["2-3 people", "4-6 people"])
+            #expect(tiers.compactMap { $0["sizeDescription"]?.stringValue } == ["2–3 Personen", "4–6 Personen"])
             #expect(tiers.first?["partySizeRange"]?["location"]?.doubleValue == 2)
             #expect(tiers.first?["partySizeRange"]?["length"]?.doubleValue == 1)
-            #expect(suv["availablePartySizeOptionsSelectionPrompt"]?.stringValue == "Choose a party size")
+            #expect(suv["availablePartySizeOptionsSelectionPrompt"]?.stringValue == "Wie viele Personen?")
             #expect(
-                options[0]["disclaimerMessage"]?.stringValue == "Vehicle can carry up to 4 passengers.",
+                options[0]["disclaimerMessage"]?.stringValue == "Das Fahrzeug befördert bis zu 4 Fahrgäste.",
                 "fixed capacity")
             await observer.stop()
             _ = await worker.terminate()

@@ -27,9 +27,12 @@ public struct FareTable: Sendable, Equatable {
     public struct Surcharge: Sendable, Equatable, Codable {
         public var title: String
         public var amount: Decimal
-        public init(title: String, amount: Decimal) {
+        /// The title by locale (quotes only: a ride's final breakdown uses `title`).
+        public var localizedTitles: [String: String]?
+        public init(title: String, amount: Decimal, localizedTitles: [String: String]? = nil) {
             self.title = title
             self.amount = amount
+            self.localizedTitles = localizedTitles
         }
     }
 
@@ -38,10 +41,15 @@ public struct FareTable: Sendable, Equatable {
         public var title: String
         public var percent: Decimal?
         public var amount: Decimal?
-        public init(title: String, percent: Decimal? = nil, amount: Decimal? = nil) {
+        /// The title by locale (quotes only).
+        public var localizedTitles: [String: String]?
+        public init(
+            title: String, percent: Decimal? = nil, amount: Decimal? = nil, localizedTitles: [String: String]? = nil
+        ) {
             self.title = title
             self.percent = percent
             self.amount = amount
+            self.localizedTitles = localizedTitles
         }
     }
 

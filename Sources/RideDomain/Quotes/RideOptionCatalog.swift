@@ -124,6 +124,9 @@ public struct CatalogOption: Sendable, Equatable {
     public var capacity: Int
     public var disclaimer: String?
     public var selectionPrompt: String
+    /// The disclaimer and the selection prompt by locale (3.4's `locale`).
+    public var localizedDisclaimers: [String: String] = [:]
+    public var localizedSelectionPrompts: [String: String] = [:]
     public var mapAnnotationImage: String
     public var pricing: Pricing
     /// The fare table for each service area (by area name) it serves, in that area's currency.
@@ -131,7 +134,8 @@ public struct CatalogOption: Sendable, Equatable {
 
     public init(
         name: String, localizedNames: [String: String] = [:], vehicleClass: String? = nil, capacity: Int,
-        disclaimer: String? = nil, selectionPrompt: String = "Choose a party size", mapAnnotationImage: String,
+        disclaimer: String? = nil, selectionPrompt: String = QuoteTexts.english.choosePartySize,
+        mapAnnotationImage: String,
         pricing: Pricing = .metered, fares: [String: FareTable]
     ) {
         self.name = name
@@ -148,12 +152,19 @@ public struct CatalogOption: Sendable, Equatable {
     var allNames: [String] { [name] + localizedNames.keys.sorted().compactMap { localizedNames[$0] } }
 
     /// The name for `locale`: an exact match, then its language (`de` for `de-CH`), else the default name.
-    public func name(for locale: String?) -> String {
-        guard let locale, !locale.isEmpty else { return name }
-        let normalized = locale.replacingOccurrences(of: "_", with: "-")
-        if let exact = localizedNames[normalized] { return exact }
-        let language = String(normalized.prefix { $0 != "-" })
-        return localizedNames[language] ?? name
+    public func name(for locale: String?) -> String { Localized.pick(localizedNames, for: locale) ?? name }
+
+    /// The disclaimer for `locale`, else the default one.
+    public func disclaimer(for locale: String?) -> String? {
+        Localized.pick(localizedDisclaimers, for: locale) ?? disclaimer
+    }
+
+    /// The party-size selection prompt for `locale`: the catalog's for it; else, when the catalog keeps the
+    /// default prompt, the built-in one of the locale's language; else the catalog's own.
+    public func selectionPrompt(for locale: String?) -> String {
+        if let localized = Localized.pick(localizedSelectionPrompts, for: locale) { return localized }
+        guard selectionPrompt == QuoteTexts.english.choosePartySize else { return selectionPrompt }
+        return QuoteTexts.texts(for: locale).choosePartySize
     }
 
     func problems(knownAreas: Set<String>) -> [String] {

@@ -174,21 +174,26 @@ public struct RideOptionQuoter: Sendable {
         request: RideOptionsRequest, now: Date, expiration: Date
     ) -> RideOption {
         let partySize = request.partySize ?? 1
+        let locale = request.locale
+        let texts = QuoteTexts.texts(for: locale)
         let uncertainty = option.pricing == .fixed ? 0 : catalog.quotes.durationUncertainty
         let tiers = table.tiers(capacity: option.capacity)
         let partyTier = tiers.first { $0.sizes.contains(partySize) } ?? tiers[tiers.count - 1]
         func range(_ tier: (sizes: ClosedRange<Int>, surcharge: Decimal)) -> PriceRange {
-            let low = table.quote(metres: metres, seconds: seconds * (1 - uncertainty), party: tier, currency: currency)
+            let low = table.quote(
+                metres: metres, seconds: seconds * (1 - uncertainty), party: tier, currency: currency, locale: locale)
             let high = table.quote(
-                metres: metres, seconds: seconds * (1 + uncertainty), party: tier, currency: currency)
+                metres: metres, seconds: seconds * (1 + uncertainty), party: tier, currency: currency, locale: locale)
             return PriceRange(minimumPrice: low.total, maximumPrice: high.total, currencyCode: currency)
         }
-        let estimate = table.quote(metres: metres, seconds: seconds, party: partyTier, currency: currency)
+        let estimate = table.quote(
+            metres: metres, seconds: seconds, party: partyTier, currency: currency, locale: locale)
         let delay = pickupDelay(for: option, at: request.pickupLocation.coordinate, now: now)
         var result = RideOption(
             name: option.name(for: request.locale),
             estimatedPickupDate: now.addingTimeInterval(delay ?? catalog.quotes.defaultPickupWait),
-            priceRange: range(partyTier), disclaimerMessage: option.disclaimer, fareLineItems: estimate.lineItems,
+            priceRange: range(partyTier), disclaimerMessage: option.disclaimer(for: locale),
+            fareLineItems: estimate.lineItems,
             usesMeteredFare: option.pricing == .metered)
         if tiers.count > 1 {
             // Party size changes the price (Apple's SUV example): one entry per tier that fits the party.
@@ -196,7 +201,7 @@ public struct RideOptionQuoter: Sendable {
             result.availablePartySizeOptions = listed.map { tier in
                 PartySizeOption(
                     location: tier.sizes.lowerBound, length: tier.sizes.upperBound - tier.sizes.lowerBound,
-                    sizeDescription: Self.sizeDescription(tier.sizes), priceRange: range(tier))
+                    sizeDescription: texts.sizes(tier.sizes), priceRange: range(tier))
             }
             if request.partySize == nil, let first = listed.first, let last = listed.last {
                 result.priceRange = PriceRange(
@@ -204,22 +209,16 @@ public struct RideOptionQuoter: Sendable {
                     currencyCode: currency)
             }
             if Set(listed.map(\.surcharge)).count > 1 {
-                result.availablePartySizeOptionsSelectionPrompt = option.selectionPrompt
+                result.availablePartySizeOptionsSelectionPrompt = option.selectionPrompt(for: locale)
             }
         } else if result.disclaimerMessage == nil {
             // Capacity is fixed: say so rather than offering party sizes (Apple's Compact example).
-            result.disclaimerMessage =
-                option.capacity == 1
-                ? "Vehicle can carry only 1 passenger." : "Vehicle can carry up to \(option.capacity) passengers."
+            result.disclaimerMessage = texts.capacity(option.capacity)
         }
         result.expirationDate = expiration
         return result
     }
 
-    static func sizeDescription(_ sizes: ClosedRange<Int>) -> String {
-        if sizes.count == 1 { return sizes.lowerBound == 1 ? "1 person" : "\(sizes.lowerBound) people" }
-        return "\(sizes.lowerBound)-\(sizes.upperBound) people"
-    }
 }
 
 extension FareTable {
@@ -232,12 +231,15 @@ extension FareTable {
     /// Prices a ride of `metres` (road distance) and `seconds` for a party in `party`'s tier: base, distance,
     /// time, surcharges, the party surcharge, a minimum-fare supplement, then discounts. The total is the sum
     /// of the rounded line items, so the items always add up to the quoted price.
+    /// - Parameter locale: the titles' locale (3.4's `locale`): the built-in ones from ``QuoteTexts``, the
+    ///   catalog's from its `localizedTitles`; English and the catalog's `title` without one.
     public func quote(
-        metres: Double, seconds: Double, party: (sizes: ClosedRange<Int>, surcharge: Decimal), currency: String
+        metres: Double, seconds: Double, party: (sizes: ClosedRange<Int>, surcharge: Decimal), currency: String,
+        locale: String? = nil
     ) -> Quote {
         let kilometres = Money.thousandths(max(0, metres) / 1000)
         let minutes = Money.thousandths(max(0, seconds) / 60)
-        let tenths = Int((max(0, metres) / 100).rounded())
+        let texts = QuoteTexts.texts(for: locale)
         var items: [FareLineItem] = []
         func add(_ title: String, _ amount: Decimal) {
             items.append(
@@ -245,16 +247,18 @@ extension FareTable {
                     title: title, price: Money(amount: amount, currencyCode: currency).rounded.amount,
                     currencyCode: currency))
         }
-        add("Base fare", baseCharge)
-        add("Distance (\(tenths / 10).\(tenths % 10) km)", perKilometer * kilometres)
-        add("Time (\(Int((max(0, seconds) / 60).rounded(.up))) min)", perMinute * minutes)
-        for surcharge in surcharges { add(surcharge.title, surcharge.amount) }
+        add(texts.baseFare, baseCharge)
+        add(texts.distance(metres: metres), perKilometer * kilometres)
+        add(texts.time(seconds: seconds), perMinute * minutes)
+        for surcharge in surcharges {
+            add(Localized.pick(surcharge.localizedTitles ?? [:], for: locale) ?? surcharge.title, surcharge.amount)
+        }
         if party.surcharge > 0 {
-            add("Extra passengers (\(RideOptionQuoter.sizeDescription(party.sizes)))", party.surcharge)
+            add(texts.extraPassengers(party.sizes), party.surcharge)
         }
         var subtotal = items.reduce(Decimal(0)) { $0 + $1.price }
         if subtotal < minimumFare {
-            add("Minimum fare", minimumFare - subtotal)
+            add(texts.minimumFare, minimumFare - subtotal)
             subtotal = minimumFare
         }
         var remaining = subtotal
@@ -262,7 +266,7 @@ extension FareTable {
             let raw = discount.percent.map { subtotal * $0 / 100 } ?? discount.amount ?? 0
             let amount = min(Money(amount: raw, currencyCode: currency).rounded.amount, remaining)
             guard amount > 0 else { continue }
-            add(discount.title, -amount)
+            add(Localized.pick(discount.localizedTitles ?? [:], for: locale) ?? discount.title, -amount)
             remaining -= amount
         }
         return Quote(lineItems: items, total: items.reduce(Decimal(0)) { $0 + $1.price })
