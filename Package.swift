@@ -143,6 +143,7 @@ let package = Package(
                 "Locking",
                 "MQTTClient",
                 "RideDomain",
+                "RideJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -90,11 +90,22 @@ class Stack:
         subprocess.run(command + (["-r"] if retain else []), check=True)
 
     def stop(self):
+        """Stops everything, the worker with SIGTERM: it must say goodbye and exit 0 within 10 s (L8), even with a
+        live map's event stream open."""
+        problems = []
         for name, process in reversed(self.processes):
+            started = time.monotonic()
             process.terminate()
             try:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
-            if name == "worker" and process.returncode not in (0, -15):
-                raise AssertionError(f"the worker exited with {process.returncode}: see {self.folder}/worker.log")
+                process.wait(5)
+                if name == "worker":
+                    problems.append(f"the worker did not stop within 10 s of SIGTERM: see {self.folder}/worker.log")
+            if name == "worker" and process.returncode != 0 and not problems:
+                problems.append(f"the worker exited with {process.returncode}: see {self.folder}/worker.log")
+            if name == "worker":
+                self.worker_stop_seconds = time.monotonic() - started
+        if problems:
+            raise AssertionError("; ".join(problems))

@@ -76,11 +76,18 @@ fetch("/v1/areas").then((r) => r.json()).then((areas) => {
   const layer = L.geoJSON(areas, {
     renderer,
     style: { color: "#2f6fdb", weight: 1.5, fillOpacity: 0.05 },
-    onEachFeature: (feature, l) => l.bindTooltip(`${feature.properties.name} (${feature.properties.currencyCode})`),
+    // A text node, not a string: Leaflet puts strings into innerHTML, and area names come from the catalog.
+    onEachFeature: (feature, l) => l.bindTooltip(textNode(`${feature.properties.name} (${feature.properties.currencyCode})`)),
   }).addTo(map);
   layer.bringToBack();
   if (!fitted && rides.size === 0) { map.fitBounds(layer.getBounds()); }
 }).catch(() => {});
+
+function textNode(text) {
+  const span = document.createElement("span");
+  span.textContent = text;
+  return span;
+}
 
 function offlineNote(text) {
   const note = document.createElement("div");
@@ -265,8 +272,8 @@ function showPanel(fetchNow) {
   const here = position(s);
   L.polyline([here, [s.pickup.latitude, s.pickup.longitude], [s.dropOff.latitude, s.dropOff.longitude]],
     { renderer, color: COLOURS[s.phase], weight: 2, dashArray: "4 4" }).addTo(selection);
-  L.circleMarker([s.pickup.latitude, s.pickup.longitude], { renderer, radius: 6, color: COLOURS[s.phase] }).bindTooltip("pickup").addTo(selection);
-  L.circleMarker([s.dropOff.latitude, s.dropOff.longitude], { renderer, radius: 6, color: COLOURS[s.phase], fillColor: "#fff", fillOpacity: 1 }).bindTooltip("drop-off").addTo(selection);
+  L.circleMarker([s.pickup.latitude, s.pickup.longitude], { renderer, radius: 6, color: COLOURS[s.phase] }).bindTooltip(textNode("pickup")).addTo(selection);
+  L.circleMarker([s.dropOff.latitude, s.dropOff.longitude], { renderer, radius: 6, color: COLOURS[s.phase], fillColor: "#fff", fillOpacity: 1 }).bindTooltip(textNode("drop-off")).addTo(selection);
   const timeline = document.getElementById("panel-timeline");
   timeline.replaceChildren(...ride.timeline.slice().reverse().map((t) => {
     const li = document.createElement("li");

@@ -1,5 +1,6 @@
 import Foundation
 import RideDomain
+import RideJSON
 
 // MARK: - The simulated dispatcher: quotes (3.4) and bookings
 
@@ -41,11 +42,9 @@ extension World {
         vehicle.stage = .quoting(ride: ride, pickup: pickup, partySize: partySize, deadline: now.addingTimeInterval(3))
     }
 
-    /// The quoted option this vehicle serves, by the name the reply used (possibly localized), with its
-    /// price range; nil when there was no usable reply.
-    mutating func quotedOption(for ride: String, vehicle: Vehicle, partySize: Int) -> (
-        name: String, priceRange: String
-    )? {
+    /// The quoted option this vehicle serves, whole (name as the reply gave it, possibly localized; price range,
+    /// line items, metered or fixed, party sizes), as a booking carries it; nil when there was no usable reply.
+    mutating func quotedOption(for ride: String, vehicle: Vehicle, partySize: Int) -> JSONValue? {
         guard let payload = quoteReplies_.removeValue(forKey: ride), let reply = try? JSONParser.parse(payload),
             reply["code"]?.stringValue == "success", case .array(let options)? = reply["rideOptions"], !options.isEmpty
         else { return nil }
@@ -54,14 +53,8 @@ extension World {
         let fitting = partySize > 1 ? Array(simulatedOptions.dropFirst()) : simulatedOptions
         let wanted = fitting.firstIndex(of: vehicle.option) ?? 0
         let option = options.count == fitting.count ? options[wanted] : options[0]
-        guard let name = option["name"]?.stringValue, let range = option["priceRange"] else { return nil }
-        let currency = range["currencyCode"]?.stringValue ?? "EUR"
-        let low = range["minimumPrice"]?.stringValue ?? "0"
-        let high = range["maximumPrice"]?.stringValue ?? low
-        return (
-            name,
-            #""priceRange":{"minimumPrice":"\#(low)","maximumPrice":"\#(high)","currencyCode":"\#(currency)"}"#
-        )
+        guard option["name"]?.stringValue != nil, option["priceRange"] != nil else { return nil }
+        return option
     }
 
     mutating func book(
@@ -74,11 +67,14 @@ extension World {
         let vehiclePart = assignLater ? "" : #""vehicleId":"\#(vehicle.id)","#
         let optionPart: String
         let vehicleDetails: String
-        if let quoted = quotedOption(for: ride, vehicle: vehicle, partySize: partySize) {
-            // Booking by name: the worker's catalog supplies the image and the fare.
+        if case .object(var quoted)? = quotedOption(for: ride, vehicle: vehicle, partySize: partySize) {
+            // Booking from the quote, with its full pricing: the worker's catalog supplies the image and the
+            // fare terms, so the rider pays what was quoted (P5).
             ridesBookedByQuote += 1
-            optionPart =
-                #""rideOption":{"name":"\#(quoted.name)","estimatedPickupDate":"\#(Timestamps.format(eta))",\#(quoted.priceRange),"usesMeteredFare":true}"#
+            quoted["estimatedPickupDate"] = .string(Timestamps.format(eta))
+            var writer = JSONWriter(capacity: 1024)
+            writer.value(.object(quoted))
+            optionPart = #""rideOption":"# + String(decoding: writer.bytes, as: UTF8.self)
             vehicleDetails =
                 #""vehicle":{"registrationPlate":"B-RS \#(vehicle.id.dropFirst(2))","manufacturer":"Toyota","model":"Prius"}"#
         } else {
@@ -97,7 +93,11 @@ extension World {
                     topic: topics.control(.assign, ride: ride), payload: Array(#"{"vehicleId":"\#(vehicle.id)"}"#.utf8),
                     control: true))
         }
-        vehicle.route = streetPath(from: vehicle.position, to: pickup)
+        // A fifth of drivers pull in around the corner, out of the pickup's arrival radius (P3).
+        vehicle.passesPickup = Double.random(in: 0..<1, using: &random) < 0.2
+        let stop =
+            vehicle.passesPickup ? pickup.moved(metres: 90, bearing: pickup.bearing(to: vehicle.position)) : pickup
+        startTrip(&vehicle, to: stop)
         vehicle.stage = .toPickup
         ridesStarted += 1
     }

@@ -15,8 +15,11 @@ struct OutgoingMessage {
 /// The ride options the simulated fleet drives, as the default names of `config/ride-options.yaml`.
 let simulatedOptions = ["Compact", "Comfort", "SUV"]
 
-/// The simulated fleet: each vehicle idles, gets a ride, drives a street-like path (legs along the grid
-/// with turns, speed changes and stops) to the pickup, waits, drives to the drop-off, and the ride is stopped.
+/// The simulated fleet: each vehicle idles, gets a ride, drives a realistic street trip (FleetModel's
+/// `StreetTrip`: grid legs on slow and fast streets, red lights, braking and accelerating) to the pickup, waits,
+/// drives to the drop-off, and the ride is stopped. A fifth of the fleet stays available and never takes a
+/// ride, so quotes show live pickup estimates; a fifth of rides stop short of the pickup (the driver pulls
+/// in around the corner) and the driver's events say what happened instead (P3, P4).
 struct World {
     enum Stage {
         case idle(until: Date?)
@@ -31,8 +34,14 @@ struct World {
     struct Vehicle {
         var id: String
         var position: Coordinate
-        var route: [Coordinate] = []
+        /// The trip being driven, a point a second, and how far into it the vehicle is (seconds).
+        var trip: [StreetTrip.Point] = []
+        var tripTime: Double = 0
         var speed: Double = 0
+        /// Never takes a ride: it stays available for quotes (3.4).
+        var standby = false
+        /// This ride's pickup is not where the car stops; the driver's events report it.
+        var passesPickup = false
         var stage: Stage = .idle(until: nil)
         var ride: String?
         var ownTracks: Bool
@@ -85,7 +94,10 @@ struct World {
             let roll = Double.random(in: 0..<1, using: &random)
             vehicles[index].option =
                 roll < 0.6 ? simulatedOptions[0] : roll < 0.85 ? simulatedOptions[1] : simulatedOptions[2]
-            vehicles[index].stage = .idle(until: Date().addingTimeInterval(Double.random(in: 0...15, using: &random)))
+            vehicles[index].standby = count >= 5 && index % 5 == 4
+            vehicles[index].stage =
+                vehicles[index].standby
+                ? .idle(until: nil) : .idle(until: Date().addingTimeInterval(Double.random(in: 0...15, using: &random)))
         }
     }
 
@@ -103,9 +115,10 @@ struct World {
             bearing: Double.random(in: 0..<360, using: &random))
     }
 
-    /// A street-like path: alternate north-south and east-west legs of 100-400 m, like a grid city.
-    mutating func streetPath(from start: Coordinate, to end: Coordinate) -> [Coordinate] {
-        StreetTrip.corners(from: start, to: end, random: &random)
+    /// Starts a street trip (grid legs, slow and fast streets, red lights) from where the vehicle is.
+    mutating func startTrip(_ vehicle: inout Vehicle, to end: Coordinate) {
+        vehicle.trip = StreetTrip.drive(from: vehicle.position, to: end, random: &random)
+        vehicle.tripTime = 0
     }
 
     mutating func addReplay(_ trace: [Coordinate]) throws {
@@ -148,7 +161,7 @@ struct World {
         }
         switch vehicle.stage {
         case .idle(let until):
-            if let until, now >= until {
+            if !vehicle.standby, let until, now >= until {
                 askForOptions(&vehicle, now: now, into: &out)
             }
         case .quoting(let ride, let pickup, let partySize, let deadline):
@@ -157,11 +170,12 @@ struct World {
             }
         case .toPickup, .toDropOff:
             drive(&vehicle, dt: dt)
-            if vehicle.route.isEmpty {
+            if vehicle.trip.isEmpty {
                 vehicle.speed = 0
                 if case .toPickup = vehicle.stage {
                     vehicle.stage = .waiting(until: now.addingTimeInterval(Double.random(in: 5...20, using: &random)))
-                    if Bool.random(using: &random), let ride = vehicle.ride {
+                    // Stopped short of the pickup, only the driver's word says the car is there (P3).
+                    if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
                         out.append(event(ride, "arrivedAtPickup"))
                     }
                 } else {
@@ -182,8 +196,10 @@ struct World {
         case .waiting(let until):
             vehicle.speed = 0
             if now >= until {
-                if Bool.random(using: &random), let ride = vehicle.ride { out.append(event(ride, "passengerOnBoard")) }
-                vehicle.route = streetPath(from: vehicle.position, to: dropOffs[vehicle.id] ?? randomPlace())
+                if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
+                    out.append(event(ride, "passengerOnBoard"))
+                }
+                startTrip(&vehicle, to: dropOffs[vehicle.id] ?? randomPlace())
                 vehicle.stage = .toDropOff
             }
         case .done(let stopAt):
@@ -214,27 +230,28 @@ struct World {
             topic: topics.availability(vehicle: vehicle.id), payload: Array(payload.utf8), control: true, retain: true)
     }
 
-    /// Speed changes, an occasional stop (a red light), and turns at each corner of the path.
+    /// Moves the vehicle `dt` seconds along its trip (between the trip's points, a second apart).
     mutating func drive(_ vehicle: inout Vehicle, dt: Double) {
-        if Double.random(in: 0..<1, using: &random) < 0.04 {
+        guard let last = vehicle.trip.last else {
             vehicle.speed = 0
             return
         }
-        vehicle.speed = min(14, max(4, vehicle.speed + Double.random(in: -1.5...2, using: &random)))
-        var remaining = vehicle.speed * dt
-        while remaining > 0, let target = vehicle.route.first {
-            let distance = vehicle.position.distance(to: target)
-            if distance <= remaining {
-                vehicle.position = target
-                vehicle.route.removeFirst()
-                remaining -= distance
-            } else {
-                vehicle.position = vehicle.position.moved(
-                    metres: remaining, bearing: vehicle.position.bearing(to: target))
-                remaining = 0
-            }
+        vehicle.tripTime += dt
+        guard vehicle.tripTime < last.time else {
+            vehicle.position = last.coordinate
+            vehicle.speed = 0
+            vehicle.trip = []
+            return
         }
-        if vehicle.route.isEmpty { vehicle.speed = 0 }
+        let index = min(Int(vehicle.tripTime), vehicle.trip.count - 2)
+        let (from, to) = (vehicle.trip[index], vehicle.trip[index + 1])
+        let share = max(0, min(1, (vehicle.tripTime - from.time) / max(to.time - from.time, 1e-9)))
+        let distance = from.coordinate.distance(to: to.coordinate)
+        vehicle.position =
+            distance < 0.01
+            ? from.coordinate
+            : from.coordinate.moved(metres: distance * share, bearing: from.coordinate.bearing(to: to.coordinate))
+        vehicle.speed = from.speed + (to.speed - from.speed) * share
     }
 
     mutating func fix(_ vehicle: Vehicle, now: Date) -> OutgoingMessage {

@@ -236,7 +236,8 @@ public final class TestBroker: Sendable {
             executable: try Self.mosquittoExecutable().path,
             arguments: ["-c", directory.appendingPathComponent("mosquitto.conf").path])
         self.process.withLock { $0 = process }
-        let deadline = Date().addingTimeInterval(10)
+        // 30 s: on a loaded 2-core machine (a build beside the suite) mosquitto once took over 10 s to listen.
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if Self.accepts(host: host, port: port) { return }
             if !process.isRunning {
@@ -246,7 +247,8 @@ public final class TestBroker: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         terminate()
-        throw TestBrokerError.notAccepting(port: port)
+        throw TestBrokerError.notAccepting(
+            port: port, log: String(((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").suffix(2000)))
     }
 
     static func mosquittoExecutable() throws -> URL {
@@ -352,7 +354,7 @@ public func withTestBroker<T>(
 public enum TestBrokerError: Error, CustomStringConvertible {
     case mosquittoNotInstalled
     case noFreePort
-    case notAccepting(port: Int)
+    case notAccepting(port: Int, log: String)
     case exited(status: Int32, log: String)
     case commandFailed(command: String, output: String)
 
@@ -360,7 +362,8 @@ public enum TestBrokerError: Error, CustomStringConvertible {
         switch self {
         case .mosquittoNotInstalled: return "mosquitto is not installed (run `make deps`)"
         case .noFreePort: return "no free loopback port"
-        case .notAccepting(let port): return "mosquitto did not accept connections on port \(port) within 10 s"
+        case .notAccepting(let port, let log):
+            return "mosquitto did not accept connections on port \(port) within 30 s; its log ends:\n\(log)"
         case .exited(let status, let log): return "mosquitto exited with status \(status): \(log)"
         case .commandFailed(let command, let output): return "\(command) failed: \(output)"
         }

@@ -10,7 +10,11 @@ public enum ContractTime {
     /// the same. Integer arithmetic (Foundation's format styles truncate the fraction of the nearest `Double`,
     /// and write `.694` for a time read from `.695`).
     public static func format(_ date: Date) -> String {
-        let total = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        // Years 0000-9999 (RFC 3339's four digits); a time read from a number out of that range, or not a
+        // number, is written at the nearest end rather than trapping.
+        let limit = 253_402_300_799_999.0  // 9999-12-31T23:59:59.999Z in milliseconds
+        let raw = (date.timeIntervalSince1970 * 1000).rounded()
+        let total = Int64(raw.isNaN ? 0 : min(max(raw, -62_167_219_200_000), limit))
         let (seconds, milliseconds) = (total.floorDivided(by: 1000), total.floorModulo(1000))
         let (days, secondOfDay) = (seconds.floorDivided(by: 86_400), seconds.floorModulo(86_400))
         // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
@@ -114,6 +118,8 @@ public enum DecimalText {
         var input = value
         var rounded = Decimal()
         NSDecimalRound(&rounded, &input, scale, .plain)
+        // A negative amount that rounds to zero may come back as a signed zero (Decimal's NaN): it is 0.
+        if rounded.isNaN || rounded.isZero { rounded = 0 }
         let negative = rounded < 0
         var text = "\(negative ? -rounded : rounded)"
         if scale > 0 {
@@ -131,7 +137,8 @@ public enum DecimalText {
 
     /// A decimal from the contract's string form (a JSON number is accepted too).
     public static func parse(_ text: String) -> Decimal? {
-        guard text.range(of: #"^-?\d+(\.\d+)?$"#, options: .regularExpression) != nil else { return nil }
+        // ASCII digits only: `\d` would take other scripts' digits, which `Decimal(string:)` reads differently.
+        guard text.range(of: #"^-?[0-9]+(\.[0-9]+)?$"#, options: .regularExpression) != nil else { return nil }
         return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
     }
 

@@ -9,7 +9,8 @@
         /// The status as SiriKit's `INRideStatus`, to hand to `INGetRideStatusIntentResponseObserver` (or to return
         /// from `handle(getRideStatus:)`): phase, completion status, vehicle with its map annotation image, driver,
         /// ride option, places and ETAs.
-        /// - Parameter vehicleImage: the car's image; by default the one `vehicle.mapAnnotationImage` names.
+        /// - Parameter vehicleImage: the car's image. `INImage(url:)` is tried with `vehicle.mapAnnotationImage` when
+        ///   none is given, but SiriKit may not load a remote URL: download it and pass `INImage(imageData:)`.
         public func intentsRideStatus(vehicleImage: INImage? = nil) -> INRideStatus {
             let status = INRideStatus()
             status.rideIdentifier = rideIdentifier
@@ -18,7 +19,7 @@
             status.vehicle = intentsVehicle(image: vehicleImage)
             status.driver = driver.map {
                 INRideDriver(
-                    phoneNumber: $0.phoneNumber, nameComponents: nil, displayName: $0.displayName, image: nil,
+                    phoneNumber: $0.phoneNumber ?? "", nameComponents: nil, displayName: $0.displayName, image: nil,
                     rating: $0.rating)
             }
             status.rideOption = rideOption.intentsRideOption
@@ -41,7 +42,8 @@
             if let location = vehicle.location {
                 result.location = CLLocation(
                     coordinate: CLLocationCoordinate2D(latitude: location.latitude, longitude: location.longitude),
-                    altitude: 0, horizontalAccuracy: location.horizontalAccuracy ?? -1, verticalAccuracy: -1,
+                    // A negative horizontal accuracy would mark the coordinate invalid: 0 when none was sent.
+                    altitude: 0, horizontalAccuracy: location.horizontalAccuracy ?? 0, verticalAccuracy: -1,
                     course: location.course ?? -1, speed: location.speed ?? -1, timestamp: location.timestamp)
             }
             result.registrationPlate = vehicle.registrationPlate
@@ -60,7 +62,6 @@
             case .canceledByService: result = .canceledByService()
             case .settled(let money): result = .completed(settled: money.intentsAmount)
             case .outstanding(let money): result = .completed(outstanding: money.intentsAmount)
-            case .completed(let feedback) where feedback.isEmpty: result = .completed()
             case .completed(let feedback):
                 var options: INRideFeedbackTypeOptions = []
                 if feedback.contains(.rate) { options.insert(.rate) }
@@ -81,8 +82,8 @@
             let option = INRideOption(name: name, estimatedPickupDate: estimatedPickupDate)
             option.priceRange = priceRange.map {
                 INPriceRange(
-                    minimumPrice: NSDecimalNumber(decimal: $0.minimumPrice),
-                    maximumPrice: NSDecimalNumber(decimal: $0.maximumPrice), currencyCode: $0.currencyCode)
+                    firstPrice: NSDecimalNumber(decimal: $0.minimumPrice),
+                    secondPrice: NSDecimalNumber(decimal: $0.maximumPrice), currencyCode: $0.currencyCode)
             }
             option.usesMeteredFare = usesMeteredFare.map { NSNumber(value: $0) }
             option.disclaimerMessage = disclaimerMessage

@@ -16,8 +16,8 @@ package protocol FleetReader: Sendable {
     func currentStatus(of ride: String) -> [UInt8]?
     /// The ride's vehicle and its last accepted fixes, oldest first; nil when the ride is not active here.
     func track(of ride: String) -> (vehicle: String?, points: [TrackPoint])?
-    /// Available vehicles for quotes (3.4), by identifier.
-    func availableVehicles(limit: Int) -> [FleetIndex.Listing]
+    /// Available vehicles for quotes (3.4), in no order.
+    func availableVehicles() -> [FleetIndex.Listing]
     /// G1: this worker, its view of the group, and a few totals for the map's header.
     func overview() -> FleetOverview
     /// The catalog's service areas (3.4); empty without a catalog.
@@ -61,8 +61,8 @@ extension RideStatusService: FleetReader {
         }
     }
 
-    package func availableVehicles(limit: Int) -> [FleetIndex.Listing] {
-        core.withLock { $0.quoter?.fleet.listing(limit: limit) ?? [] }
+    package func availableVehicles() -> [FleetIndex.Listing] {
+        core.withLock { $0.quoter?.fleet.listing() ?? [] }
     }
 
     package func overview() -> FleetOverview {

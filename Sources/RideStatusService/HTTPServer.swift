@@ -22,6 +22,8 @@ struct WorkerHTTPServer: Service {
         var leafletDirectory: String
         var tileURL: String
         var tileAttribution: String
+        /// Whether the map and `/v1` are served (`http.readAPI`); `/metrics` and the probes always are.
+        var readAPI: Bool
         /// The OpenAPI document (`docs/openapi.json`), when found.
         var openAPIDocument: String?
     }
@@ -35,7 +37,8 @@ struct WorkerHTTPServer: Service {
         let api = ReadAPI(reader: reader)
         let feed = LiveFeed(reader: reader)
         self.feed = feed
-        let router = Router()
+        // HEAD answers wherever GET does (the 405s say `Allow: GET, HEAD`).
+        let router = Router(options: .autoGenerateHeadEndpoints)
         router.get("/metrics") { _, _ in
             Self.text(metricsText(), contentType: "text/plain; version=0.0.4")
         }
@@ -43,7 +46,7 @@ struct WorkerHTTPServer: Service {
         router.get("/readyz") { _, _ in
             isReady() ? Self.text("ready\n") : Self.text("not ready\n", status: .serviceUnavailable)
         }
-        Self.addReadAPI(to: router, api: api, feed: feed, openAPI: content.openAPIDocument)
+        if content.readAPI { Self.addReadAPI(to: router, api: api, feed: feed, openAPI: content.openAPIDocument) }
         router.get("/map-config.json") { _, _ in
             var writer = JSONWriter(capacity: 256)
             writer.beginObject()
@@ -57,8 +60,10 @@ struct WorkerHTTPServer: Service {
         // A known path asked with a method it does not take answers 405 with `Allow` (RFC 9110), not 404.
         router.add(middleware: ReadOnlyPaths())
         // The map's files, then Leaflet's; anything else is a 404 from the router.
-        router.add(middleware: FileMiddleware(content.webRoot, searchForIndexHtml: true, logger: logger))
-        router.add(middleware: FileMiddleware(content.leafletDirectory, urlBasePath: "/leaflet", logger: logger))
+        if content.readAPI {
+            router.add(middleware: FileMiddleware(content.webRoot, searchForIndexHtml: true, logger: logger))
+            router.add(middleware: FileMiddleware(content.leafletDirectory, urlBasePath: "/leaflet", logger: logger))
+        }
         var serverLogger = logger
         serverLogger[metadataKey: "http.address"] = "\(host):\(port)"
         application = Application(
@@ -78,10 +83,10 @@ struct WorkerHTTPServer: Service {
                     limit: query["limit"].map(String.init)))
         }
         v1.get("/rides/:id") { _, context in
-            Self.json(api.ride(try context.parameters.require("id")))
+            Self.json(api.ride(try Self.ride(context)))
         }
         v1.get("/rides/:id/track") { _, context in
-            Self.json(api.track(try context.parameters.require("id")))
+            Self.json(api.track(try Self.ride(context)))
         }
         v1.get("/vehicles") { request, _ in
             Self.json(api.vehicles(limit: request.uri.queryParameters["limit"].map(String.init)))
@@ -104,6 +109,12 @@ struct WorkerHTTPServer: Service {
                     try await writer.finish(nil)
                 })
         }
+    }
+
+    /// The ride of a `/v1/rides/{id}` path, percent-decoded (the page encodes it).
+    private static func ride(_ context: BasicRequestContext) throws -> String {
+        let raw = try context.parameters.require("id")
+        return raw.removingPercentEncoding ?? raw
     }
 
     func run() async throws {

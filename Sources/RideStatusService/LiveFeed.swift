@@ -23,7 +23,8 @@ final class LiveFeed: Sendable {
         var nextID = 0
         /// The rides as last sent; kept only while anyone watches.
         var previous: [String: RideSummary] = [:]
-        var lastRejected: Int?
+        /// Refused inputs at the last tick, and when: the header's rate is over the time really elapsed.
+        var lastRejected: (count: Int, at: ContinuousClock.Instant)?
         var finished = false
     }
 
@@ -41,18 +42,22 @@ final class LiveFeed: Sendable {
     func watch() -> AsyncStream<[UInt8]> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.backlog))
-        let id: Int? = state.withLock { state in
-            guard !state.finished else { return nil }
+        let id = state.withLock { state in
             state.nextID += 1
-            state.watchers[state.nextID] = Watcher(continuation: continuation)
             return state.nextID
         }
-        guard let id else {
+        // Set before the watcher is registered, so that a stream ended at once is forgotten too.
+        continuation.onTermination = { [weak self] _ in self?.forget(id) }
+        let registered = state.withLock { state in
+            guard !state.finished else { return false }
+            state.watchers[id] = Watcher(continuation: continuation)
+            return true
+        }
+        guard registered else {
             continuation.finish()
             return stream
         }
         continuation.yield(Array(": connected\n\n".utf8))
-        continuation.onTermination = { [weak self] _ in self?.forget(id) }
         return stream
     }
 
@@ -61,7 +66,10 @@ final class LiveFeed: Sendable {
     private func forget(_ id: Int) {
         state.withLock { state in
             state.watchers[id] = nil
-            if state.watchers.isEmpty { state.previous = [:] }
+            if state.watchers.isEmpty {
+                state.previous = [:]
+                state.lastRejected = nil
+            }
         }
     }
 
@@ -91,7 +99,7 @@ final class LiveFeed: Sendable {
     }
 
     /// One second's events: walks the rides, compares with what was sent, and sends.
-    func tick(now: Date = Date()) {
+    func tick(now: Date = Date(), instant: ContinuousClock.Instant = .now) {
         var current: [String: RideSummary] = [:]
         var start = 0
         while true {
@@ -101,13 +109,15 @@ final class LiveFeed: Sendable {
             start = next
         }
         let overview = reader.overview()
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         let (previous, rejectedPerMinute) = state.withLock { state in
             defer {
                 state.previous = current
-                state.lastRejected = overview.rejectedInputs
+                state.lastRejected = (overview.rejectedInputs, instant)
             }
-            let rate = state.lastRejected.map { Double(max(0, overview.rejectedInputs - $0)) * 60 / seconds } ?? 0
+            guard let last = state.lastRejected else { return (state.previous, 0.0) }
+            let elapsed = last.at.duration(to: instant)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let rate = seconds > 0 ? Double(max(0, overview.rejectedInputs - last.count)) * 60 / seconds : 0
             return (state.previous, rate)
         }
         let change = Self.change(from: previous, to: current)

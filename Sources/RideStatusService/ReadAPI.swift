@@ -133,7 +133,8 @@ struct ReadAPI: Sendable {
             }
             count = parsed
         }
-        let vehicles = reader.availableVehicles(limit: count)
+        // Sorted here, outside the worker's lock.
+        let vehicles = reader.availableVehicles().sorted { $0.vehicleId < $1.vehicleId }.prefix(count)
         var writer = JSONWriter(capacity: 64 + vehicles.count * 160)
         writer.beginObject()
         writer.key("vehicles")

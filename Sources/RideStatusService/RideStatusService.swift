@@ -112,7 +112,12 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         guard settings.metricsPort > 0 else { return nil }
         let openAPI = try? String(
             contentsOf: URL(fileURLWithPath: settings.webRoot).appendingPathComponent("openapi.json"), encoding: .utf8)
-        if openAPI == nil {
+        if settings.readAPI && !["127.0.0.1", "::1", "localhost"].contains(settings.metricsHost) {
+            logger.warning(
+                "the live map and the read API are served beyond loopback: they show drivers' names, phone numbers and positions; keep this network private, or set http.readAPI false",
+                metadata: ["metrics.host": "\(settings.metricsHost)"])
+        }
+        if settings.readAPI && openAPI == nil {
             logger.warning(
                 "the live map's files were not found: / and /v1/openapi.json answer 404",
                 metadata: ["http.webRoot": "\(settings.webRoot)"])
@@ -122,7 +127,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             isReady: { [weak self] in self?.isReady ?? false }, metricsText: metricsText, reader: self,
             content: .init(
                 webRoot: settings.webRoot, leafletDirectory: settings.leafletDirectory, tileURL: settings.tileURL,
-                tileAttribution: settings.tileAttribution, openAPIDocument: openAPI))
+                tileAttribution: settings.tileAttribution, readAPI: settings.readAPI, openAPIDocument: openAPI))
     }
 
     public func run() async throws {

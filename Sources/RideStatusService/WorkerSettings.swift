@@ -33,6 +33,8 @@ public struct WorkerSettings: Sendable {
     /// still show, so the map works offline).
     public var tileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     public var tileAttribution = "© OpenStreetMap contributors"
+    /// Whether the HTTP server serves the live map and the read API `/v1` beside `/metrics` and the probes.
+    public var readAPI = true
     public var sessionExpiry: UInt32 = 86_400
     /// MQTT 5 (default), or 3.1.1 for brokers that speak nothing newer (a NATS cluster): no user properties
     /// (G2), no no-local, no request/response (L7, 3.4) there.
@@ -103,6 +105,13 @@ public struct WorkerSettings: Sendable {
         "http.leaflet": { $0.leafletDirectory = $1 },
         "http.tileURL": { $0.tileURL = $1 },
         "http.tileAttribution": { $0.tileAttribution = $1 },
+        "http.readAPI": { settings, value in
+            switch value.lowercased() {
+            case "true", "yes", "on", "1": settings.readAPI = true
+            case "false", "no", "off", "0": settings.readAPI = false
+            default: throw Problem(key: "http.readAPI", message: "'\(value)' is not true or false")
+            }
+        },
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
         "topics.serviceName": { $0.topics.serviceName = $1 },

@@ -290,6 +290,13 @@ struct RideStatusKitTests {
         #expect(ContractTime.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(ContractTime.format(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
         #expect(ContractTime.format(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
+        #expect(ContractTime.format(Date(timeIntervalSince1970: 1e300)) == "9999-12-31T23:59:59.999Z", "no trap")
+        #expect(ContractTime.format(Date(timeIntervalSince1970: .nan)) == "1970-01-01T00:00:00.000Z", "no trap")
+        // The kit writes times as the worker does.
+        for _ in 0..<500 {
+            let date = Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000)) / 1000)
+            #expect(ContractTime.format(date) == Timestamps.format(date), "\(date.timeIntervalSince1970)")
+        }
         // A time read from the wire writes back the same text (the fraction's nearest Double is not truncated).
         for text in ["2026-11-22T09:58:41.695Z", "2026-11-22T09:52:28.500Z", "2026-12-31T23:59:59.999Z"] {
             #expect(ContractTime.format(try #require(ContractTime.parse(text))) == text)
@@ -305,6 +312,23 @@ struct RideStatusKitTests {
         #expect(DecimalText.format(Decimal(string: "1234.5")!, scale: 0) == "1235")
         #expect(DecimalText.format(Decimal(string: "-2.345")!, scale: 2) == "-2.35")
         #expect(DecimalText.format(Decimal(string: "0.1")!, scale: 3) == "0.100")
+        #expect(DecimalText.format(Decimal(string: "-0.004")!, scale: 2) == "0.00")
+        #expect(DecimalText.format(Decimal(string: "0.0000001")!, scale: 2) == "0.00")
+        #expect(DecimalText.format(Decimal(string: "-0.0000001")!, scale: 2) == "0.00")
+        #expect(DecimalText.format(Decimal(string: "-0.005")!, scale: 2) == "-0.01")
+        #expect(DecimalText.parse("1٢") == nil, "only ASCII digits")
+        // The kit writes amounts as the worker does, for amounts across magnitudes and currencies.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let cents = Int.random(in: -10_000_000...10_000_000, using: &generator)
+            let value = Decimal(cents) / 1000
+            for code in ["EUR", "JPY", "KWD"] {
+                #expect(
+                    DecimalText.format(value, scale: DecimalText.minorUnits(of: code))
+                        == RideDomain.Money.format(value, scale: RideDomain.Money.minorUnits(of: code)),
+                    "\(value) \(code)")
+            }
+        }
         #expect(DecimalText.minorUnits(of: "JPY") == 0 && DecimalText.minorUnits(of: "KWD") == 3)
         for code in ["EUR", "JPY", "KWD", "USD", "CLP", "BHD"] {
             #expect(DecimalText.minorUnits(of: code) == RideDomain.Money.minorUnits(of: code), "\(code)")

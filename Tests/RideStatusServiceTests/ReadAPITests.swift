@@ -43,6 +43,15 @@ struct ReadAPITests {
             }
         }
 
+        /// An input the engine refuses (a dead letter, 3.5).
+        func refuse() {
+            let time = now.withLock { $0 }
+            engine.withLock { engine in
+                _ = engine.receive(
+                    topic: engine.topics.control(.start, ride: "r-bad"), payload: Array("{oops".utf8), now: time)
+            }
+        }
+
         func stop(_ ride: String) {
             let time = now.withLock { $0 }
             engine.withLock { engine in
@@ -64,7 +73,7 @@ struct ReadAPITests {
         func track(of ride: String) -> (vehicle: String?, points: [TrackPoint])? {
             engine.withLock { engine in engine.track(of: ride).map { (engine.ride(ride)?.vehicleId, $0) } }
         }
-        func availableVehicles(limit: Int) -> [FleetIndex.Listing] { [] }
+        func availableVehicles() -> [FleetIndex.Listing] { [] }
         func overview() -> FleetOverview {
             engine.withLock { engine in
                 FleetOverview(
@@ -213,6 +222,31 @@ struct ReadAPITests {
         feed.finish()
         #expect(await events.next() == nil)
         #expect(feed.watcherCount == 0)
+    }
+
+    @Test("Live feed: a watcher that goes away is forgotten; the dead-letter rate is over the time really elapsed")
+    func liveFeedWatchersAndRate() async throws {
+        let reader = EngineReader()
+        reader.start("r-1", vehicle: "v-1")
+        let feed = LiveFeed(reader: reader)
+        do {
+            // A page that closes: its stream and iterator go away (the HTTP handler's loop ends).
+            var gone = feed.watch().makeAsyncIterator()
+            _ = await gone.next()
+            #expect(feed.watcherCount == 1)
+        }
+        feed.tick()
+        #expect(feed.watcherCount == 0, "a closed page is not fed a full fleet every second")
+        var events = feed.watch().makeAsyncIterator()
+        _ = await events.next()
+        let start = ContinuousClock.now
+        feed.tick(instant: start)
+        #expect(try event(await events.next())["rejectedPerMinute"] == .number(0))
+        for _ in 0..<10 { reader.refuse() }
+        feed.tick(instant: start.advanced(by: .seconds(30)))
+        // 10 refused inputs in 30 s: 20 a minute, whatever the nominal tick.
+        #expect(try event(await events.next())["rejectedPerMinute"] == .number(20))
+        feed.finish()
     }
 
     private func event(_ frame: [UInt8]?) throws -> JSONValue {

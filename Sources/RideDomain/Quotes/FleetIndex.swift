@@ -58,12 +58,11 @@ public struct FleetIndex: Sendable {
         public var updated: Date
     }
 
-    /// Up to `limit` available vehicles, by identifier.
-    public func listing(limit: Int) -> [Listing] {
+    /// Every available vehicle, in no order: O(vehicles), no sorting (a reader sorts outside any lock).
+    public func listing() -> [Listing] {
         var names = Array(repeating: "", count: classIndex.count)
         for (name, id) in classIndex { names[id] = name }
-        let chosen = slotOf.sorted { $0.key < $1.key }.prefix(limit)
-        return chosen.compactMap { id, slot in
+        return slotOf.compactMap { id, slot in
             guard let record = records[Int(slot)],
                 let member = grids[record.vehicleClass][record.cell]?[record.indexInCell]
             else { return nil }
