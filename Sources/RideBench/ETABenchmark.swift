@@ -25,6 +25,8 @@ struct ETABenchmark: ParsableCommand {
     @Option(help: "The worker's rides.detourFactor (default: the worker's).") var detourFactor: Double?
     @Option(help: "The worker's rides.estimateDelayLimit, seconds (default: the worker's).") var estimateDelayLimit:
         Double?
+    @Option(help: "The worker's rides.detourLearningRate (default: the worker's; 0 turns learning off).")
+    var detourLearningRate: Double?
 
     var rideConfiguration: RideConfiguration {
         var configuration = RideConfiguration()
@@ -32,6 +34,7 @@ struct ETABenchmark: ParsableCommand {
         if let typicalSpeed { configuration.typicalSpeed = typicalSpeed }
         if let detourFactor { configuration.detourFactor = detourFactor }
         if let estimateDelayLimit { configuration.estimateDelayLimit = estimateDelayLimit }
+        if let detourLearningRate { configuration.detourLearningRate = detourLearningRate }
         return configuration
     }
 
@@ -43,6 +46,9 @@ struct ETABenchmark: ParsableCommand {
         /// The estimate moved by more than 30 s from the ride's previous status.
         var jumped: Bool
         var naiveJumped: Bool
+        /// An oracle that knows the rest of the route exactly and drives it at the fleet's mean speed (stops
+        /// included): what remains is the error no estimator without signal timing can remove.
+        var oracleError: Double
     }
 
     /// A trip to replay: where the car is every second, and when it arrives.
@@ -63,26 +69,44 @@ struct ETABenchmark: ParsableCommand {
         var random = SeededRandom(seed: seed)
         var all = (0..<trips).map { _ in Self.simulatedTrip(random: &random) }
         if let tripsFolder { all += try Self.recordedTrips(in: tripsFolder) }
+        // The oracle's speed: road distance over time of every leg driven, red lights included.
+        let legs = all.flatMap { [$0.toPickup, $0.toDropOff] }
+        let oracleSpeed =
+            legs.map(Self.roadDistance).reduce(0, +)
+            / max(1, legs.map { ($0.last?.time ?? 0) - ($0.first?.time ?? 0) }.reduce(0, +))
         var pickup: [Sample] = []
         var dropOff: [Sample] = []
+        // One worker's learning (E1's detour correction) carries from each completed trip to the next.
+        var detour = DetourLearning()
         for (index, trip) in all.enumerated() {
             let (toPickup, toDropOff) = Self.replay(
-                trip, ride: "r-eta-\(index)", configuration: rideConfiguration, random: &random)
+                trip, ride: "r-eta-\(index)", configuration: rideConfiguration, oracleSpeed: oracleSpeed,
+                detour: &detour, random: &random)
             pickup += toPickup
             dropOff += toDropOff
         }
         print(
             "ride-bench eta: \(all.count) trips (\(trips) simulated, seed \(seed)), statuses every "
                 + "\(Int(RideConfiguration().updateInterval)) s; error = estimate - arrival, in seconds")
+        print(
+            String(
+                format: "  oracle: the exact rest of the route at the fleet's mean speed, %.1f m/s with stops",
+                oracleSpeed))
         Self.report("pickup ETA (estimatedPickupDate, before pickup)", pickup, targets: true)
         Self.report("drop-off ETA (estimatedDropOffDate, during the ride)", dropOff, targets: false)
+        if let learned = detour.learned[""] {
+            print(
+                String(
+                    format: "\n  detour factor learned from %d completed trips: %.3f (configured %.2f)", learned.rides,
+                    learned.factor, rideConfiguration.detourFactor))
+        }
     }
 
     static func report(_ title: String, _ samples: [Sample], targets: Bool) {
         print("")
         print("  \(title)")
         print(
-            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  median  bias   jumps"
+            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  median  bias   jumps | oracle: mean |err|  bias"
         )
         for (label, range) in horizons {
             let here = samples.filter { range.contains($0.horizon) }
@@ -94,10 +118,14 @@ struct ETABenchmark: ParsableCommand {
                     absolute[absolute.count / 2], errors.reduce(0, +) / Double(errors.count),
                     100 * Double(jumps) / Double(errors.count))
             }
+            let oracle = here.map(\.oracleError)
             print(
                 String(format: "  %-10@ %9d |      ", label, here.count)
                     + line(here.map(\.error), here.filter(\.jumped).count) + " |      "
-                    + line(here.map(\.naiveError), here.filter(\.naiveJumped).count))
+                    + line(here.map(\.naiveError), here.filter(\.naiveJumped).count)
+                    + String(
+                        format: " |       %9.1f %6.1f", oracle.map(abs).reduce(0, +) / Double(oracle.count),
+                        oracle.reduce(0, +) / Double(oracle.count)))
         }
         guard targets else { return }
         // Issue 15's targets for the pickup ETA on the simulator's trips.
@@ -163,10 +191,18 @@ struct ETABenchmark: ParsableCommand {
 
     /// Replays one trip through a ride of its own: the booking at the trip's start, each fix when the car sent
     /// it, a status whenever the worker's cadence publishes one.
+    /// Metres along a leg's points.
+    static func roadDistance(_ points: [StreetTrip.Point]) -> Double {
+        zip(points, points.dropFirst()).map { $0.coordinate.distance(to: $1.coordinate) }.reduce(0, +)
+    }
+
     static func replay(
-        _ trip: Trip, ride: String, configuration: RideConfiguration, random: inout SeededRandom
+        _ trip: Trip, ride: String, configuration: RideConfiguration, oracleSpeed: Double,
+        detour: inout DetourLearning, random: inout SeededRandom
     ) -> (pickup: [Sample], dropOff: [Sample]) {
         var engine = RideEngine(configuration: configuration)
+        engine.detour = detour
+        defer { detour = engine.detour }
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let pickup = trip.toPickup.last!.coordinate
         let dropOff = trip.toDropOff.last?.coordinate ?? pickup.moved(metres: 3000, bearing: 90)
@@ -177,6 +213,13 @@ struct ETABenchmark: ParsableCommand {
                 StreetTrip.Point(time: $0.time + pickupArrival, coordinate: $0.coordinate, speed: $0.speed)
             }
         let dropOffArrival = points.last!.time
+        // Road metres left at each point to the drop-off, and to the pickup before it (the oracle's knowledge).
+        var left = Array(repeating: 0.0, count: points.count)
+        for index in stride(from: points.count - 2, through: 0, by: -1) {
+            left[index] = left[index + 1] + points[index].coordinate.distance(to: points[index + 1].coordinate)
+        }
+        let atPickup = left[trip.toPickup.count - 1]
+        let leftToPickup = left.map { $0 - atPickup }
         _ = engine.receive(
             topic: "rides/\(ride)/start", payload: booking(ride, pickup: pickup, dropOff: dropOff, at: start),
             now: start)
@@ -184,7 +227,7 @@ struct ETABenchmark: ParsableCommand {
         var previous: (beforePickup: Bool, estimate: Double, naive: Double)?
         var nextFix = 0.0
         var lastFix: Coordinate?
-        for point in points {
+        for (position, point) in points.enumerated() {
             let now = start.addingTimeInterval(point.time)
             if point.time >= nextFix {
                 let noisy = point.coordinate.moved(
@@ -209,11 +252,12 @@ struct ETABenchmark: ParsableCommand {
                 guard point.time < arrival else { continue }
                 let estimate = date.timeIntervalSince(start)
                 let naive = point.time + lastFix.distance(to: target) / naiveSpeed
+                let oracle = point.time + (before ? leftToPickup[position] : left[position]) / oracleSpeed
                 let comparable = previous?.beforePickup == before
                 let sample = Sample(
                     horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
                     jumped: comparable && abs(estimate - previous!.estimate) > 30,
-                    naiveJumped: comparable && abs(naive - previous!.naive) > 30)
+                    naiveJumped: comparable && abs(naive - previous!.naive) > 30, oracleError: oracle - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
                 previous = (before, estimate, naive)
             }

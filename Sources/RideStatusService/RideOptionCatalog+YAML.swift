@@ -89,7 +89,9 @@ private struct CatalogReader {
         } else {
             problems.append("\(entry): geometry is required (a GeoJSON Polygon or MultiPolygon)")
         }
-        return ServiceArea(name: name, currencyCode: currency, polygons: polygons)
+        let detour = node["detourFactor"].flatMap { number($0, "\(entry): detourFactor") }
+        if let detour, !(1...5).contains(detour) { problems.append("\(entry): detourFactor \(detour) must be 1...5") }
+        return ServiceArea(name: name, currencyCode: currency, polygons: polygons, detourFactor: detour)
     }
 
     /// GeoJSON rings: arrays of `[longitude, latitude]`.

@@ -137,6 +137,15 @@ public struct WorkerSettings: Sendable {
         "rides.arrivalRadius": { $0.ride.arrivalRadius = try number($1, "rides.arrivalRadius", 1...1000) },
         "rides.maxPickupWait": { $0.ride.maxPickupWait = try number($1, "rides.maxPickupWait", 1...7200) },
         "rides.detourFactor": { $0.ride.detourFactor = try number($1, "rides.detourFactor", 1...5) },
+        "rides.detourFactorMinimum": {
+            $0.ride.detourFactorMinimum = try number($1, "rides.detourFactorMinimum", 1...5)
+        },
+        "rides.detourFactorMaximum": {
+            $0.ride.detourFactorMaximum = try number($1, "rides.detourFactorMaximum", 1...5)
+        },
+        "rides.detourLearningRate": {
+            $0.ride.detourLearningRate = try number($1, "rides.detourLearningRate", 0...1)
+        },
         "rides.speedFloor": { $0.ride.speedFloor = try number($1, "rides.speedFloor", 0.1...100) },
         "rides.speedTimeConstant": {
             $0.ride.speedTimeConstant = try number($1, "rides.speedTimeConstant", 1...3600)

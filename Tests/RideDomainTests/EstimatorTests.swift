@@ -124,4 +124,101 @@ struct EstimatorTests {
             }
         }
     }
+
+    // MARK: The detour factor per area, and its learned correction (issue 15)
+
+    static let grid = ServiceArea(
+        name: "grid", currencyCode: "EUR",
+        polygons: [
+            [
+                [
+                    Coordinate(latitude: 52.3, longitude: 13.0), Coordinate(latitude: 52.3, longitude: 13.8),
+                    Coordinate(latitude: 52.7, longitude: 13.8), Coordinate(latitude: 52.7, longitude: 13.0),
+                    Coordinate(latitude: 52.3, longitude: 13.0),
+                ]
+            ]
+        ], detourFactor: 1.2)
+
+    @Test(
+        "E1: an area's detour factor comes from the catalog, else rides.detourFactor; completed rides correct it, bounded"
+    )
+    func detourLearning() {
+        var configuration = Self.configuration
+        configuration.detourLearningRate = 0.1
+        var learning = DetourLearning()
+        #expect(learning.factor(for: Self.grid, configuration: configuration) == 1.2)
+        #expect(learning.factor(for: nil, configuration: configuration) == 1.3)
+        // A ride that drove 1.5 times the straight line: 1.2 + 0.1 * (1.5 - 1.2) = 1.23.
+        let taught = learning.learn(driven: 3000, straight: 2000, area: Self.grid, configuration: configuration)
+        #expect(taught)
+        #expect(abs(learning.factor(for: Self.grid, configuration: configuration) - 1.23) < 1e-9)
+        #expect(learning.factor(for: nil, configuration: configuration) == 1.3, "other areas keep theirs")
+        // Short legs teach nothing; a wild ratio counts only up to the bound.
+        let short = learning.learn(driven: 900, straight: 300, area: Self.grid, configuration: configuration)
+        #expect(!short)
+        for _ in 0..<200 {
+            learning.learn(driven: 50_000, straight: 1000, area: Self.grid, configuration: configuration)
+        }
+        #expect(learning.factor(for: Self.grid, configuration: configuration) <= configuration.detourFactorMaximum)
+        for _ in 0..<200 { learning.learn(driven: 500, straight: 1000, area: Self.grid, configuration: configuration) }
+        let low = learning.factor(for: Self.grid, configuration: configuration)
+        #expect(low >= configuration.detourFactorMinimum && low < configuration.detourFactorMinimum + 1e-6, "\(low)")
+        #expect(learning.learned["grid"]?.rides == 401)
+        // Learning off.
+        configuration.detourLearningRate = 0
+        var off = DetourLearning()
+        let offTaught = off.learn(driven: 3000, straight: 2000, area: Self.grid, configuration: configuration)
+        #expect(!offTaught)
+        #expect(off.factor(for: Self.grid, configuration: configuration) == 1.2)
+    }
+
+    @Test("E1: a completed ride teaches its area's factor once; a canceled one does not; new rides take the factor")
+    func detourLearnedFromRides() throws {
+        var configuration = Self.configuration
+        configuration.detourLearningRate = 0.5
+        let catalog = RideOptionCatalog(
+            areas: [Self.grid],
+            options: testCatalog().options.map { option in
+                var option = option
+                option.fares = ["grid": option.fares["berlin"]!]
+                return option
+            })
+        var engine = RideEngine(configuration: configuration, catalog: catalog)
+        func send(_ topic: String, _ payload: [UInt8], _ seconds: Double) {
+            _ = engine.receive(topic: topic, payload: payload, now: t0.addingTimeInterval(seconds))
+        }
+        // r-1 drives from the pickup to the drop-off along two legs of a right angle (road > straight line).
+        send("rides/r-1/start", bookingJSON(ride: "r-1", vehicle: "v-1"), 0)
+        #expect(engine.ride("r-1")?.detourFactor == 1.2)
+        send("rides/r-1/event", bytes(#"{"type":"arrivedAtPickup"}"#), 10)
+        send("rides/r-1/event", bytes(#"{"type":"passengerOnBoard"}"#), 20)
+        let corner = Coordinate(latitude: dropOff.latitude, longitude: pickup.longitude)
+        var second = 20.0
+        for step in 0...10 {
+            let share = Double(step) / 10
+            let point = Coordinate(
+                latitude: pickup.latitude + (corner.latitude - pickup.latitude) * share, longitude: pickup.longitude)
+            second += 20
+            send("fleet/vehicles/v-1/position", fixJSON(at: t0.addingTimeInterval(second), point, speed: 8), second)
+        }
+        for step in 1...10 {
+            let share = Double(step) / 10
+            let point = Coordinate(
+                latitude: corner.latitude, longitude: corner.longitude + (dropOff.longitude - corner.longitude) * share)
+            second += 20
+            send("fleet/vehicles/v-1/position", fixJSON(at: t0.addingTimeInterval(second), point, speed: 8), second)
+        }
+        send("rides/r-1/event", bytes(#"{"type":"arrivedAtDropOff"}"#), second + 5)
+        #expect(engine.ride("r-1")?.phase == .completed)
+        let learned = try #require(engine.detour.learned["grid"])
+        #expect(learned.rides == 1)
+        let ratio = (pickup.distance(to: corner) + corner.distance(to: dropOff)) / pickup.distance(to: dropOff)
+        #expect(abs(learned.factor - (1.2 + 0.5 * (ratio - 1.2))) < 0.02, "\(learned.factor) from ratio \(ratio)")
+        // Its later statuses teach nothing more; a canceled ride teaches nothing.
+        _ = engine.tick(now: t0.addingTimeInterval(second + 20))
+        send("rides/r-2/start", bookingJSON(ride: "r-2", vehicle: "v-2"), second + 30)
+        #expect(engine.ride("r-2")?.detourFactor == learned.factor, "a new ride takes the learned factor")
+        send("rides/r-2/cancel", bytes(#"{"canceledBy":"user"}"#), second + 40)
+        #expect(engine.detour.learned["grid"]?.rides == 1)
+    }
 }

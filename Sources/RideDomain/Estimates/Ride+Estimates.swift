@@ -38,7 +38,7 @@ extension Ride {
         now: Date, configuration: RideConfiguration, metresToPickup: Double? = nil
     ) {
         guard phase != .completed else { return }
-        let estimator = Estimator(detourFactor: configuration.detourFactor, speedFloor: configuration.speedFloor)
+        let estimator = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
         let pickup = booking.pickupLocation.coordinate
         let dropOff = booking.dropOffLocation.coordinate
         let legSeconds = estimator.travelTime(metres: legMetres, speed: smoothedSpeed)

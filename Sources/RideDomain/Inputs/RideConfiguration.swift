@@ -29,7 +29,13 @@ public struct RideConfiguration: Sendable, Equatable {
     /// P3/P6: how long the vehicle waits at the pickup, seconds.
     public var maxPickupWait: Double = 300
     /// E1: road distance over great-circle distance.
-    public var detourFactor: Double = 1.3
+    public var detourFactor: Double = RideConfiguration.defaultDetourFactor
+    public static let defaultDetourFactor = 1.3
+    /// E1 (issue 15): the bounds of a learned detour factor, and how much each completed ride moves it (0: no
+    /// learning). See ``DetourLearning``.
+    public var detourFactorMinimum: Double = 1.0
+    public var detourFactorMaximum: Double = 2.0
+    public var detourLearningRate: Double = 0.05
     /// E1: lowest speed used for estimates, m/s.
     public var speedFloor: Double = 5
     /// E1: the time constant of the speed's smoothing, seconds: a fix's speed counts by the time since the
@@ -100,6 +106,13 @@ public struct RideConfiguration: Sendable, Equatable {
         require(arrivalRadius > 0, "arrivalRadius", "must be positive metres")
         require(maxPickupWait > 0, "maxPickupWait", "must be positive seconds")
         require(detourFactor >= 1 && detourFactor <= 5, "detourFactor", "must be 1...5")
+        require(
+            detourFactorMinimum >= 1 && detourFactorMinimum <= detourFactor, "detourFactorMinimum",
+            "must be 1...detourFactor")
+        require(
+            detourFactorMaximum >= detourFactor && detourFactorMaximum <= 5, "detourFactorMaximum",
+            "must be detourFactor...5")
+        require((0...1).contains(detourLearningRate), "detourLearningRate", "must be 0...1")
         require(speedFloor > 0, "speedFloor", "must be positive m/s")
         require(speedTimeConstant >= 1 && speedTimeConstant <= 3600, "speedTimeConstant", "must be 1...3600 s")
         require(typicalSpeed > 0 && typicalSpeed <= 100, "typicalSpeed", "must be in (0, 100] m/s")

@@ -94,7 +94,9 @@ extension RideEngine {
                 return
             }
             booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
-            let ride = Ride(booking: booking, now: now, configuration: configuration)
+            let ride = Ride(
+                booking: booking, now: now, configuration: configuration,
+                detourFactor: detourFactor(at: booking.pickupLocation.coordinate))
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

@@ -95,6 +95,7 @@ extension RideEngine {
         // C5: statuses up to the ceiling may have been published after this state was written.
         var ride = ride
         ride.sequence = max(ride.sequence, ride.sequenceCeiling)
+        ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate)
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
@@ -199,6 +200,17 @@ extension RideEngine {
                         gap: rideTable[slot: slot].cadenceGap))
             }
         } else {
+            // E1: a ride completed (not canceled, not missed) teaches its area's detour factor, once: at its
+            // first completed status.
+            if phaseChanged, status.phase == .completed, rideTable[slot: slot].lastValid?.value.phase != .completed,
+                let completion = status.completionStatus, !completion.canceled, !completion.missedPickup
+            {
+                let ride = rideTable[slot: slot]
+                detour.learn(
+                    driven: ride.drivenMetres, straight: ride.legMetres,
+                    area: catalog?.area(containing: ride.booking.pickupLocation.coordinate),
+                    configuration: configuration)
+            }
             rideTable[slot: slot].recordValid(status)
             counters.statusesPublished += 1
             if phaseChanged { counters.phaseTransitions += 1 }

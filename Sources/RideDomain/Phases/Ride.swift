@@ -49,11 +49,16 @@ public struct Ride: Sendable, Equatable {
     package var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
     /// Great-circle metres from pickup to drop-off, computed once.
     var legMetres: Double
+    /// E1: road over great-circle distance for this ride, its area's when it started (``DetourLearning``).
+    package internal(set) var detourFactor: Double
 
     public var rideIdentifier: String { booking.rideIdentifier }
 
     /// P1: with a vehicle `confirmed` (or the booking's `received`/`confirmed`); without, `received`.
-    public init(booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0) {
+    /// - Parameter detourFactor: E1's factor for the ride's area (``DetourLearning``); `rides.detourFactor` when nil.
+    public init(
+        booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil
+    ) {
         terms = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
         phase = booking.vehicleId == nil ? .received : (booking.phase ?? .confirmed)
@@ -67,6 +72,7 @@ public struct Ride: Sendable, Equatable {
         self.sequence = sequence
         drivenMetres = 0
         legMetres = booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
+        self.detourFactor = detourFactor ?? configuration.detourFactor
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
     }
@@ -84,6 +90,8 @@ public struct Ride: Sendable, Equatable {
         self.drivenMetres = drivenMetres
         self.estimatedPickupDate = estimatedPickupDate
         self.legMetres = legMetres
+        // Not durable: the engine gives a restored ride its area's factor (``DetourLearning``).
+        detourFactor = RideConfiguration.defaultDetourFactor
     }
 
     // MARK: Inputs
@@ -147,7 +155,7 @@ public struct Ride: Sendable, Equatable {
             if toPickup <= configuration.arrivalRadius && stopped {
                 arriveAtPickup(now: now, configuration: configuration)  // P3
             } else if phase == .confirmed {
-                let eta = Estimator(detourFactor: configuration.detourFactor, speedFloor: configuration.speedFloor)
+                let eta = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
                     .travelTime(metres: toPickup, speed: smoothedSpeed)
                 if eta <= configuration.approachingWithin || toPickup <= configuration.approachingDistance {
                     phase = .approachingPickup  // P2

@@ -191,10 +191,15 @@ public struct ServiceArea: Sendable, Equatable {
     /// Polygons; in each, the first ring is the outer boundary and the others are holes. Rings are closed.
     public var polygons: [[[Coordinate]]]
 
-    public init(name: String, currencyCode: String, polygons: [[[Coordinate]]]) {
+    /// E1: road over great-circle distance here (issue 15); nil takes `rides.detourFactor`. Completed rides
+    /// correct it (``DetourLearning``).
+    public var detourFactor: Double?
+
+    public init(name: String, currencyCode: String, polygons: [[[Coordinate]]], detourFactor: Double? = nil) {
         self.name = name
         self.currencyCode = currencyCode
         self.polygons = polygons
+        self.detourFactor = detourFactor
     }
 
     /// Inside an outer ring and outside its holes (even-odd ray casting in degrees; areas do not cross ±180°).
