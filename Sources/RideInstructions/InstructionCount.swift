@@ -29,6 +29,35 @@ struct InstructionCount: ParsableCommand {
     var sequenceBlock = 12
     @Option(help: "rides.trackLength: accepted fixes kept per vehicle for the read API (0: none).")
     var trackLength = RideConfiguration().trackLength
+    @Flag(help: "Book every ride by a catalog option's name (3.4, P5: the catalog's fixed or metered pricing).")
+    var catalog = false
+
+    /// A catalog like `config/ride-options.yaml`'s: a fixed-price Compact and a metered Comfort with a
+    /// surcharge and a discount, in one area around the rides.
+    static let testCatalog = RideOptionCatalog(
+        areas: [
+            ServiceArea(
+                name: "berlin", currencyCode: "EUR",
+                polygons: [[[
+                    Coordinate(latitude: 51, longitude: 12), Coordinate(latitude: 51, longitude: 15),
+                    Coordinate(latitude: 54, longitude: 15), Coordinate(latitude: 54, longitude: 12),
+                    Coordinate(latitude: 51, longitude: 12),
+                ]]])
+        ],
+        options: [
+            CatalogOption(
+                name: "Compact", capacity: 1, mapAnnotationImage: "https://assets.example/cars/compact.png",
+                pricing: .fixed,
+                fares: ["berlin": FareTable(baseCharge: 2.5, perKilometer: 1.1, perMinute: 0.2, minimumFare: 6)]),
+            CatalogOption(
+                name: "Comfort", capacity: 4, mapAnnotationImage: "https://assets.example/cars/comfort.png",
+                fares: [
+                    "berlin": FareTable(
+                        baseCharge: 3.5, perKilometer: 1.5, perMinute: 0.3, minimumFare: 8,
+                        surcharges: [.init(title: "Service fee", amount: 0.5)],
+                        discounts: [.init(title: "Launch discount", percent: 10)])
+                ]),
+        ])
 
     func run() throws {
         let origin = Date(timeIntervalSince1970: 1_795_341_000)
@@ -37,11 +66,13 @@ struct InstructionCount: ParsableCommand {
         configuration.trackLength = trackLength
         configuration.maxFixAge = 10_000_000
         configuration.futureTolerance = 10_000_000
-        var engine = RideEngine(configuration: configuration)
+        var engine = RideEngine(configuration: configuration, catalog: catalog ? Self.testCatalog : nil)
         for index in 0..<rides {
             let pickup = position(index, round: -2000)
+            // With the catalog, a booking by name as fleet-sim sends one: no fare of its own, half each option.
+            let name = catalog && index % 2 == 1 ? "Comfort" : "Compact"
             let booking =
-                #"{"rideIdentifier":"r-\#(index)","vehicleId":"v-\#(index)","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude - 0.05),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
+                #"{"rideIdentifier":"r-\#(index)","vehicleId":"v-\#(index)","rideOption":{"name":"\#(name)","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude - 0.05),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
             _ = engine.receive(topic: "rides/r-\(index)/start", payload: Array(booking.utf8), now: origin)
         }
         precondition(engine.activeRideCount == rides)
