@@ -45,5 +45,7 @@ report "fix: the same without the read API's track (rides.trackLength 0)" \
     --operation fix --count "$COUNT" --rides "$RIDES" --track-length 0
 report "status: C1 tick, V1-V7, JSON, durable state once per 12 (default)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12
+report "status: the same for rides booked from the catalog (3.4, P5 pricing)" \
+    --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12 --catalog
 report "status: the same with the durable state before every status (block 1)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 1

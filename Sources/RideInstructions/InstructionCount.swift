@@ -38,11 +38,15 @@ struct InstructionCount: ParsableCommand {
         areas: [
             ServiceArea(
                 name: "berlin", currencyCode: "EUR",
-                polygons: [[[
-                    Coordinate(latitude: 51, longitude: 12), Coordinate(latitude: 51, longitude: 15),
-                    Coordinate(latitude: 54, longitude: 15), Coordinate(latitude: 54, longitude: 12),
-                    Coordinate(latitude: 51, longitude: 12),
-                ]]])
+                polygons: [
+                    [
+                        [
+                            Coordinate(latitude: 51, longitude: 12), Coordinate(latitude: 51, longitude: 15),
+                            Coordinate(latitude: 54, longitude: 15), Coordinate(latitude: 54, longitude: 12),
+                            Coordinate(latitude: 51, longitude: 12),
+                        ]
+                    ]
+                ])
         ],
         options: [
             CatalogOption(
