@@ -85,7 +85,7 @@ let package = Package(
         // MARK: Pure ride domain (no I/O, no C, no MQTT), folders by the contract's sections
         .target(
             name: "RideDomain",
-            dependencies: ["RideJSON", "WorkerGroup"],
+            dependencies: ["Locking", "RideJSON", "WorkerGroup"],
             swiftSettings: swiftSettings
         ),
 

@@ -15,14 +15,14 @@ out=.build-fuzz
 binary=$out/ride-fuzz
 mkdir -p "$out"
 
-# The domain and the modules it imports (RideJSON, WorkerGroup) compiled as one module: Contract/Exports.swift
-# only re-exports RideJSON, and the imports of WorkerGroup are dropped from a copy of the sources.
-modules="Sources/RideJSON Sources/WorkerGroup Sources/RideDomain"
+# The domain and the modules it imports (Locking, RideJSON, WorkerGroup) compiled as one module: Contract/Exports.swift
+# only re-exports RideJSON, and the imports of Locking and WorkerGroup are dropped from a copy of the sources.
+modules="Sources/Locking Sources/RideJSON Sources/WorkerGroup Sources/RideDomain"
 if [ ! -x "$binary" ] || [ -n "$(find $modules Fuzz -newer "$binary" -name '*.swift' | head -1)" ]; then
     echo "==> building the fuzz targets (libFuzzer and AddressSanitizer; about a minute)"
     rm -rf "$out/src" && mkdir -p "$out/src"
     for file in $(find $modules -name '*.swift' ! -name Exports.swift | sort); do
-        sed -E '/^(public |package )?import WorkerGroup$/d' "$file" > "$out/src/$(echo "$file" | tr / _)"
+        sed -E '/^(public |package )?import (WorkerGroup|Locking)$/d' "$file" > "$out/src/$(echo "$file" | tr / _)"
     done
     # shellcheck disable=SC2086
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name RideFuzz -package-name ridestatus \

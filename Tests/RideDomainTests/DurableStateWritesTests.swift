@@ -1,6 +1,7 @@
 import Foundation
-import RideDomain
 import Testing
+
+@testable import RideDomain
 
 /// C5, L5: the durable state is written on changes that matter and once per sequence block, not with every
 /// status; a restart continues above the block's ceiling and takes the last location from the retained status.
@@ -273,5 +274,28 @@ struct DurableStateWritesTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status)) as? [String: Any])
         let text = try #require(object["issuedAt"] as? String)
         return try #require(Timestamps.parse(text))
+    }
+
+    @Test("L5: the durable state's amounts are Decimal's own digits, remembered or not, for any value and spelling")
+    func decimalDigits() {
+        var generator = SeededRandom(seed: 12)
+        var values: [Decimal] = [
+            0, 1, -1, Decimal(string: "2.50")!, Decimal(string: "2.5")!, Decimal(string: "-0.35")!,
+        ]
+        values.append(Decimal(string: "1234567890123.456789")!)
+        for _ in 0..<3000 {
+            let significand = Int64.random(in: -10_000_000_000...10_000_000_000, using: &generator)
+            let exponent = Int.random(in: -8...6, using: &generator)
+            values.append(
+                Decimal(
+                    sign: significand < 0 ? .minus : .plus, exponent: exponent,
+                    significand: Decimal(significand.magnitude)))
+        }
+        // Twice: the second pass reads what the first remembered (up to the memo's limit).
+        for _ in 0..<2 {
+            for value in values {
+                #expect(String(decoding: DecimalDigits.digits(value), as: UTF8.self) == value.description, "\(value)")
+            }
+        }
     }
 }

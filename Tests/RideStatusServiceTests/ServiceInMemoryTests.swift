@@ -241,8 +241,9 @@ struct ServiceInMemoryTests {
         let times = running.statuses("r-1").compactMap { $0["issuedAt"]?.stringValue.flatMap(Timestamps.parse) }
         let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
         // A loop that missed the wake-up would sleep until its next report, a minute away. The margin is for
-        // a machine busy with other tests, not for the cadence.
-        #expect(gaps.allSatisfy { $0 <= 0.3 + 2 }, "gaps \(gaps)")
+        // a machine busy with other work, not for the cadence: a gap of 2.4 s was seen with a release build and
+        // valgrind beside the suite on 2 cores; 10 s still tells a wake-up from a minute's sleep.
+        #expect(gaps.allSatisfy { $0 <= 0.3 + 10 }, "gaps \(gaps)")
         await running.stop()
     }
 

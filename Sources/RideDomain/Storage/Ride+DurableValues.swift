@@ -272,7 +272,7 @@ extension JSONWriter {
         if value.isNaN {
             null()
         } else {
-            raw(Array(value.description.utf8))
+            raw(DecimalDigits.digits(value))
         }
     }
 }
