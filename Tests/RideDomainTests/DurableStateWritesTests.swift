@@ -222,7 +222,9 @@ struct DurableStateWritesTests {
         let (engine, resumed) = try restart(retained, at: now)
         let ride = try #require(engine.ride("r-1"))
         #expect(resumed.vehicleLocation == live.location)
-        #expect(abs(ride.drivenMetres - live.drivenMetres) < 1, "\(ride.drivenMetres) vs \(live.drivenMetres)")
+        // The live ride counts a fix once it is past the jitter threshold (at most 20 m) from the last counted;
+        // the restored one counts straight to the retained location: they differ by at most that threshold.
+        #expect(abs(ride.drivenMetres - live.drivenMetres) <= 20, "\(ride.drivenMetres) vs \(live.drivenMetres)")
         #expect(resumed.stale == false, "C3: the last fix time comes with the location")
         let lastIssued = try decodedIssuedAt(try #require(retained.status))
         #expect(resumed.issuedAt >= lastIssued, "C5: issuedAt never decreases")

@@ -171,6 +171,31 @@ struct PhaseRulesTests {
             fallback.paymentAmount == Money(amount: 12, currencyCode: "EUR"), "without a fare: the price range minimum")
     }
 
+    @Test("P5: the distance charged is the distance driven, not GPS jitter while the car waits (issue 15)")
+    func drivenDistanceIgnoresJitter() throws {
+        var harness = Harness()
+        harness.start()
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(1))
+        harness.event("passengerOnBoard", at: t0.addingTimeInterval(2))
+        // Two minutes at a red light: fixes every second scattered 4 m around the car (accuracy 5 m).
+        var random = SeededRandom(seed: 7)
+        for second in 3...122 {
+            let jitter = pickup.moved(
+                metres: Double.random(in: 0...4, using: &random), bearing: Double.random(in: 0..<360, using: &random))
+            harness.fix(at: t0.addingTimeInterval(Double(second)), jitter, speed: 0)
+        }
+        let waited = try #require(harness.engine.rides["r-1"]).drivenMetres
+        #expect(waited < 10, "fix to fix, the jitter summed to hundreds of metres; counted: \(waited)")
+        // Then 600 m north at 10 m/s, a fix a second: counted within one threshold of the truth.
+        for second in 1...60 {
+            harness.fix(
+                at: t0.addingTimeInterval(122 + Double(second)), pickup.moved(metres: Double(second) * 10, bearing: 0),
+                speed: 10)
+        }
+        let driven = try #require(harness.engine.rides["r-1"]).drivenMetres - waited
+        #expect(abs(driven - 600) <= 12, "driven \(driven) m of 600")
+    }
+
     @Test("P5: fares are Decimal and rounded to the currency's minor unit")
     func fareRounding() {
         let fare = Fare(

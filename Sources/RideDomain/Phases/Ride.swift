@@ -39,6 +39,9 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed package internal(set) var estimatedPickupEndDate: Date?
     @NaNBoxed var ongoingSince: Date?
     package internal(set) var drivenMetres: Double
+    /// P5: where the distance driven was last counted to (``countDistance(to:from:)``); not durable.
+    @NaNBoxed var anchorLatitude: Double?
+    var anchorLongitude = 0.0
     @NaNBoxed package internal(set) var smoothedSpeed: Double?
     package internal(set) var estimatedPickupDate: Date
     @NaNBoxed package internal(set) var estimatedDropOffDate: Date?
@@ -131,6 +134,21 @@ public struct Ride: Sendable, Equatable {
         public var staleCleared: Bool
     }
 
+    /// P5, E1: the distance driven, fix to fix, but not through GPS noise: a fix counts once it lies farther
+    /// than twice its accuracy (5 to 20 m) from the point counted last, so a car waiting at a light or in a
+    /// jam is not charged for its position's jitter (which summed fix to fix added metres every second). The
+    /// first count of a ride starts from the fix before it.
+    mutating func countDistance(to fix: TelemetryFix, from previous: VehicleLocation?) {
+        let anchor =
+            anchorLatitude.map { Coordinate(latitude: $0, longitude: anchorLongitude) } ?? previous?.coordinate
+            ?? fix.coordinate
+        let step = anchor.distance(to: fix.coordinate)
+        let threshold = min(max(2 * (fix.horizontalAccuracy ?? 5), 5), 20)
+        let counted = step >= threshold ? fix.coordinate : anchor
+        if step >= threshold { drivenMetres += step }
+        (anchorLatitude, anchorLongitude) = (counted.latitude, counted.longitude)
+    }
+
     /// An accepted fix of this ride's vehicle: P2-P5 from position and speed.
     mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> FixEffect {
         let wasStale = isStale(now: now, configuration: configuration)
@@ -146,7 +164,7 @@ public struct Ride: Sendable, Equatable {
         } else if smoothedSpeed == nil {
             smoothedSpeed = configuration.typicalSpeed  // E1: a first fix without a speed (T7 needs two)
         }
-        if phase == .ongoing, let previous { drivenMetres += previous.coordinate.distance(to: fix.coordinate) }
+        if phase == .ongoing { countDistance(to: fix, from: previous) }
         let before = phase
         let stopped = (fix.speed ?? 0) < configuration.stoppedSpeed
         let toPickup = fix.coordinate.distance(to: booking.pickupLocation.coordinate)
