@@ -22,7 +22,7 @@ let package = Package(
         .library(name: "RideJSON", targets: ["RideJSON"]),
         .library(name: "RideStatusService", targets: ["RideStatusService"]),
         .library(name: "MosquittoTesting", targets: ["MosquittoTesting"]),
-        // For consumers (rider apps, Intents extensions, dashboards): the contract's payloads, no dependencies.
+        // For consumers (rider apps, Intents extensions, dashboards): the contract's payloads; nothing third-party.
         .library(name: "RideStatusKit", targets: ["RideStatusKit"]),
     ],
     dependencies: [
@@ -70,9 +70,10 @@ let package = Package(
         ),
 
         // MARK: The client library: Codable payloads of the contract, topic names, the SiriKit mapping (no
-        // dependencies, Linux and Apple platforms)
+        // dependencies outside this package: RideJSON writes and reads its times; Linux and Apple platforms)
         .target(
             name: "RideStatusKit",
+            dependencies: ["RideJSON"],
             swiftSettings: swiftSettings
         ),
 

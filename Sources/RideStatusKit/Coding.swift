@@ -1,4 +1,5 @@
 public import Foundation
+import RideJSON
 
 // MARK: - The contract's encodings: times and money
 
@@ -7,39 +8,13 @@ public import Foundation
 /// number, as inputs may carry them (3.1, 3.2).
 public enum ContractTime {
     /// `2026-11-22T09:50:01.250Z`: the nearest whole millisecond, so that a time read from this form writes back
-    /// the same. Integer arithmetic (Foundation's format styles truncate the fraction of the nearest `Double`,
-    /// and write `.694` for a time read from `.695`).
-    public static func format(_ date: Date) -> String {
-        // Years 0000-9999 (RFC 3339's four digits); a time read from a number out of that range, or not a
-        // number, is written at the nearest end rather than trapping.
-        let limit = 253_402_300_799_999.0  // 9999-12-31T23:59:59.999Z in milliseconds
-        let raw = (date.timeIntervalSince1970 * 1000).rounded()
-        let total = Int64(raw.isNaN ? 0 : min(max(raw, -62_167_219_200_000), limit))
-        let (seconds, milliseconds) = (total.floorDivided(by: 1000), total.floorModulo(1000))
-        let (days, secondOfDay) = (seconds.floorDivided(by: 86_400), seconds.floorModulo(86_400))
-        // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-        let shifted = days + 719_468
-        let era = shifted.floorDivided(by: 146_097)
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
-    }
+    /// the same (Foundation's format styles truncate the fraction of the nearest `Double`, and write `.694` for
+    /// a time read from `.695`). The worker's own writer (RideJSON's `Timestamps`): one definition of the
+    /// contract's times. Never traps: a time beyond years 0001-9999 is written at the nearest end, NaN as 1970.
+    public static func format(_ date: Date) -> String { Timestamps.format(date) }
 
-    /// An RFC 3339 time, with or without fractional seconds; nil when the text is not one.
-    public static func parse(_ text: String) -> Date? {
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        return try? Date.ISO8601FormatStyle().parse(text)
-    }
+    /// An RFC 3339 time, with or without fractional seconds, `Z` or an offset; nil when the text is not one.
+    public static func parse(_ text: String) -> Date? { Timestamps.parse(text) }
 }
 
 extension JSONDecoder {
@@ -165,13 +140,4 @@ extension KeyedEncodingContainer {
     mutating func encodeOrNull<Value: Encodable>(_ value: Value?, forKey key: Key) throws {
         if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
     }
-}
-
-extension Int64 {
-    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
-        let quotient = self / divisor
-        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
-    }
-
-    fileprivate func floorModulo(_ divisor: Int64) -> Int64 { self - floorDivided(by: divisor) * divisor }
 }

@@ -120,10 +120,10 @@ final class LiveFeed: Sendable {
             let rate = seconds > 0 ? Double(max(0, overview.rejectedInputs - last.count)) * 60 / seconds : 0
             return (state.previous, rate)
         }
-        let change = Self.change(from: previous, to: current)
         let header = Header(overview: overview, rejectedPerMinute: rejectedPerMinute, time: now)
+        // Each form is written once, and only when a watcher needs it (all need the whole fleet at first).
         var everything: [UInt8]?
-        let differences = Self.event(updated: change.updated, removed: change.removed, full: false, header: header)
+        var differences: [UInt8]?
         let watchers = state.withLock { state in state.watchers }
         var fellBehind: [Int] = []
         var caughtUp: [Int] = []
@@ -137,7 +137,12 @@ final class LiveFeed: Sendable {
                 }
                 event = everything ?? []
             } else {
-                event = differences
+                if differences == nil {
+                    let change = Self.change(from: previous, to: current)
+                    differences = Self.event(
+                        updated: change.updated, removed: change.removed, full: false, header: header)
+                }
+                event = differences ?? []
             }
             switch watcher.continuation.yield(event) {
             case .dropped: fellBehind.append(id)

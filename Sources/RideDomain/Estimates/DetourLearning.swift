@@ -36,11 +36,11 @@ public struct DetourLearning: Sendable, Equatable {
         guard rate > 0, straight >= Self.shortestLeg, driven > 0, driven.isFinite else { return false }
         let bounds = configuration.detourFactorMinimum...configuration.detourFactorMaximum
         let observed = min(max(driven / straight, bounds.lowerBound), bounds.upperBound)
-        var entry =
-            learned[area?.name ?? ""] ?? Entry(factor: factor(for: area, configuration: configuration), rides: 0)
+        let key = area?.name ?? ""
+        var entry = learned[key] ?? Entry(factor: factor(for: area, configuration: configuration), rides: 0)
         entry.factor = min(max(entry.factor + rate * (observed - entry.factor), bounds.lowerBound), bounds.upperBound)
         entry.rides += 1
-        learned[area?.name ?? ""] = entry
+        learned[key] = entry
         return true
     }
 }
