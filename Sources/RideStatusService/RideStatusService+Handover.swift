@@ -203,7 +203,7 @@ extension RideStatusService {
         var count = 0
         for (id, staged) in core.handover.staged where gained.contains(Ownership.bucket(of: id)) {
             var ride = staged
-            ride.takeOver()
+            ride.takeOver(sequenceBlock: settings.ride.sequenceBlock)
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
             core.handover.staged[id] = nil
             count += 1

@@ -164,9 +164,19 @@ extension Ride {
 
 extension Ride {
     /// G2, G3: a new owner takes the ride over: its epoch grows by one (it never wraps), so that the old owner,
-    /// seeing a state under a higher epoch, stops publishing the ride (G4).
-    package mutating func takeOver() {
+    /// seeing a state under a higher epoch, stops publishing the ride (G4); and its ceiling rises by one
+    /// `sequenceBlock` (C5), so the new owner continues above every sequence the old owner may have reserved.
+    ///
+    /// The state read may lag the old owner's last write by one: the old owner sends each ceiling before the
+    /// statuses it covers, but a clustered broker can deliver those statuses to subscribers while its copy of
+    /// the retained state is not yet the new one (a NATS node lost mid-write: the old owner's status 7 was
+    /// delivered, the new owner read the ceiling 6 and issued 7 again, `GroupNATSClusterTests`). One write
+    /// reserves at most one block above the ceiling before it, so skipping a block keeps the numbering
+    /// strictly increasing across owners; C5 allows the gap.
+    package mutating func takeOver(sequenceBlock: Int) {
         if epoch < .max { epoch += 1 }
+        let reserved = max(sequence, sequenceCeiling)
+        sequenceCeiling = reserved + min(max(sequenceBlock, 0), Ride.maxSequence - reserved)
     }
 
     /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch, or the same epoch
