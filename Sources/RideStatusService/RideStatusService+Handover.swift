@@ -123,7 +123,7 @@ extension RideStatusService {
                 // differ by a join in between): it served none of them, so they are released at once.
                 publishReleaseNotice(buckets)
             case .serve(let buckets):
-                serve(buckets, now: now, core: &core)
+                serve(buckets, now: now, core: &core, recovering: recovering)
                 if !recovering, let wait = core.handover.machine.lastServeWait, wait >= 0, wait < 86_400 {
                     metrics.handoverDuration.recordNanoseconds(Int64(wait * 1e9))
                 }
@@ -198,12 +198,15 @@ extension RideStatusService {
 
     /// G3: serves these buckets' loaded rides, each under a new epoch and above its last sequence (C5), at once
     /// (C4); then replays the control messages kept for them, in order.
-    private func serve(_ buckets: [Int], now: Date, core: inout Core) {
+    /// - Parameter recovering: a worker alone resuming the rides it read at its recovery (L5). No other owner
+    ///   can publish them meanwhile, and the retained status read with them brings the last sequence the broker
+    ///   kept, so they continue just above; rides taken over from another owner continue a block above.
+    private func serve(_ buckets: [Int], now: Date, core: inout Core, recovering: Bool) {
         let gained = Set(buckets)
         var count = 0
         for (id, staged) in core.handover.staged where gained.contains(Ownership.bucket(of: id)) {
             var ride = staged
-            ride.takeOver(sequenceBlock: settings.ride.sequenceBlock)
+            ride.takeOver(sequenceBlock: recovering ? 0 : settings.ride.sequenceBlock)
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
             core.handover.staged[id] = nil
             count += 1
