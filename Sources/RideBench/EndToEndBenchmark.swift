@@ -32,6 +32,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     var sequenceBlock: Int?
     @Option(help: "Drain: fixes per load ride queued at the broker while the worker is stopped; 0: no drain.")
     var drainFixes = 150
+    @Option(help: "Drain rounds, each on fresh rides: the ratio is reported per round, with the median and range.")
+    var drainRounds = 3
     @Option(help: "After the cadence phase, freeze the broker (SIGSTOP) this many seconds; 0: no freeze.")
     var freezeSeconds = 0.0
 
@@ -167,7 +169,9 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.count, probes))
         }
         summarize(results)
-        if drainFixes > 0 { try await drain(worker: worker, broker: broker, observer: observer, publisher: publisher) }
+        if drainFixes > 0 {
+            try await drain(worker: worker, broker: broker, observer: observer, publisher: publisher, control: control)
+        }
         await publisher.disconnect()
 
         // Cadence with many active rides (C1, C6).
@@ -286,12 +290,66 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     /// bare subscriber (started on its session), done when it has written every message. The ratio of their
     /// rates is the figure. (Draining both at once measured the scheduler more than either: 59 % to 96.5 %
     /// over 7 runs, and in some runs mosquitto 2.0.11 stopped sending to the stopped `mosquitto_sub`.)
-    func drain(worker: Worker, broker: TestBroker, observer: StatusObserver, publisher: MQTTClient) async throws {
+    ///
+    /// This machine's noise moves one round's ratio by ±10 % (86 % to 110 % over six single-round runs), so the
+    /// drain runs `drainRounds` rounds, each on fresh rides (the last round's stopped), and reports their
+    /// median and range.
+    func drain(
+        worker: Worker, broker: TestBroker, observer: StatusObserver, publisher: MQTTClient, control: MQTTClient
+    ) async throws {
         let total = rides * (drainFixes + 1)
         print("")
         print(
-            "  drain: \(rides) rides x \(drainFixes) fixes + 1 event each (\(total) messages) queued for two sessions ..."
+            "  drain: \(rides) rides x \(drainFixes) fixes + 1 event each (\(total) messages) queued for two sessions, \(drainRounds) rounds ..."
         )
+        let origin = Coordinate(latitude: 52.45, longitude: 13.30)
+        var ratios: [Double] = []
+        for round in 0..<max(1, drainRounds) {
+            let prefix = round == 0 ? "load" : "drain\(round)"
+            if round > 0 {
+                // Fresh rides in the same phase as the first round's, the last round's stopped.
+                let previous = round == 1 ? "load" : "drain\(round - 1)"
+                for ride in 0..<rides {
+                    try control.publishWithoutWaiting(
+                        topic: "rides/r-\(previous)-\(ride)/stop", payload: [], qos: .atLeastOnce)
+                }
+                let bookings = (0..<rides).map { index in
+                    (
+                        "rides/r-\(prefix)-\(index)/start",
+                        booking(
+                            "r-\(prefix)-\(index)", vehicle: "v-\(prefix)-\(index)",
+                            pickup: vehiclePosition(index, origin: origin).moved(metres: 12_000, bearing: 0))
+                    )
+                }
+                try await publishSpread(bookings, over: 1, with: control)
+                try await waitFor("round \(round + 1)'s rides", timeout: 60) {
+                    (0..<rides).allSatisfy { observer.firstArrival("r-\(prefix)-\($0)", phase: "confirmed") != nil }
+                }
+                try await Task.sleep(for: .seconds(1.5))  // the vehicle subscriptions (L3) settle
+            }
+            if let ratio = try await drainRound(
+                prefix, worker: worker, broker: broker, observer: observer, publisher: publisher)
+            {
+                ratios.append(ratio)
+            }
+        }
+        guard !ratios.isEmpty else { return }
+        let sorted = ratios.sorted()
+        let median = sorted[sorted.count / 2]
+        let verdict = median >= 0.95 ? "meets" : "BELOW"
+        print(
+            String(
+                format: "    worker rate / bare subscriber rate over %d rounds: median %.1f%%, range %.1f%% to %.1f%%",
+                ratios.count, 100 * median, 100 * sorted.first!, 100 * sorted.last!)
+                + " (issue 12: >= 95%: \(verdict))")
+    }
+
+    /// One round of the drain on the rides `r-{prefix}-N` and their vehicles `v-{prefix}-N`; the worker's rate
+    /// over the bare subscriber's, or nil when either did not finish.
+    func drainRound(
+        _ prefix: String, worker: Worker, broker: TestBroker, observer: StatusObserver, publisher: MQTTClient
+    ) async throws -> Double? {
+        let total = rides * (drainFixes + 1)
         let bareLog = broker.directory.appendingPathComponent("bare-drain.txt")
         func bare(count: Int) throws -> ChildProcess {
             try ChildProcess(
@@ -316,9 +374,9 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             for vehicle in 0..<rides {
                 let position = vehiclePosition(vehicle, origin: origin).moved(metres: Double(fix) * 0.05, bearing: 0)
                 try publisher.publishWithoutWaiting(
-                    topic: "fleet/vehicles/v-load-\(vehicle)/position",
+                    topic: "fleet/vehicles/v-\(prefix)-\(vehicle)/position",
                     payload: Array(
-                        #"{"vehicleId":"v-load-\#(vehicle)","timestamp":"\#(stamp)","latitude":\#(degrees(position.latitude)),"longitude":\#(degrees(position.longitude)),"speed":5,"horizontalAccuracy":5}"#
+                        #"{"vehicleId":"v-\#(prefix)-\#(vehicle)","timestamp":"\#(stamp)","latitude":\#(degrees(position.latitude)),"longitude":\#(degrees(position.longitude)),"speed":5,"horizontalAccuracy":5}"#
                             .utf8), qos: .atLeastOnce)
             }
             // Below the client's bound on held messages (OrderedResend's 10,000), which drops the newest.
@@ -326,13 +384,13 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         }
         for ride in 0..<rides {
             try publisher.publishWithoutWaiting(
-                topic: "rides/r-load-\(ride)/event", payload: Array(#"{"type":"arrivedAtPickup"}"#.utf8),
+                topic: "rides/r-\(prefix)-\(ride)/event", payload: Array(#"{"type":"arrivedAtPickup"}"#.utf8),
                 qos: .atLeastOnce)
         }
         try await waitFor("the broker to take every message", timeout: 60) { publisher.unacknowledgedCount == 0 }
         guard publisher.droppedWhileHeld == 0 else {
             print("    NOT MEASURED: the load publisher dropped \(publisher.droppedWhileHeld) messages")
-            return
+            return nil
         }
         print(String(format: "    queued in %.1f s", Date().timeIntervalSince(start)))
 
@@ -341,7 +399,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         var workerDone: Duration?
         while workerDone == nil && ContinuousClock.now - continued < .seconds(60) {
             try await Task.sleep(for: .milliseconds(10))
-            if (0..<rides).allSatisfy({ observer.firstArrival("r-load-\($0)", phase: "pickup") != nil }) {
+            if (0..<rides).allSatisfy({ observer.firstArrival("r-\(prefix)-\($0)", phase: "pickup") != nil }) {
                 workerDone = ContinuousClock.now - continued
             }
         }
@@ -361,7 +419,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             print(
                 "    NOT DONE within 60 s: worker done: \(workerDone != nil), bare subscriber done: \(bareDone != nil) (\(bareCount) lines of \(total), log \(bareLog.path))"
             )
-            return
+            return nil
         }
         let ratio = bareDone.seconds / workerDone.seconds
         print(
@@ -370,10 +428,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     "    worker: every pickup status %.2f s after the continue (%.0f msg/s); bare mosquitto_sub: %.2f s from its start (%.0f msg/s)",
                 workerDone.seconds, Double(total) / workerDone.seconds, bareDone.seconds,
                 Double(total) / bareDone.seconds))
-        print(
-            String(
-                format: "    worker rate / bare subscriber rate: %.1f%% (issue 12: >= 95%%: %@)", 100 * ratio,
-                ratio >= 0.95 ? "meets" : "BELOW"))
+        print(String(format: "    worker rate / bare subscriber rate: %.1f%%", 100 * ratio))
+        return ratio
     }
 
     /// The broker frozen (SIGSTOP) with every ride active: the worker's memory during the freeze (issue 12:

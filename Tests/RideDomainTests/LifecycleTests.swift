@@ -248,5 +248,40 @@ struct LifecycleTests {
             ])
         #expect(
             topics.presence(worker: "w1") == "ridestatus/workers/w1" && topics.deadLetter == "ridestatus/deadletter")
+        for unknown in ["rides/r-1/", "ride-options/request/x", "ride-options/requestx", "rides/r-1/stopx"] {
+            #expect(topics.parse(unknown) == .unknown, "\(unknown)")
+        }
+        #expect(topics.parse("fleet/vehicles//position") == .position(vehicle: ""), "the engine rejects it (I1)")
+        #expect(
+            topics.parse("fleet/vehicles/vé-1/position") == .position(vehicle: "vé-1"), "the engine rejects it (I1)")
+    }
+
+    @Test("topics: every name the worker writes or reads parses back to what it names, for any valid id (I1)")
+    func topicsRoundTrip() {
+        var random = SeededRandom(seed: 12)
+        let alphabet = Array("ABCXYZabcxyz0189._:-")
+        let custom = Topics(fleetPrefix: "acme/fleet", ridesPrefix: "x", serviceName: "rs", rideOptionsPrefix: "q")
+        for topics in [Topics(), custom] {
+            #expect(topics.parse(topics.rideOptionsRequest) == .rideOptionsRequest)
+            for _ in 0..<500 {
+                let length = Int.random(in: 0..<64, using: &random)
+                let id = "a" + String((0..<length).map { _ in alphabet.randomElement(using: &random)! })
+                #expect(Identifier.isValid(id))
+                #expect(topics.parse(topics.position(vehicle: id)) == .position(vehicle: id))
+                #expect(topics.parse(topics.availability(vehicle: id)) == .availability(vehicle: id))
+                #expect(topics.parse(topics.status(ride: id)) == .status(ride: id))
+                #expect(topics.parse(topics.statusRequest(ride: id)) == .statusRequest(ride: id))
+                #expect(topics.parse(topics.state(ride: id)) == .state(ride: id))
+                #expect(topics.parse(topics.legacyState(ride: id)) == .state(ride: id, legacy: true))
+                #expect(topics.parse(topics.presence(worker: id)) == .presence(worker: id))
+                #expect(topics.parse(topics.released(worker: id)) == .released(worker: id))
+                for kind in ControlKind.allCases {
+                    #expect(topics.parse(topics.control(kind, ride: id)) == .control(kind, ride: id))
+                }
+            }
+        }
+        // I1 on bytes that are not a native string's (a bridged or substring view takes the general path).
+        #expect(Identifier.isValid("r-1x".dropLast()) && !Identifier.isValid("-r1".dropFirst(0)))
+        #expect(!Identifier.isValid(String(repeating: "a", count: 65)) && !Identifier.isValid(""))
     }
 }
