@@ -198,9 +198,12 @@ extension RideStatusService {
 
     /// G3: serves these buckets' loaded rides, each under a new epoch and above its last sequence (C5), at once
     /// (C4); then replays the control messages kept for them, in order.
-    /// - Parameter recovering: a worker alone resuming the rides it read at its recovery (L5). No other owner
-    ///   can publish them meanwhile, and the retained status read with them brings the last sequence the broker
-    ///   kept, so they continue just above; rides taken over from another owner continue a block above.
+    /// - Parameter recovering: a worker alone in its first view, resuming every ride it read at its recovery
+    ///   (L5). They continue just above the ceiling: the retained status read with them brings the last
+    ///   sequence the broker kept. Rides taken over from a live group continue a block above. (A worker that
+    ///   starts alone after its peers died takes their rides this way too, without the block: a status of
+    ///   theirs that a clustered broker still holds can then arrive with a number it reuses. On one broker it
+    ///   cannot: the broker delivered it before the worker's recovery read.)
     private func serve(_ buckets: [Int], now: Date, core: inout Core, recovering: Bool) {
         let gained = Set(buckets)
         var count = 0

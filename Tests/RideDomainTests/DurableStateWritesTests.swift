@@ -136,6 +136,39 @@ struct DurableStateWritesTests {
         #expect(reusedWithoutTheBlock >= 10, "\(reusedWithoutTheBlock)")
     }
 
+    @Test("C5, G3: statuses with no room give their numbers back, so the next state reserves one block, not more")
+    func deferredKeepsOneBlock() throws {
+        var harness = Harness()
+        var states: [[UInt8]] = []
+        func keep(_ actions: [RideAction]) {
+            for case .publish(_, let state?, _) in actions { states.append(state.durableState()) }
+        }
+        keep(harness.start())
+        var time = t0
+        var deferrals = 0
+        // The cadence until a block's state write is due; that status and its state find no room, three times.
+        while deferrals < 3 {
+            time += 5
+            let actions = harness.engine.tick(now: time)
+            if actions.contains(where: { if case .publish(_, _?, _) = $0 { true } else { false } }), states.count >= 1 {
+                harness.engine.deferStatus(of: "r-1", stateDropped: true, now: time)
+                deferrals += 1
+            } else {
+                keep(actions)
+            }
+        }
+        time += 0.5
+        keep(harness.engine.tick(now: time))  // room again: the state, then the status
+        let reserved = try #require(harness.engine.ride("r-1")).sequenceCeiling
+        var ride = try Ride.restored(
+            topicRide: "r-1", payload: states[states.count - 2], now: time, configuration: RideConfiguration())
+        ride.takeOver(sequenceBlock: RideConfiguration().sequenceBlock)
+        var successor = RideEngine()
+        _ = successor.restore(ride, now: time)
+        let first = try #require(successor.publishAll(now: time).statuses.first)
+        #expect(first.sequence > reserved, "\(first.sequence) after \(reserved) reserved, read one write behind")
+    }
+
     @Test("C5: sequenceBlock 1 writes the state before every status, as releases before shape 4 did")
     func blockOfOne() {
         var configuration = RideConfiguration()
@@ -209,7 +242,9 @@ struct DurableStateWritesTests {
             Issue.record("no status after the room came back: \(resent)")
             return
         }
-        #expect(status.sequence > droppedStatus.sequence && status.phase == .pickup)
+        // C5: the number that never left is given back, above every number that did.
+        #expect(status.sequence == droppedStatus.sequence && status.phase == .pickup)
+        #expect(status.sequence > (retained.published.max() ?? 0))
         #expect(state?.phase == .pickup, "the dropped state is written with the next status")
         #expect(
             gap.map { abs($0 - 2.5) < 1e-6 } == true, "gap from the last status that left: \(String(describing: gap))")

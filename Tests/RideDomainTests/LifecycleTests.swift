@@ -280,7 +280,7 @@ struct LifecycleTests {
                 }
             }
         }
-        // I1 on bytes that are not a native string's (a bridged or substring view takes the general path).
+        // I1 on substrings and at the length bounds.
         #expect(Identifier.isValid("r-1x".dropLast()) && !Identifier.isValid("-r1".dropFirst(0)))
         #expect(!Identifier.isValid(String(repeating: "a", count: 65)) && !Identifier.isValid(""))
     }

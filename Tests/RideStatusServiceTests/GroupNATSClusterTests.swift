@@ -84,7 +84,7 @@ struct GroupNATSClusterTests {
                 received.insert("\($0.sequence ?? -1) \($0.issuedAt!.timeIntervalSince1970)").inserted
             }
             // C5, G3 at the source: in the order the workers issued them, across every owner, the sequence
-            // strictly increases (a new owner continues above the ceiling it read).
+            // strictly increases (a new owner continues a block above the ceiling it read).
             let byIssue = stream.enumerated().sorted {
                 ($0.element.issuedAt!, $0.offset) < ($1.element.issuedAt!, $1.offset)
             }

@@ -24,12 +24,16 @@ extension Ride {
             stale: isStale(now: now, configuration: configuration))
     }
 
-    /// C1, C5: the status just numbered did not leave (the broker had no room for it). The next one is measured
-    /// from the status before it, and, when this one's durable state stayed behind too, writes the state
-    /// first: the ceiling on the broker is still the one before, so no later status may pass it unwritten.
+    /// C1, C5: the status just numbered did not leave (the broker had no room for it). Its number is given
+    /// back: nobody saw it, and a number burnt here would let the next durable state reserve more than one
+    /// block above the last one the broker has, which a new owner's margin counts on (``takeOver(sequenceBlock:)``).
+    /// The next status is measured from the status before it, and, when this one's durable state stayed behind
+    /// too, writes the state first: the ceiling on the broker is still the one before, so no later status may
+    /// pass it unwritten.
     mutating func unpublished(stateDropped: Bool) {
         if let issued = lastIssuedAt { lastIssuedAt = cadenceGap.map { issued.addingTimeInterval(-$0) } }
         cadenceGap = nil
+        if sequence > 0 { sequence -= 1 }
         if stateDropped { sequenceCeiling = min(sequenceCeiling, sequence) }
     }
 
