@@ -14,11 +14,14 @@ struct DurableStateWritesTests {
         var status: [UInt8]?
         var published: [Int] = []
         var states = 0
+        /// Every state written, oldest first (a lagging read takes the one before the last).
+        var written: [[UInt8]] = []
 
         mutating func apply(_ actions: [RideAction]) {
             for case .publish(let status, let state, _) in actions {
                 if let state {
                     self.state = state.durableState()
+                    written.append(self.state!)
                     states += 1
                 }
                 self.status = status.encoded()
@@ -35,6 +38,15 @@ struct DurableStateWritesTests {
             retained.apply(harness.fix(at: time, position, speed: 10))
             retained.apply(harness.engine.tick(now: time))
         }
+    }
+
+    /// G3: the first sequence a new owner numbers after reading `state` and taking the ride over with `block`.
+    func successorsFirstSequence(reading state: [UInt8], block: Int, at now: Date) throws -> Int {
+        var ride = try Ride.restored(topicRide: "r-1", payload: state, now: now, configuration: RideConfiguration())
+        ride.takeOver(sequenceBlock: block)
+        var successor = RideEngine()
+        _ = successor.restore(ride, now: now)
+        return try #require(successor.publishAll(now: now).statuses.first).sequence
     }
 
     /// The next status after a restart from what the broker retained.
@@ -97,38 +109,31 @@ struct DurableStateWritesTests {
     )
     func takeOverAboveLaggingState() throws {
         var harness = Harness()
-        var states: [[UInt8]] = []
-        func keep(_ actions: [RideAction]) {
-            for case .publish(_, let state?, _) in actions { states.append(state.durableState()) }
-        }
-        keep(harness.start())
-        keep(harness.fix(at: t0.addingTimeInterval(1), pickup, speed: 0))
-        keep(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)))
-        keep(harness.event("passengerOnBoard", at: t0.addingTimeInterval(3)))
+        var retained = Retained()
+        retained.apply(harness.start())
+        retained.apply(harness.fix(at: t0.addingTimeInterval(1), pickup, speed: 0))
+        retained.apply(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)))
+        retained.apply(harness.event("passengerOnBoard", at: t0.addingTimeInterval(3)))
         var checked = 0
         var reusedWithoutTheBlock = 0
         for second in stride(from: 5, through: 400, by: 5) {
             let time = t0.addingTimeInterval(Double(3 + second))
-            keep(harness.fix(at: time, toward(pickup, dropOff, metres: 10 * Double(second)), speed: 10))
-            keep(harness.engine.tick(now: time))
-            guard states.count >= 2 else { continue }
+            retained.apply(harness.fix(at: time, toward(pickup, dropOff, metres: 10 * Double(second)), speed: 10))
+            retained.apply(harness.engine.tick(now: time))
+            guard retained.written.count >= 2 else { continue }
             // Everything the old owner may publish before it writes again: up to the ceiling of its last write.
             let reserved = try #require(harness.engine.ride("r-1")).sequenceCeiling
-            let lagging = try Ride.restored(
-                topicRide: "r-1", payload: states[states.count - 2], now: time, configuration: RideConfiguration())
-            for block in [RideConfiguration().sequenceBlock, 0] {
-                var ride = lagging
-                ride.takeOver(sequenceBlock: block)
-                var successor = RideEngine()
-                _ = successor.restore(ride, now: time)
-                let first = try #require(successor.publishAll(now: time).statuses.first)
-                if block == 0 {
-                    if first.sequence <= reserved { reusedWithoutTheBlock += 1 }
-                } else {
-                    #expect(first.sequence > reserved, "at \(second) s: \(first.sequence) after \(reserved) reserved")
-                    #expect(ride.epoch == harness.engine.ride("r-1")!.epoch + 1, "G2: one epoch more")
-                    checked += 1
-                }
+            let lagging = retained.written[retained.written.count - 2]
+            let first = try successorsFirstSequence(
+                reading: lagging, block: RideConfiguration().sequenceBlock, at: time)
+            #expect(first > reserved, "at \(second) s: \(first) after \(reserved) reserved")
+            var taken = try Ride.restored(
+                topicRide: "r-1", payload: lagging, now: time, configuration: RideConfiguration())
+            taken.takeOver(sequenceBlock: RideConfiguration().sequenceBlock)
+            #expect(taken.epoch == harness.engine.ride("r-1")!.epoch + 1, "G2: one epoch more")
+            checked += 1
+            if try successorsFirstSequence(reading: lagging, block: 0, at: time) <= reserved {
+                reusedWithoutTheBlock += 1
             }
         }
         #expect(checked >= 70)
@@ -139,34 +144,29 @@ struct DurableStateWritesTests {
     @Test("C5, G3: statuses with no room give their numbers back, so the next state reserves one block, not more")
     func deferredKeepsOneBlock() throws {
         var harness = Harness()
-        var states: [[UInt8]] = []
-        func keep(_ actions: [RideAction]) {
-            for case .publish(_, let state?, _) in actions { states.append(state.durableState()) }
-        }
-        keep(harness.start())
+        var retained = Retained()
+        retained.apply(harness.start())
         var time = t0
         var deferrals = 0
         // The cadence until a block's state write is due; that status and its state find no room, three times.
         while deferrals < 3 {
             time += 5
             let actions = harness.engine.tick(now: time)
-            if actions.contains(where: { if case .publish(_, _?, _) = $0 { true } else { false } }), states.count >= 1 {
+            if actions.contains(where: { if case .publish(_, _?, _) = $0 { true } else { false } }),
+                retained.written.count >= 1
+            {
                 harness.engine.deferStatus(of: "r-1", stateDropped: true, now: time)
                 deferrals += 1
             } else {
-                keep(actions)
+                retained.apply(actions)
             }
         }
         time += 0.5
-        keep(harness.engine.tick(now: time))  // room again: the state, then the status
+        retained.apply(harness.engine.tick(now: time))  // room again: the state, then the status
         let reserved = try #require(harness.engine.ride("r-1")).sequenceCeiling
-        var ride = try Ride.restored(
-            topicRide: "r-1", payload: states[states.count - 2], now: time, configuration: RideConfiguration())
-        ride.takeOver(sequenceBlock: RideConfiguration().sequenceBlock)
-        var successor = RideEngine()
-        _ = successor.restore(ride, now: time)
-        let first = try #require(successor.publishAll(now: time).statuses.first)
-        #expect(first.sequence > reserved, "\(first.sequence) after \(reserved) reserved, read one write behind")
+        let first = try successorsFirstSequence(
+            reading: retained.written[retained.written.count - 2], block: RideConfiguration().sequenceBlock, at: time)
+        #expect(first > reserved, "\(first) after \(reserved) reserved, read one write behind")
     }
 
     @Test("C5: sequenceBlock 1 writes the state before every status, as releases before shape 4 did")

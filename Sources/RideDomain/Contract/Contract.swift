@@ -107,13 +107,13 @@ public struct Topics: Sendable, Equatable {
     private func parse(bytes: UnsafeBufferPointer<UInt8>) -> Parsed {
         let topic = TopicBytes(bytes)
         // `{rideOptionsPrefix}/request`
-        if let end = topic.match(rideOptionsPrefix, at: 0).flatMap({ topic.match("/request", at: $0) }),
+        if let end = topic.after(rideOptionsPrefix, "/request"),
             end == bytes.count
         {
             return .rideOptionsRequest
         }
         // `{fleetPrefix}/vehicles/{vehicleId}/position|availability`
-        if let rest = topic.match(fleetPrefix, at: 0).flatMap({ topic.match("/vehicles/", at: $0) }),
+        if let rest = topic.after(fleetPrefix, "/vehicles/"),
             let slash = topic.slash(from: rest)
         {
             let vehicle = topic.string(rest..<slash)
@@ -122,7 +122,7 @@ public struct Topics: Sendable, Equatable {
             return .unknown
         }
         // `{ridesPrefix}/{ride}/{kind}` and `{ridesPrefix}/{ride}/status/get`
-        if let rest = topic.match(ridesPrefix, at: 0).flatMap({ topic.match("/", at: $0) }),
+        if let rest = topic.after(ridesPrefix, "/"),
             let slash = topic.slash(from: rest)
         {
             let ride = topic.string(rest..<slash)
@@ -139,7 +139,7 @@ public struct Topics: Sendable, Equatable {
         }
         guard !serviceName.utf8.contains(UInt8(ascii: "/")) else { return .unknown }
         // `{serviceName}/workers/{workerId}` and `.../{workerId}/released` (the recovery marker is neither)
-        if let rest = topic.match(serviceName, at: 0).flatMap({ topic.match("/workers/", at: $0) }) {
+        if let rest = topic.after(serviceName, "/workers/") {
             guard let slash = topic.slash(from: rest) else {
                 return .presence(worker: topic.string(rest..<bytes.count))
             }
@@ -147,7 +147,7 @@ public struct Topics: Sendable, Equatable {
             return .unknown
         }
         // `{serviceName}/state/{bucket}/{ride}`, the bucket the ride's own; `{serviceName}/state/{ride}` (legacy)
-        if let rest = topic.match(serviceName, at: 0).flatMap({ topic.match("/state/", at: $0) }) {
+        if let rest = topic.after(serviceName, "/state/") {
             guard let slash = topic.slash(from: rest) else {
                 return .state(ride: topic.string(rest..<bytes.count), legacy: true)
             }
@@ -184,6 +184,11 @@ private struct TopicBytes {
             index += 1
         }
         return index
+    }
+
+    /// The index after `prefix` + `separator` when the topic starts with them.
+    func after(_ prefix: String, _ separator: String) -> Int? {
+        match(prefix, at: 0).flatMap { match(separator, at: $0) }
     }
 
     /// Whether the bytes from `index` to the end are exactly `part`'s.
