@@ -6,7 +6,7 @@ import Logging
 // MARK: - The network thread
 
 extension MQTTClient {
-    /// Runs on the client's own thread: connect, `mosquitto_loop`, reconnect with capped exponential backoff.
+    /// Runs on the client's own thread: connect, loop over bursts, reconnect with capped exponential backoff.
     func runNetworkLoop() {
         var delay = configuration.initialReconnectDelay
         var socketOpen = false
@@ -121,35 +121,69 @@ extension MQTTClient {
         }
     }
 
-    /// Runs `mosquitto_loop` while the socket has unread bytes (at most ``burstLoops`` times), with the socket
-    /// corked: libmosquitto reads about one packet per loop and writes each acknowledgement on its own, and
-    /// with `TCP_NODELAY` (C2) each became a TCP segment of its own. Corked, one burst's acknowledgements and
-    /// publishes leave in one segment when the burst ends, and the consumer is woken once for the burst.
-    /// Measured on the drain of `make bench-scale`: the network thread spent 29 % of its time sending
-    /// 4-byte PUBACKs one segment each.
+    /// One turn of the network thread: waits (at most ``pollMilliseconds``) until the connection has bytes to
+    /// read, can take bytes that wait to be written, or another thread queued a packet (``NetworkWake``); then
+    /// reads while the socket has unread bytes (at most ``burstLoops`` times), writes what is queued and checks
+    /// the keepalive. This is libmosquitto's documented external loop (`mosquitto_loop_read`, `_write`, `_misc`
+    /// on the client's socket) in place of `mosquitto_loop`, whose internal wake-up kept it looping once per
+    /// packet (see ``NetworkWake``).
+    ///
+    /// The socket is corked meanwhile: libmosquitto reads about one packet per read call and writes each
+    /// acknowledgement on its own, and with `TCP_NODELAY` (C2) each became a TCP segment of its own. Corked, one
+    /// burst's acknowledgements and publishes leave in one segment when the burst ends, and the consumer is woken
+    /// once for the burst. Measured on the drain of `make bench-scale`: the network thread spent 29 % of its time
+    /// sending 4-byte PUBACKs one segment each.
     private func loopOverBurst() -> Int32 {
         let socket = mosquitto_socket(handle)
+        guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
+        // Reading `want_write` outside libmosquitto's lock can miss a packet another thread queues meanwhile;
+        // that thread then signals the wake-up, which the poll watches too.
+        var events = [
+            pollfd(fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0), revents: 0),
+            pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0),
+        ]
+        let ready = poll(&events, wake.readEnd >= 0 ? 2 : 1, Self.pollMilliseconds)
+        if ready < 0 && errno != EINTR { return MOSQ_ERR_ERRNO.rawValue }
+        if events[1].revents != 0 { wake.consume() }
         var on: Int32 = 1
         var off: Int32 = 0
-        if socket >= 0 { setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size)) }
+        setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))
         defer {
             // A failed loop closes the socket (its number may already be another file's): uncork only the same.
-            if socket >= 0 && mosquitto_socket(handle) == socket {
+            if mosquitto_socket(handle) == socket {
                 setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
             }
             buffer.endOfBurst()
         }
-        var rc = mosquitto_loop(handle, 100, 1)
-        var loops = 1
-        while rc == MOSQ_ERR_SUCCESS.rawValue && loops < Self.burstLoops && socketHasPendingBytes() {
-            rc = mosquitto_loop(handle, 0, 1)
-            loops += 1
+        var rc = MOSQ_ERR_SUCCESS.rawValue
+        if events[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+            var loops = 0
+            repeat {
+                rc = mosquitto_loop_read(handle, 1)
+                loops += 1
+                // Acknowledgements leave as they are made, so the broker's window (Receive Maximum) stays open.
+                if rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket {
+                    rc = mosquitto_loop_write(handle, 1)
+                }
+            } while rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket && loops < Self.burstLoops
+                && socketHasPendingBytes()
+        }
+        // What other threads queued, and what a full socket held back; nothing queued costs no system call.
+        if rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket {
+            rc = mosquitto_loop_write(handle, 1)
+        }
+        if rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket {
+            rc = mosquitto_loop_misc(handle)
         }
         return rc
     }
 
     /// Loops of one burst, at most: about two messages each, below the broker's window (Receive Maximum).
     static let burstLoops = 16
+
+    /// The longest the network thread waits for the connection or a wake-up: the keepalive is checked, and a
+    /// shutdown or a held publish's deadline noticed, at least this often.
+    static let pollMilliseconds: Int32 = 100
 
     /// Whether bytes wait unread on the connection's socket (TLS may hold more inside OpenSSL: then this says
     /// no, and the consumer is woken early, never late).

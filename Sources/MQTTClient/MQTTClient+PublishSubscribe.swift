@@ -76,6 +76,7 @@ extension MQTTClient {
                 handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
                 message.retain, list)
         }
+        wake.signal()
         // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.
         let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (message.qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
         if queued && message.qos == .atLeastOnce {
@@ -185,6 +186,7 @@ extension MQTTClient {
                 for filter in changed { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
                 var mid: Int32 = 0
                 let rc = sendSubscribe(filters, qos: qos, options: options, mid: &mid)
+                wake.signal()
                 if rc == MOSQ_ERR_SUCCESS.rawValue {
                     state.waiters[mid] = continuation
                     state.pendingSubscriptions[mid] = filters.first ?? ""
@@ -253,6 +255,7 @@ extension MQTTClient {
                         mosquitto_unsubscribe_multiple(handle, &mid, Int32(names.count), $0, nil)
                     }
                 }
+                wake.signal()
                 if rc == MOSQ_ERR_SUCCESS.rawValue {
                     state.waiters[mid] = continuation
                     state.pendingUnsubscribes[mid] = filters

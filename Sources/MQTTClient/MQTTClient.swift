@@ -6,7 +6,7 @@ public import Logging
 /// An MQTT client over libmosquitto.
 ///
 /// ## Threading
-/// One dedicated network thread owns the socket: it connects, runs `mosquitto_loop`, reconnects with
+/// One dedicated network thread owns the socket: it connects, runs libmosquitto's loop, reconnects with
 /// capped exponential backoff, and is the only thread on which libmosquitto calls back into Swift
 /// (`MQTTClient+Callbacks.swift`). That is the one place where C and Swift concurrency meet: callbacks
 /// copy what they need, then resume continuations, push into the ``messages`` buffer or yield
@@ -24,6 +24,8 @@ public final class MQTTClient: @unchecked Sendable {
     public let configuration: MQTTConfiguration
     let logger: Logger
     let buffer: MessageBuffer
+    /// Wakes the network thread when another thread queues a packet.
+    let wake = NetworkWake()
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
     /// Incoming messages from every subscription. Iterate from one task.
@@ -217,6 +219,7 @@ public final class MQTTClient: @unchecked Sendable {
         }
         if started && !alreadyStopped {
             _ = mosquitto_disconnect_v5(handle, 0, nil)
+            wake.signal()
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let done = state.withLock { state in
                     if state.stopped { return true }
@@ -269,7 +272,10 @@ extension MQTTClient {
     public func reconnect(incarnationAbove floor: UInt64) {
         state.withLock { state in
             state.attemptIncarnation = max(state.attemptIncarnation, floor)
-            if state.connected { _ = mosquitto_disconnect_v5(handle, 0, nil) }
+            if state.connected {
+                _ = mosquitto_disconnect_v5(handle, 0, nil)
+                wake.signal()
+            }
         }
     }
 }

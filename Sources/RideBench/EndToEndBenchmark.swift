@@ -396,6 +396,10 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         }
         print(String(format: "    queued in %.1f s", Date().timeIntervalSince(start)))
 
+        // CPU per message beside the rates: the rates move by ±10 % from round to round on this machine, the
+        // CPU each process spends on the same messages much less, so a change to the receive path shows there.
+        let brokerCPU = { broker.pid.map(cpuSeconds(of:)) ?? 0 }
+        var workerCPU = (worker: cpuSeconds(of: worker.process.pid), broker: brokerCPU())
         let continued = ContinuousClock.now
         worker.process.signal(SIGCONT)
         var workerDone: Duration?
@@ -405,17 +409,20 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 workerDone = ContinuousClock.now - continued
             }
         }
+        workerCPU = (cpuSeconds(of: worker.process.pid) - workerCPU.worker, brokerCPU() - workerCPU.broker)
         // The worker's cadence settles before the bare subscriber drains alone.
         try await Task.sleep(for: .seconds(1))
+        var bareCPU = (subscriber: reapedChildrenCPUSeconds(), broker: brokerCPU())
         let bareStarted = ContinuousClock.now
         let drainer = try bare(count: total)
         defer { drainer.terminate(grace: 2) }
         var bareDone: Duration?
         while bareDone == nil && ContinuousClock.now - bareStarted < .seconds(60) {
             try await Task.sleep(for: .milliseconds(10))
-            // It exits after `total` messages (-C), its output flushed.
+            // It exits after `total` messages (-C), its output flushed; `isRunning` waits for it.
             if !drainer.isRunning { bareDone = ContinuousClock.now - bareStarted }
         }
+        bareCPU = (reapedChildrenCPUSeconds() - bareCPU.subscriber, brokerCPU() - bareCPU.broker)
         let bareCount = (try? Data(contentsOf: bareLog))?.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } ?? 0
         guard let workerDone, let bareDone, bareCount == total else {
             print(
@@ -430,6 +437,12 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     "    worker: every pickup status %.2f s after the continue (%.0f msg/s); bare mosquitto_sub: %.2f s from its start (%.0f msg/s)",
                 workerDone.seconds, Double(total) / workerDone.seconds, bareDone.seconds,
                 Double(total) / bareDone.seconds))
+        let perMessage = { (seconds: Double) in 1e6 * seconds / Double(total) }
+        print(
+            String(
+                format: "    CPU per message, us: worker %.2f + broker %.2f; bare mosquitto_sub %.2f + broker %.2f",
+                perMessage(workerCPU.worker), perMessage(workerCPU.broker), perMessage(bareCPU.subscriber),
+                perMessage(bareCPU.broker)))
         print(String(format: "    worker rate / bare subscriber rate: %.1f%%", 100 * ratio))
         return ratio
     }

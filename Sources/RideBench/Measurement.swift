@@ -32,6 +32,14 @@ func residentBytes(of pid: Int32) -> Int {
     return kilobytes * 1024
 }
 
+/// CPU seconds (user and system) of this process's children that have exited and been waited for.
+func reapedChildrenCPUSeconds() -> Double {
+    var usage = rusage()
+    guard getrusage(RUSAGE_CHILDREN.rawValue, &usage) == 0 else { return 0 }
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 /// CPU seconds (user and system) another process has used so far (`/proc/<pid>/stat`); 0 when unknown.
 func cpuSeconds(of pid: Int32) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

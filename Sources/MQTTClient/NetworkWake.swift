@@ -1,0 +1,54 @@
+import Foundation
+import Synchronization
+
+/// Wakes the network thread out of its `poll` when another thread has queued a packet with libmosquitto
+/// (a publish, a subscription change, DISCONNECT): in threaded mode libmosquitto only queues them, and the
+/// network thread writes them.
+///
+/// libmosquitto has a wake-up of its own: every queued packet (each acknowledgement of a received message
+/// too) writes one byte to an internal socket pair, and each `mosquitto_loop` call reads one byte back. Under
+/// load the pair is not empty, so `mosquitto_loop`'s `pselect` returns at once and the thread turns once per
+/// packet, with a `pselect` and a one-byte `read` each time, whether or not the connection has anything. The
+/// network thread therefore polls only the connection and this pipe (libmosquitto's external-loop API), and
+/// wakes once per batch of packets queued while it was busy. Measured on the drain of `make bench-e2e`
+/// (151,000 queued QoS 1 messages, runs of the two builds alternated): the worker's CPU per message went from
+/// 11.3 to 13.2 µs down to 8.4 to 10.9 µs.
+final class NetworkWake: Sendable {
+    /// The end the network thread polls, or -1 when no pipe could be made (then the poll's timeout wakes it).
+    let readEnd: Int32
+    private let writeEnd: Int32
+    /// Whether a byte is (about to be) in the pipe: a signal writes only on the change to true, so a batch of
+    /// packets queued between two polls costs one `write`.
+    private let pending = Atomic<Bool>(false)
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends {
+                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            }
+        }
+        (readEnd, writeEnd) = (ends[0], ends[1])
+    }
+
+    deinit {
+        if readEnd >= 0 { close(readEnd) }
+        if writeEnd >= 0 { close(writeEnd) }
+    }
+
+    /// Called after queueing a packet, from any thread.
+    func signal() {
+        guard writeEnd >= 0, !pending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    /// Called by the network thread when the poll reported the pipe, before it writes what is queued: a
+    /// packet queued after this clears the flag signals again, so none waits for the poll's timeout.
+    func consume() {
+        var bytes = (UInt64(0), UInt64(0))
+        while withUnsafeMutableBytes(of: &bytes, { read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
+        pending.store(false, ordering: .releasing)
+    }
+}
