@@ -128,11 +128,11 @@ extension MQTTClient {
     /// on the client's socket) in place of `mosquitto_loop`, whose internal wake-up kept it looping once per
     /// packet (see ``NetworkWake``).
     ///
-    /// The socket is corked meanwhile: libmosquitto reads about one packet per read call and writes each
-    /// acknowledgement on its own, and with `TCP_NODELAY` (C2) each became a TCP segment of its own. Corked, one
-    /// burst's acknowledgements and publishes leave in one segment when the burst ends, and the consumer is woken
-    /// once for the burst. Measured on the drain of `make bench-scale`: the network thread spent 29 % of its time
-    /// sending 4-byte PUBACKs one segment each.
+    /// The socket is corked meanwhile: libmosquitto writes each acknowledgement with a system call of its own,
+    /// and with `TCP_NODELAY` (C2) each became a TCP segment of its own. Corked, one burst's acknowledgements and
+    /// publishes leave in one segment when the burst ends, and the consumer is woken once for the burst.
+    /// Measured on the drain of `make bench-scale`: the network thread spent 29 % of its time sending 4-byte
+    /// PUBACKs one segment each.
     private func loopOverBurst() -> Int32 {
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
@@ -144,6 +144,8 @@ extension MQTTClient {
         ]
         let ready = poll(&events, wake.readEnd >= 0 ? 2 : 1, Self.pollMilliseconds)
         if ready < 0 && errno != EINTR { return MOSQ_ERR_ERRNO.rawValue }
+        // Only this thread closes the socket, so an invalid one means libmosquitto lost it: connect again.
+        if events[0].revents & Int16(POLLNVAL) != 0 { return MOSQ_ERR_NO_CONN.rawValue }
         if events[1].revents != 0 { wake.consume() }
         var on: Int32 = 1
         var off: Int32 = 0

@@ -440,7 +440,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         let perMessage = { (seconds: Double) in 1e6 * seconds / Double(total) }
         print(
             String(
-                format: "    CPU per message, us: worker %.2f + broker %.2f; bare mosquitto_sub %.2f + broker %.2f",
+                format:
+                    "    CPU per message, us: worker %.2f + broker %.2f (with the statuses); bare mosquitto_sub %.2f (with its start) + broker %.2f (with the worker's cadence)",
                 perMessage(workerCPU.worker), perMessage(workerCPU.broker), perMessage(bareCPU.subscriber),
                 perMessage(bareCPU.broker)))
         print(String(format: "    worker rate / bare subscriber rate: %.1f%%", 100 * ratio))
