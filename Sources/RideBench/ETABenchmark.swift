@@ -45,10 +45,30 @@ struct ETABenchmark: ParsableCommand {
         var naiveError: Double
         /// The estimate moved by more than 30 s from the ride's previous status.
         var jumped: Bool
+        /// How it moved, when it jumped: E1's smoothing rule allows all but ``Jump/againstRule``.
+        var jump: Jump?
         var naiveJumped: Bool
         /// An oracle that knows the rest of the route exactly and drives it at the fleet's mean speed (stops
         /// included): what remains is the error no estimator without signal timing can remove.
         var oracleError: Double
+    }
+
+    /// A jump by what E1's smoothing rule (`rides.estimateDelayLimit`) says of it, judged from the two statuses'
+    /// own vehicle locations, as the worker judges it: an ETA moving earlier is never held; one moving later is
+    /// allowed while the vehicle stands (below `rides.stoppedSpeed`) or moves away from where it goes.
+    enum Jump: CaseIterable {
+        case earlier, laterStopped, laterAway, laterPastDue, laterWithinLimit, againstRule
+
+        var label: String {
+            switch self {
+            case .earlier: "earlier"
+            case .laterStopped: "later while stopped"
+            case .laterAway: "later moving away"
+            case .laterPastDue: "later as the ETA before had passed"
+            case .laterWithinLimit: "later within the limit"
+            case .againstRule: "later approaching (against the rule)"
+            }
+        }
     }
 
     /// A trip to replay: where the car is every second, and when it arrives.
@@ -126,6 +146,16 @@ struct ETABenchmark: ParsableCommand {
                     + String(
                         format: " |       %9.1f %6.1f", oracle.map(abs).reduce(0, +) / Double(oracle.count),
                         oracle.reduce(0, +) / Double(oracle.count)))
+        }
+        let kinds = samples.compactMap(\.jump)
+        if !kinds.isEmpty {
+            print(
+                "  the worker's jumps (> 30 s) by E1's smoothing rule, share of all statuses: "
+                    + Jump.allCases.map { kind in
+                        String(
+                            format: "%@ %.2f%%", kind.label,
+                            100 * Double(kinds.filter { $0 == kind }.count) / Double(samples.count))
+                    }.joined(separator: ", "))
         }
         guard targets else { return }
         // Issue 15's targets for the pickup ETA on the simulator's trips.
@@ -224,7 +254,7 @@ struct ETABenchmark: ParsableCommand {
             topic: "rides/\(ride)/start", payload: booking(ride, pickup: pickup, dropOff: dropOff, at: start),
             now: start)
         var samples: (pickup: [Sample], dropOff: [Sample]) = ([], [])
-        var previous: (beforePickup: Bool, estimate: Double, naive: Double)?
+        var previous: (beforePickup: Bool, estimate: Double, naive: Double, location: VehicleLocation?)?
         var nextFix = 0.0
         var lastFix: Coordinate?
         for (position, point) in points.enumerated() {
@@ -254,12 +284,31 @@ struct ETABenchmark: ParsableCommand {
                 let naive = point.time + lastFix.distance(to: target) / naiveSpeed
                 let oracle = point.time + (before ? leftToPickup[position] : left[position]) / oracleSpeed
                 let comparable = previous?.beforePickup == before
+                let jumped = comparable && abs(estimate - previous!.estimate) > 30
+                var jump: Jump?
+                if jumped, let last = previous {
+                    let here = status.vehicleLocation
+                    if estimate < last.estimate {
+                        jump = .earlier
+                    } else if (here?.speed ?? 0) < configuration.stoppedSpeed {
+                        jump = .laterStopped
+                    } else if let here, let there = last.location,
+                        here.coordinate.distance(to: target) > there.coordinate.distance(to: target)
+                    {
+                        jump = .laterAway
+                    } else if last.estimate + configuration.estimateDelayLimit < point.time {
+                        jump = .laterPastDue
+                    } else {
+                        let limit = configuration.estimateDelayLimit
+                        jump = estimate - last.estimate > limit ? .againstRule : .laterWithinLimit
+                    }
+                }
                 let sample = Sample(
                     horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
-                    jumped: comparable && abs(estimate - previous!.estimate) > 30,
-                    naiveJumped: comparable && abs(naive - previous!.naive) > 30, oracleError: oracle - arrival)
+                    jumped: jumped, jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
+                    oracleError: oracle - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
-                previous = (before, estimate, naive)
+                previous = (before, estimate, naive, status.vehicleLocation)
             }
         }
         return samples
