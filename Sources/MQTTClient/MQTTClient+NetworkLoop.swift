@@ -157,6 +157,8 @@ extension MQTTClient {
             }
             buffer.endOfBurst()
         }
+        // libmosquitto closes the socket on an error or after DISCONNECT: from then on, nothing more this turn.
+        func goesOn(_ rc: Int32) -> Bool { rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket }
         var rc = MOSQ_ERR_SUCCESS.rawValue
         if events[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
             var loops = 0
@@ -164,19 +166,12 @@ extension MQTTClient {
                 rc = mosquitto_loop_read(handle, 1)
                 loops += 1
                 // Acknowledgements leave as they are made, so the broker's window (Receive Maximum) stays open.
-                if rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket {
-                    rc = mosquitto_loop_write(handle, 1)
-                }
-            } while rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket && loops < Self.burstLoops
-                && socketHasPendingBytes()
+                if goesOn(rc) { rc = mosquitto_loop_write(handle, 1) }
+            } while goesOn(rc) && loops < Self.burstLoops && socketHasPendingBytes()
         }
         // What other threads queued, and what a full socket held back; nothing queued costs no system call.
-        if rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket {
-            rc = mosquitto_loop_write(handle, 1)
-        }
-        if rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket {
-            rc = mosquitto_loop_misc(handle)
-        }
+        if goesOn(rc) { rc = mosquitto_loop_write(handle, 1) }
+        if goesOn(rc) { rc = mosquitto_loop_misc(handle) }
         return rc
     }
 

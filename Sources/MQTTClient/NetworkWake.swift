@@ -11,15 +11,15 @@ import Synchronization
 /// packet, with a `pselect` and a one-byte `read` each time, whether or not the connection has anything. The
 /// network thread therefore polls only the connection and this wake-up (libmosquitto's external-loop API),
 /// and wakes once per batch of packets queued while it was busy. (libmosquitto still writes its byte per
-/// packet; once its pair is full, that write fails at once, as it did before whenever the pair was full.) Measured on the drain of `make bench-e2e`
-/// (151,000 queued QoS 1 messages, runs of the two builds alternated): the worker's CPU per message went from
-/// 11.3 to 13.2 µs down to 8.4 to 10.9 µs.
+/// packet; once its pair is full, that write fails at once, as it did before whenever the pair was full.)
+/// Measured on the drain of `make bench-e2e` (151,000 queued QoS 1 messages, runs of the two builds
+/// alternated): the worker's CPU per message went from 11.3 to 13.2 µs down to 8.4 to 10.9 µs.
 final class NetworkWake: Sendable {
     /// The end the network thread polls, or -1 when none could be made (then the poll's timeout wakes it).
     let readEnd: Int32
     private let writeEnd: Int32
-    /// Whether a byte is (about to be) in the socket pair: a signal writes only on the change to true, so a batch of
-    /// packets queued between two polls costs one `write`.
+    /// Whether a byte is (about to be) in the socket pair: a signal writes only on the change to true, so a
+    /// batch of packets queued between two polls costs one `write`.
     private let pending = Atomic<Bool>(false)
 
     init() {

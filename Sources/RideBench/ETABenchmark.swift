@@ -43,10 +43,10 @@ struct ETABenchmark: ParsableCommand {
         var horizon: Double
         var error: Double
         var naiveError: Double
-        /// The estimate moved by more than 30 s from the ride's previous status.
-        var jumped: Bool
-        /// How it moved, when it jumped: E1's smoothing rule allows all but ``Jump/againstRule``.
+        /// How the estimate moved, when it moved by more than 30 s from the ride's previous status: E1's
+        /// smoothing rule allows all but ``Jump/againstRule``.
         var jump: Jump?
+        var jumped: Bool { jump != nil }
         var naiveJumped: Bool
         /// An oracle that knows the rest of the route exactly and drives it at the fleet's mean speed (stops
         /// included): what remains is the error no estimator without signal timing can remove.
@@ -284,10 +284,10 @@ struct ETABenchmark: ParsableCommand {
                 let naive = point.time + lastFix.distance(to: target) / naiveSpeed
                 let oracle = point.time + (before ? leftToPickup[position] : left[position]) / oracleSpeed
                 let comparable = previous?.beforePickup == before
-                let jumped = comparable && abs(estimate - previous!.estimate) > 30
                 var jump: Jump?
-                if jumped, let last = previous {
+                if comparable, let last = previous, abs(estimate - last.estimate) > 30 {
                     let here = status.vehicleLocation
+                    let limit = configuration.estimateDelayLimit
                     if estimate < last.estimate {
                         jump = .earlier
                     } else if (here?.speed ?? 0) < configuration.stoppedSpeed {
@@ -296,16 +296,15 @@ struct ETABenchmark: ParsableCommand {
                         here.coordinate.distance(to: target) > there.coordinate.distance(to: target)
                     {
                         jump = .laterAway
-                    } else if last.estimate + configuration.estimateDelayLimit < point.time {
+                    } else if last.estimate + limit < point.time {
                         jump = .laterPastDue
                     } else {
-                        let limit = configuration.estimateDelayLimit
                         jump = estimate - last.estimate > limit ? .againstRule : .laterWithinLimit
                     }
                 }
                 let sample = Sample(
                     horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
-                    jumped: jumped, jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
+                    jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
                     oracleError: oracle - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
                 previous = (before, estimate, naive, status.vehicleLocation)

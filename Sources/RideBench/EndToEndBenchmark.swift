@@ -399,7 +399,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         // CPU per message beside the rates: the rates move by ±10 % from round to round on this machine, the
         // CPU each process spends on the same messages much less, so a change to the receive path shows there.
         let brokerCPU = { broker.pid.map(cpuSeconds(of:)) ?? 0 }
-        var workerCPU = (worker: cpuSeconds(of: worker.process.pid), broker: brokerCPU())
+        let workerCPUBefore = (worker: cpuSeconds(of: worker.process.pid), broker: brokerCPU())
         let continued = ContinuousClock.now
         worker.process.signal(SIGCONT)
         var workerDone: Duration?
@@ -409,10 +409,13 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 workerDone = ContinuousClock.now - continued
             }
         }
-        workerCPU = (cpuSeconds(of: worker.process.pid) - workerCPU.worker, brokerCPU() - workerCPU.broker)
+        let workerCPU = (
+            worker: cpuSeconds(of: worker.process.pid) - workerCPUBefore.worker,
+            broker: brokerCPU() - workerCPUBefore.broker
+        )
         // The worker's cadence settles before the bare subscriber drains alone.
         try await Task.sleep(for: .seconds(1))
-        var bareCPU = (subscriber: reapedChildrenCPUSeconds(), broker: brokerCPU())
+        let bareCPUBefore = (subscriber: reapedChildrenCPUSeconds(), broker: brokerCPU())
         let bareStarted = ContinuousClock.now
         let drainer = try bare(count: total)
         defer { drainer.terminate(grace: 2) }
@@ -422,7 +425,10 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             // It exits after `total` messages (-C), its output flushed; `isRunning` waits for it.
             if !drainer.isRunning { bareDone = ContinuousClock.now - bareStarted }
         }
-        bareCPU = (reapedChildrenCPUSeconds() - bareCPU.subscriber, brokerCPU() - bareCPU.broker)
+        let bareCPU = (
+            subscriber: reapedChildrenCPUSeconds() - bareCPUBefore.subscriber,
+            broker: brokerCPU() - bareCPUBefore.broker
+        )
         let bareCount = (try? Data(contentsOf: bareLog))?.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } ?? 0
         guard let workerDone, let bareDone, bareCount == total else {
             print(
