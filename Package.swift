@@ -44,6 +44,11 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // A read buffer under libmosquitto's socket reads (its imports of `read` and `write`, patched; measured:
+        // 3.9 reads and 2.0 writes per received message, see mosquitto_io.h)
+        .target(
+            name: "CMosquittoIO"
+        ),
 
         // MARK: The one lock type (ThreadSanitizer sees it; see Locked.swift)
         .target(
@@ -56,6 +61,7 @@ let package = Package(
             name: "MQTTClient",
             dependencies: [
                 "CMosquitto",
+                "CMosquittoIO",
                 "Locking",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -208,6 +214,7 @@ let package = Package(
             name: "MQTTClientTests",
             dependencies: [
                 "MQTTClient",
+                "CMosquittoIO",
                 "MosquittoTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -29,6 +29,9 @@ extension MQTTClient {
                     continue
                 }
                 socketOpen = true
+                // Bytes a closed connection left unread must never reach the new one (its socket may have the
+                // same number); with TLS, OpenSSL reads the socket and nothing is buffered.
+                readBuffer.reset(socket: configuration.tls == nil ? mosquitto_socket(handle) : -1)
             }
             let rc = loopOverBurst()
             if rc == MOSQ_ERR_SUCCESS.rawValue {
@@ -142,7 +145,9 @@ extension MQTTClient {
             pollfd(fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0), revents: 0),
             pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0),
         ]
-        let ready = poll(&events, wake.readEnd >= 0 ? 2 : 1, Self.pollMilliseconds)
+        // Bytes already read into the buffer are not in the socket any more: then the poll does not wait.
+        let buffered = readBuffer.pendingBytes > 0
+        let ready = poll(&events, wake.readEnd >= 0 ? 2 : 1, buffered ? 0 : Self.pollMilliseconds)
         if ready < 0 && errno != EINTR { return MOSQ_ERR_ERRNO.rawValue }
         // Only this thread closes the socket, so an invalid one means libmosquitto lost it: connect again.
         if events[0].revents & Int16(POLLNVAL) != 0 { return MOSQ_ERR_NO_CONN.rawValue }
@@ -160,10 +165,10 @@ extension MQTTClient {
         // libmosquitto closes the socket on an error or after DISCONNECT: from then on, nothing more this turn.
         func goesOn(_ rc: Int32) -> Bool { rc == MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(handle) == socket }
         var rc = MOSQ_ERR_SUCCESS.rawValue
-        if events[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+        if buffered || events[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
             var loops = 0
             repeat {
-                rc = mosquitto_loop_read(handle, 1)
+                rc = readBuffer.reading { mosquitto_loop_read(handle, 1) }
                 loops += 1
                 // Acknowledgements leave as they are made, so the broker's window (Receive Maximum) stays open.
                 if goesOn(rc) { rc = mosquitto_loop_write(handle, 1) }
@@ -182,9 +187,10 @@ extension MQTTClient {
     /// shutdown or a held publish's deadline noticed, at least this often.
     static let pollMilliseconds: Int32 = 100
 
-    /// Whether bytes wait unread on the connection's socket (TLS may hold more inside OpenSSL: then this says
-    /// no, and the consumer is woken early, never late).
+    /// Whether bytes wait unread in the read buffer or on the socket (TLS may hold more inside OpenSSL: then
+    /// this says no, and the consumer is woken early, never late).
     private func socketHasPendingBytes() -> Bool {
+        if readBuffer.pendingBytes > 0 { return true }
         let socket = mosquitto_socket(handle)
         guard socket >= 0 else { return false }
         var pending: Int32 = 0

@@ -26,6 +26,8 @@ public final class MQTTClient: @unchecked Sendable {
     let buffer: MessageBuffer
     /// Wakes the network thread when another thread queues a packet.
     let wake = NetworkWake()
+    /// Buffers the network thread's reads of the connection under libmosquitto.
+    let readBuffer = SocketReadBuffer()
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
     /// Incoming messages from every subscription. Iterate from one task.

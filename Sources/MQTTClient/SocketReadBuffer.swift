@@ -1,0 +1,59 @@
+import CMosquittoIO
+
+/// The network thread's read buffer under libmosquitto (`mosquitto_io.h`): while the thread reads, each of
+/// libmosquitto's small reads of the connection (one per byte of a packet's header) is served from one large
+/// `read`, and libmosquitto's wake-up byte to its own socket pair (the client never reads that pair) is not
+/// written.
+///
+/// Measured on the drain of `make bench-e2e` (151,000 queued QoS 1 fixes, `perf stat` of the worker's system
+/// calls): without it 3.9 `read`s and 2.0 `write`s per message, 7.1 system calls per message in all.
+///
+/// Without the patch (libmosquitto linked statically, or an import it does not have) nothing is buffered and
+/// libmosquitto reads as it always did.
+final class SocketReadBuffer: @unchecked Sendable {
+    // Safe because only the network thread uses it; the client (which owns it) is released only after that
+    // thread has ended, since the thread holds the client.
+    private let buffer: OpaquePointer?
+
+    /// 0 when libmosquitto's `read` and `write` go through this module, else the reason they do not
+    /// (`mosquitto_io_install`).
+    static let installation: Int32 = mosquitto_io_install()
+
+    /// Bytes read at once: about 250 fixes; a larger packet is read straight into libmosquitto's buffer.
+    static let capacity = 64 * 1024
+
+    init() {
+        buffer = Self.installation == 0 ? mosquitto_io_buffer_create(Self.capacity) : nil
+    }
+
+    deinit {
+        if let buffer { mosquitto_io_buffer_destroy(buffer) }
+    }
+
+    /// A new connection (or none): forgets what the old one left unread; reads of `socket` are buffered from
+    /// now on (-1: nothing is, for TLS, where OpenSSL reads the socket).
+    func reset(socket: Int32) {
+        if let buffer { mosquitto_io_buffer_reset(buffer, socket) }
+    }
+
+    /// Bytes read from the connection that libmosquitto has not taken yet.
+    var pendingBytes: Int {
+        guard let buffer else { return 0 }
+        return mosquitto_io_buffer_pending(buffer)
+    }
+
+    /// libmosquitto's reads (and requests) and the system calls made for them.
+    var counters: (requestedReads: UInt64, systemReads: UInt64, skippedWakeups: UInt64) {
+        guard let buffer else { return (0, 0, 0) }
+        let counters = mosquitto_io_buffer_counters(buffer)
+        return (counters.requested_reads, counters.system_reads, counters.skipped_wakeups)
+    }
+
+    /// Runs `body` (a `mosquitto_loop_read`) with this thread's reads going through the buffer.
+    func reading<Result>(_ body: () -> Result) -> Result {
+        guard let buffer else { return body() }
+        let before = mosquitto_io_enter(buffer)
+        defer { mosquitto_io_enter(before) }
+        return body()
+    }
+}
