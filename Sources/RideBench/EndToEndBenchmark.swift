@@ -207,20 +207,28 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         var timeline: [String] = []
         var published = metricSum("ridestatus_statuses_published_total", in: before)
         var written = metricSum("ridestatus_state_writes_total", in: before)
-        var sampledCPU = (worker: cpuBefore, broker: broker.pid.map(cpuSeconds(of:)) ?? 0)
+        var sampledCPU = (
+            worker: cpuBefore, broker: broker.pid.map(cpuSeconds(of:)) ?? 0, harness: ownCPUSeconds(),
+            steal: machineStealSeconds()
+        )
+        let stealBefore = sampledCPU.steal
         let observing = ContinuousClock.now
         while ContinuousClock.now - observing < .seconds(cadenceSeconds) {
             try await Task.sleep(for: .seconds(1))
             let text = worker.metrics()
             let now = metricSum("ridestatus_statuses_published_total", in: text)
-            let cpuNow = (worker: cpuSeconds(of: worker.process.pid), broker: broker.pid.map(cpuSeconds(of:)) ?? 0)
+            let cpuNow = (
+                worker: cpuSeconds(of: worker.process.pid), broker: broker.pid.map(cpuSeconds(of:)) ?? 0,
+                harness: ownCPUSeconds(), steal: machineStealSeconds()
+            )
             timeline.append(
                 String(
-                    format: "%.0f/%.0f/%.0f/%.0f/%.2f/%.2f", now - published,
+                    format: "%.0f/%.0f/%.0f/%.0f/%.2f/%.2f/%.2f/%.2f", now - published,
                     metricSum("ridestatus_state_writes_total", in: text) - written,
                     metricSum("ridestatus_mqtt_publish_room", in: text),
                     metricSum("ridestatus_vehicle_subscriptions", in: text),
-                    cpuNow.worker - sampledCPU.worker, cpuNow.broker - sampledCPU.broker))
+                    cpuNow.worker - sampledCPU.worker, cpuNow.broker - sampledCPU.broker,
+                    cpuNow.harness - sampledCPU.harness, cpuNow.steal - sampledCPU.steal))
             published = now
             written = metricSum("ridestatus_state_writes_total", in: text)
             sampledCPU = cpuNow
@@ -240,9 +248,16 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                     "    of which the worker's cadence (largest gap between issuedAt): %.2f s; longest delivery delay (arrival - issuedAt): %.2f s",
                 issuedGap, delay))
         print(
-            "    each second: statuses / state writes / publish room / vehicle subscriptions / worker CPU s / broker CPU s:"
+            "    each second: statuses / state writes / publish room / vehicle subscriptions / worker CPU s / broker CPU s"
+                + " / harness CPU s / CPU s stolen from the machine:"
         )
         print("      " + timeline.joined(separator: "  "))
+        // A slipped cadence with the worker's CPU low and steal high is the machine, not the worker.
+        print(
+            String(
+                format: "    CPU stolen from this machine by its host over the %.0f s: %.1f s (of %d cores' %.0f s)",
+                cadenceSeconds, sampledCPU.steal - stealBefore, ProcessInfo.processInfo.activeProcessorCount,
+                cadenceSeconds * Double(ProcessInfo.processInfo.activeProcessorCount)))
         let late = observer.lateIssuedGaps()
         if !late.isEmpty {
             print(

@@ -51,6 +51,21 @@ func cpuSeconds(of pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// CPU seconds the hypervisor took from this machine since boot (`steal` in `/proc/stat`, all cores): time the
+/// processes of a benchmark were runnable and did not run, which no change of theirs explains.
+func machineStealSeconds() -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+        let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+    else { return 0 }
+    // cpu user nice system idle iowait irq softirq steal ...
+    let fields = line.split(separator: " ")
+    guard fields.count > 8, let steal = Double(fields[8]) else { return 0 }
+    return steal / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// CPU seconds of this process (the harness itself: its observer reads every status).
+func ownCPUSeconds() -> Double { cpuSeconds(of: getpid()) }
+
 /// Polls `condition` every 100 ms until it holds, or throws naming `what` after `timeout` seconds.
 func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async throws {
     let deadline = Date().addingTimeInterval(timeout)
