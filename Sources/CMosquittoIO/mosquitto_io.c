@@ -38,6 +38,7 @@ mosquitto_io_buffer *mosquitto_io_buffer_create(size_t capacity) {
 
 void mosquitto_io_buffer_destroy(mosquitto_io_buffer *buffer) {
     if (buffer == NULL) return;
+    /* Only this thread's routing can be cleared here; a thread that enters restores its routing when done. */
     if (entered == buffer) entered = NULL;
     free(buffer->data);
     free(buffer);
@@ -62,6 +63,8 @@ mosquitto_io_buffer *mosquitto_io_enter(mosquitto_io_buffer *buffer) {
 ssize_t mosquitto_io_read(int fd, void *destination, size_t count) {
     mosquitto_io_buffer *buffer = entered;
     if (buffer == NULL || fd < 0 || fd != buffer->fd) return read(fd, destination, count);
+    /* libmosquitto never asks for nothing; were it to, a read into the buffer would return 0, its end of stream. */
+    if (count == 0) return 0;
     buffer->counters.requested_reads += 1;
     if (buffer->start == buffer->end) {
         buffer->start = 0;
@@ -83,7 +86,7 @@ ssize_t mosquitto_io_read(int fd, void *destination, size_t count) {
 
 ssize_t mosquitto_io_write(int fd, const void *source, size_t count) {
     mosquitto_io_buffer *buffer = entered;
-    if (buffer != NULL && buffer->fd >= 0 && fd != buffer->fd && count == 1) {
+    if (buffer != NULL && buffer->fd >= 0 && fd != buffer->fd && count == 1 && *(const char *)source == 0) {
         buffer->counters.skipped_wakeups += 1;
         return 1;
     }
@@ -107,8 +110,12 @@ static const void *dynamic_address(ElfW(Addr) base, ElfW(Addr) value) {
 #endif
 
 static int patch_slot(void **slot, void *replacement, ElfW(Addr) relro_start, ElfW(Addr) relro_end) {
-    int read_only = (ElfW(Addr))slot >= relro_start && (ElfW(Addr))slot < relro_end;
     uintptr_t page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    /* The loader makes only the whole pages of PT_GNU_RELRO read-only (its end rounded down): the page with its
+     * tail stays writable and holds other data, which must stay writable. */
+    ElfW(Addr) protected_start = relro_start & ~(page_size - 1);
+    ElfW(Addr) protected_end = relro_end & ~(page_size - 1);
+    int read_only = (ElfW(Addr))slot >= protected_start && (ElfW(Addr))slot < protected_end;
     void *page = (void *)((uintptr_t)slot & ~(page_size - 1));
     if (read_only && mprotect(page, page_size, PROT_READ | PROT_WRITE) != 0) return 4;
     __atomic_store_n(slot, replacement, __ATOMIC_SEQ_CST);
@@ -172,6 +179,7 @@ static int patch_library(struct dl_phdr_info *info, size_t size, void *context) 
             patched += 1;
         }
     }
+    /* Either is enough to work: reads without the wake-up skip, or the skip without buffered reads. */
     *result = patched > 0 ? 0 : 3;
     return 1;
 }

@@ -2,11 +2,11 @@ import CMosquittoIO
 
 /// The network thread's read buffer under libmosquitto (`mosquitto_io.h`): while the thread reads, each of
 /// libmosquitto's small reads of the connection (one per byte of a packet's header) is served from one large
-/// `read`, and libmosquitto's wake-up byte to its own socket pair (the client never reads that pair) is not
-/// written.
+/// `read`, and the wake-up byte libmosquitto writes to its own socket pair for each packet queued meanwhile
+/// (each PUBACK; the client never reads that pair) is not written.
 ///
 /// Measured on the drain of `make bench-e2e` (151,000 queued QoS 1 fixes, `perf stat` of the worker's system
-/// calls): without it 3.9 `read`s and 2.0 `write`s per message, 7.1 system calls per message in all.
+/// calls over the drain): README.md, "Scaling".
 ///
 /// Without the patch (libmosquitto linked statically, or an import it does not have) nothing is buffered and
 /// libmosquitto reads as it always did.
@@ -15,11 +15,12 @@ final class SocketReadBuffer: @unchecked Sendable {
     // thread has ended, since the thread holds the client.
     private let buffer: OpaquePointer?
 
-    /// 0 when libmosquitto's `read` and `write` go through this module, else the reason they do not
-    /// (`mosquitto_io_install`).
+    /// 0 when libmosquitto's `read` or `write` (on Debian's libmosquitto both) go through this module, else the
+    /// reason neither does (`mosquitto_io_install`).
     static let installation: Int32 = mosquitto_io_install()
 
-    /// Bytes read at once: about 250 fixes; a larger packet is read straight into libmosquitto's buffer.
+    /// Bytes read at once: about 250 fixes. A read libmosquitto asks for that is at least as large, made while
+    /// nothing is buffered, goes straight into its packet.
     static let capacity = 64 * 1024
 
     init() {

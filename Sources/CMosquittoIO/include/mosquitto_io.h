@@ -9,11 +9,13 @@
  * A read buffer under libmosquitto's socket reads.
  *
  * libmosquitto 2.0 reads each packet with one `read` for its first byte, one per byte of its remaining length
- * and one for the rest: four system calls for a small PUBLISH. Measured on the drain of `make bench-e2e`
- * (151,000 queued QoS 1 fixes, perf stat on the worker): 3.9 reads and 2.0 writes per message, of 7.1 system
- * calls per message in all. This module points libmosquitto's imports of `read` and `write` (its GOT slots, and
- * only its own) at the two functions below. While a network thread has entered with a buffer, a read of that
- * buffer's socket is served from one large `read`; outside, and for any other file, they call the system's.
+ * and one for the rest: three or four system calls for a fix (four for the project's fixes of about 260 bytes,
+ * with two length bytes). It also writes one byte to an internal socket pair for every packet it queues, each
+ * PUBACK included. Measured on the drain of `make bench-e2e` (151,000 queued QoS 1 fixes, `perf stat` of the
+ * worker's system calls over the whole drain): see README.md, "Scaling". This module points libmosquitto's
+ * imports of `read` and `write` (its GOT slots, and only its own) at the two functions below. While a network
+ * thread has entered with a buffer, a read of that buffer's socket is served from one large `read`; outside,
+ * and for any other file, they call the system's.
  */
 
 /** One connection's buffered bytes; used by one thread at a time (the client's network thread). */
@@ -29,8 +31,8 @@ typedef struct {
     uint64_t skipped_wakeups;
 } mosquitto_io_counters;
 
-/** Patches libmosquitto's imports of `read` and `write` once per process. Returns 0 when they point at this
- *  module, or a positive reason: 1 libmosquitto is not loaded as a shared library, 2 its dynamic section cannot
+/** Patches libmosquitto's imports of `read` and `write` once per process. Returns 0 when at least one points
+ *  at this module, or a positive reason: 1 libmosquitto is not loaded as a shared library, 2 its dynamic section cannot
  *  be read, 3 it imports neither, 4 a slot could not be made writable. */
 int mosquitto_io_install(void);
 
@@ -54,10 +56,12 @@ mosquitto_io_buffer *mosquitto_io_enter(mosquitto_io_buffer *buffer);
 /** What libmosquitto's `read` calls: from the entered buffer for its socket, else the system's `read`. */
 ssize_t mosquitto_io_read(int fd, void *destination, size_t count);
 
-/** What libmosquitto's `write` calls. While a buffer is entered, a one-byte write to a file other than its
- *  socket is libmosquitto's wake-up byte to its internal socket pair (written for every packet it queues in
- *  threaded mode, each acknowledgement too); the client never reads that pair (it runs its own loop), so the
- *  byte is not written and 1 is returned. Everything else is the system's `write`. */
+/** What libmosquitto's `write` calls. While a buffer is entered (the network thread inside
+ *  `mosquitto_loop_read`), a write of the single byte 0 to a file other than its socket is libmosquitto's
+ *  wake-up byte to its internal socket pair (written for every packet it queues: there, each PUBACK and what
+ *  the callbacks queue); the client never reads that pair (it runs its own loop), so the byte is not written
+ *  and 1 is returned. Packets queued on other threads (status publishes) still write theirs. Everything else
+ *  is the system's `write`. */
 ssize_t mosquitto_io_write(int fd, const void *source, size_t count);
 
 #endif
