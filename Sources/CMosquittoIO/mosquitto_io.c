@@ -21,6 +21,9 @@ struct mosquitto_io_buffer {
 
 /* The buffer this thread's reads go through; only the thread itself reads or sets it. */
 static __thread mosquitto_io_buffer *entered;
+/* Set while this thread has libmosquitto queue a packet; wake-up bytes skipped meanwhile, on this thread. */
+static __thread int queueing;
+static __thread uint64_t queueing_skips;
 
 mosquitto_io_buffer *mosquitto_io_buffer_create(size_t capacity) {
     if (capacity < 4096) capacity = 4096;
@@ -84,11 +87,26 @@ ssize_t mosquitto_io_read(int fd, void *destination, size_t count) {
     return (ssize_t)handed;
 }
 
+int mosquitto_io_queueing(int on) {
+    int before = queueing;
+    queueing = on;
+    return before;
+}
+
+uint64_t mosquitto_io_queueing_skips(void) { return queueing_skips; }
+
 ssize_t mosquitto_io_write(int fd, const void *source, size_t count) {
-    mosquitto_io_buffer *buffer = entered;
-    if (buffer != NULL && buffer->fd >= 0 && fd != buffer->fd && count == 1 && *(const char *)source == 0) {
-        buffer->counters.skipped_wakeups += 1;
-        return 1;
+    if (count == 1 && *(const unsigned char *)source == 0) {
+        mosquitto_io_buffer *buffer = entered;
+        /* With TLS (no socket buffered, -1) OpenSSL writes the socket, so a byte of libmosquitto's is this too. */
+        if (buffer != NULL && fd != buffer->fd) {
+            buffer->counters.skipped_wakeups += 1;
+            return 1;
+        }
+        if (queueing) {
+            queueing_skips += 1;
+            return 1;
+        }
     }
     return write(fd, source, count);
 }

@@ -72,9 +72,11 @@ extension MQTTClient {
         if configuration.protocolVersion == .v5 { try Self.encode(message.properties, into: &list) }
         var mid: Int32 = 0
         let rc = message.payload.withUnsafeBytes { bytes in
-            mosquitto_publish_v5(
-                handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
-                message.retain, list)
+            SocketReadBuffer.queueing {
+                mosquitto_publish_v5(
+                    handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
+                    message.retain, list)
+            }
         }
         wake.signal()
         // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.

@@ -50,6 +50,16 @@ final class SocketReadBuffer: @unchecked Sendable {
         return (counters.requested_reads, counters.system_reads, counters.skipped_wakeups)
     }
 
+    /// Runs `body` (libmosquitto queueing a packet: a publish, a subscription change) without libmosquitto's
+    /// wake-up byte, on any thread: the caller signals ``NetworkWake``, once per batch of packets. Measured
+    /// at the cadence of `make bench-scale`: README.md, "Scaling".
+    static func queueing<Result>(_ body: () -> Result) -> Result {
+        guard installation == 0 else { return body() }
+        let before = mosquitto_io_queueing(1)
+        defer { mosquitto_io_queueing(before) }
+        return body()
+    }
+
     /// Runs `body` (a `mosquitto_loop_read`) with this thread's reads going through the buffer.
     func reading<Result>(_ body: () -> Result) -> Result {
         guard let buffer else { return body() }

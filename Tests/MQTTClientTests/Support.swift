@@ -22,6 +22,22 @@ func connectedClient(
     return client
 }
 
+/// A client for `broker`'s TLS listener (host name `localhost`, as in its certificate), trusting the test's CA,
+/// connected.
+func connectedTLSClient(_ broker: TestBroker, id: String = "tls-\(UUID().uuidString.prefix(8))") async throws
+    -> MQTTClient
+{
+    struct NoTLSListener: Error, CustomStringConvertible {
+        var description: String { "the test broker was started without `tls: true`" }
+    }
+    guard let certificates = broker.certificates, let port = broker.tlsPort else { throw NoTLSListener() }
+    var configuration = MQTTConfiguration(host: "localhost", port: port, clientID: id)
+    configuration.tls = .init(caFile: certificates.caCertificate.path)
+    let client = try MQTTClient(configuration: configuration, logger: quietLogger)
+    try await client.connect(timeout: .seconds(5))
+    return client
+}
+
 /// The next `count` messages of `client`, or a `TimedOut` error.
 func receive(_ client: MQTTClient, count: Int = 1, timeout: Duration = .seconds(5)) async throws -> [MQTTMessage] {
     try await withThrowingTaskGroup(of: [MQTTMessage].self) { group in

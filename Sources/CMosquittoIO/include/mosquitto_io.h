@@ -56,12 +56,21 @@ mosquitto_io_buffer *mosquitto_io_enter(mosquitto_io_buffer *buffer);
 /** What libmosquitto's `read` calls: from the entered buffer for its socket, else the system's `read`. */
 ssize_t mosquitto_io_read(int fd, void *destination, size_t count);
 
-/** What libmosquitto's `write` calls. While a buffer is entered (the network thread inside
- *  `mosquitto_loop_read`), a write of the single byte 0 to a file other than its socket is libmosquitto's
- *  wake-up byte to its internal socket pair (written for every packet it queues: there, each PUBACK and what
- *  the callbacks queue); the client never reads that pair (it runs its own loop), so the byte is not written
- *  and 1 is returned. Packets queued on other threads (status publishes) still write theirs. Everything else
- *  is the system's `write`. */
+/** Marks this thread as having libmosquitto queue a packet (1) or not (0), until the next call; returns the
+ *  mark before. In threaded mode, queueing a packet (`mosquitto_publish_v5`, a subscription change) writes
+ *  nothing but libmosquitto's wake-up byte, which this client never reads: the caller wakes the network thread
+ *  its own way. */
+int mosquitto_io_queueing(int on);
+
+/** Wake-up bytes not written on this thread while it was marked as queueing (tests). */
+uint64_t mosquitto_io_queueing_skips(void);
+
+/** What libmosquitto's `write` calls. A write of the single byte 0 is libmosquitto's wake-up byte to its
+ *  internal socket pair (written for every packet it queues, each PUBACK too); the client never reads that
+ *  pair (it runs its own loop), so the byte is not written and 1 is returned when it is written to a file
+ *  other than the socket of a buffer entered on this thread (the network thread inside `mosquitto_loop_read`:
+ *  each PUBACK, what the callbacks queue), or while this thread is marked as queueing (status publishes and
+ *  subscription changes from other threads). Everything else is the system's `write`. */
 ssize_t mosquitto_io_write(int fd, const void *source, size_t count);
 
 #endif
