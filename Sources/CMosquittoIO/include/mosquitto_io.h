@@ -32,8 +32,8 @@ typedef struct {
 } mosquitto_io_counters;
 
 /** Patches libmosquitto's imports of `read` and `write` once per process. Returns 0 when at least one points
- *  at this module, or a positive reason: 1 libmosquitto is not loaded as a shared library, 2 its dynamic section cannot
- *  be read, 3 it imports neither, 4 a slot could not be made writable. */
+ *  at this module, or a positive reason: 1 libmosquitto is not loaded as a shared library, 2 its dynamic
+ *  section cannot be read, 3 it imports neither, 4 a slot could not be made writable. */
 int mosquitto_io_install(void);
 
 /** A buffer of `capacity` bytes (at least 4,096), for no socket yet; NULL when out of memory. */
@@ -57,9 +57,9 @@ mosquitto_io_buffer *mosquitto_io_enter(mosquitto_io_buffer *buffer);
 ssize_t mosquitto_io_read(int fd, void *destination, size_t count);
 
 /** Marks this thread as having libmosquitto queue a packet (1) or not (0), until the next call; returns the
- *  mark before. In threaded mode, queueing a packet (`mosquitto_publish_v5`, a subscription change) writes
- *  nothing but libmosquitto's wake-up byte, which this client never reads: the caller wakes the network thread
- *  its own way. */
+ *  mark before. In threaded mode, queueing a packet (the client marks `mosquitto_publish_v5`) writes nothing
+ *  but libmosquitto's wake-up byte, which this client never reads: the caller wakes the network thread its
+ *  own way. */
 int mosquitto_io_queueing(int on);
 
 /** Wake-up bytes not written on this thread while it was marked as queueing (tests). */
@@ -69,8 +69,8 @@ uint64_t mosquitto_io_queueing_skips(void);
  *  internal socket pair (written for every packet it queues, each PUBACK too); the client never reads that
  *  pair (it runs its own loop), so the byte is not written and 1 is returned when it is written to a file
  *  other than the socket of a buffer entered on this thread (the network thread inside `mosquitto_loop_read`:
- *  each PUBACK, what the callbacks queue), or while this thread is marked as queueing (status publishes and
- *  subscription changes from other threads). Everything else is the system's `write`. */
+ *  each PUBACK, what the callbacks queue), or while this thread is marked as queueing (status publishes from
+ *  other threads). Everything else is the system's `write`. */
 ssize_t mosquitto_io_write(int fd, const void *source, size_t count);
 
 #endif
