@@ -50,7 +50,7 @@ final class SocketReadBuffer: @unchecked Sendable {
         return (counters.requested_reads, counters.system_reads, counters.skipped_wakeups)
     }
 
-    /// Runs `body` (libmosquitto queueing a packet: a publish, a subscription change) without libmosquitto's
+    /// Runs `body` (libmosquitto queueing a packet; the client marks its publishes) without libmosquitto's
     /// wake-up byte, on any thread: the caller signals ``NetworkWake``, once per batch of packets. Measured
     /// at the cadence of `make bench-scale`: README.md, "Scaling".
     static func queueing<Result>(_ body: () -> Result) -> Result {
