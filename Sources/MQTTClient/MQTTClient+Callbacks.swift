@@ -36,6 +36,7 @@ extension MQTTClient {
     }
 
     func handleConnect(reasonCode: Int32, flags: Int32) {
+        flushAcknowledgements()
         guard reasonCode == 0 else {
             let error = MQTTError.connectionRefused(reasonCode: reasonCode, reason: reasonText(reasonCode))
             let permanent = Self.isPermanentRefusal(reasonCode, version: configuration.protocolVersion)
@@ -100,6 +101,7 @@ extension MQTTClient {
     }
 
     func handleDisconnect(code: Int32) {
+        flushAcknowledgements()
         state.withLock { state in
             state.connected = false
             state.resend.disconnected()
@@ -129,22 +131,55 @@ extension MQTTClient {
         for waiter in waiters { waiter.resume() }
     }
 
-    func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {
-        let waiter = state.withLock { state in
-            state.inFlightQoS1.remove(mid)
-            state.pendingSubscriptions[mid] = nil
-            state.pendingUnsubscribes[mid] = nil
-            if state.resend.acknowledged(mid, connected: state.connected) {
-                releaseHeld(state: &state)
-            } else if state.connected, state.resend.mayReleaseIntoWindow,
-                state.inFlightQoS1.count <= configuration.maxInFlight / 2
-            {
-                // Half the window is free again: the next held messages leave, in order.
-                releaseHeld(state: &state)
-            }
-            return state.waiters.removeValue(forKey: mid)
+    /// A PUBACK (or, for QoS 0, libmosquitto's note that the PUBLISH was written) is only noted here; the
+    /// network thread handles every one noted during a read or a write at once (``flushAcknowledgements()``),
+    /// under one take of the client's lock. One take per acknowledgement kept the publishing thread and the
+    /// network thread handing that lock back and forth 20,000 times a second at the 100,000-ride cadence of
+    /// `make bench-scale`: 0.70 context switches per status, measured with `perf stat`.
+    func notePublishAcknowledgement(mid: Int32, reasonCode: Int32) {
+        acknowledgements.withLock { $0.append((mid, reasonCode)) }
+    }
+
+    /// Handles the acknowledgements noted since the last call, in the order they came. Network thread only:
+    /// after every read and write of the connection, and before any other callback does its work, so the
+    /// client's state sees every acknowledgement where it came in the stream (before a disconnect, say).
+    func flushAcknowledgements() {
+        let noted = acknowledgements.withLock { noted -> [(mid: Int32, reasonCode: Int32)] in
+            guard !noted.isEmpty else { return [] }
+            defer { noted.removeAll(keepingCapacity: true) }
+            return noted
         }
-        guard let waiter else { return }
+        guard !noted.isEmpty else { return }
+        let answers = state.withLock { state in
+            noted.compactMap { ack in acknowledge(ack.mid, state: &state).map { ($0, ack.reasonCode) } }
+        }
+        for (waiter, reasonCode) in answers { answer(waiter, reasonCode: reasonCode, operation: "publish") }
+    }
+
+    /// A SUBACK or UNSUBACK: handled at once, after the acknowledgements noted before it.
+    func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {
+        flushAcknowledgements()
+        guard let waiter = state.withLock({ acknowledge(mid, state: &$0) }) else { return }
+        answer(waiter, reasonCode: reasonCode, operation: operation)
+    }
+
+    /// Forgets `mid` and releases what its acknowledgement lets leave; returns its waiter, if any.
+    private func acknowledge(_ mid: Int32, state: inout State) -> CheckedContinuation<Void, any Error>? {
+        state.inFlightQoS1.remove(mid)
+        state.pendingSubscriptions[mid] = nil
+        state.pendingUnsubscribes[mid] = nil
+        if state.resend.acknowledged(mid, connected: state.connected) {
+            releaseHeld(state: &state)
+        } else if state.connected, state.resend.mayReleaseIntoWindow,
+            state.inFlightQoS1.count <= configuration.maxInFlight / 2
+        {
+            // Half the window is free again: the next held messages leave, in order.
+            releaseHeld(state: &state)
+        }
+        return state.waiters.removeValue(forKey: mid)
+    }
+
+    private func answer(_ waiter: CheckedContinuation<Void, any Error>, reasonCode: Int32, operation: String) {
         if reasonCode >= 0x80 {
             waiter.resume(
                 throwing: MQTTError.rejected(
@@ -237,7 +272,7 @@ private func onDisconnect(
 private func onPublish(
     _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ reason: Int32, _ props: OpaquePointer?
 ) {
-    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: reason, operation: "publish")
+    MQTTClient.client(object)?.notePublishAcknowledgement(mid: mid, reasonCode: reason)
 }
 
 private func onSubscribe(

@@ -67,9 +67,8 @@ extension MQTTClient {
 
     /// Hands one message to libmosquitto and tracks it until its acknowledgement. Call with `state` locked.
     func publishNow(_ message: OrderedResend.Publish, state: inout State) throws(MQTTError) -> Int32 {
-        var list: OpaquePointer? = nil
-        defer { mosquitto_property_free_all(&list) }
-        if configuration.protocolVersion == .v5 { try Self.encode(message.properties, into: &list) }
+        let list =
+            configuration.protocolVersion == .v5 ? try state.encodedProperties.list(for: message.properties) : nil
         var mid: Int32 = 0
         let rc = message.payload.withUnsafeBytes { bytes in
             SocketReadBuffer.queueing {
@@ -101,6 +100,32 @@ extension MQTTClient {
                 logger.error("held publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
                 message.waiter?.resume(throwing: error)
             }
+        }
+    }
+
+    /// The last properties published, encoded for libmosquitto, which copies them into each message it keeps:
+    /// statuses carry the same two G2 user properties (worker, epoch) one after another, and building the list
+    /// anew cost six allocations and two UTF-8 checks per status at the 100,000-ride cadence.
+    final class EncodedProperties {
+        private var properties = MQTTProperties()
+        private var encoded: OpaquePointer?
+
+        deinit { mosquitto_property_free_all(&encoded) }
+
+        /// The list for `properties` (nil when they are empty), valid until the next call.
+        func list(for properties: MQTTProperties) throws(MQTTError) -> OpaquePointer? {
+            if properties == self.properties { return encoded }
+            mosquitto_property_free_all(&encoded)
+            self.properties = MQTTProperties()
+            var list: OpaquePointer? = nil
+            do throws(MQTTError) {
+                try MQTTClient.encode(properties, into: &list)
+            } catch {
+                mosquitto_property_free_all(&list)
+                throw error
+            }
+            (self.properties, encoded) = (properties, list)
+            return list
         }
     }
 

@@ -28,6 +28,9 @@ public final class MQTTClient: @unchecked Sendable {
     let wake = NetworkWake()
     /// Buffers the network thread's reads of the connection under libmosquitto.
     let readBuffer = SocketReadBuffer()
+    /// Publish acknowledgements noted by libmosquitto's callback, not yet handled (network thread only; the
+    /// lock is never contended): ``flushAcknowledgements()``.
+    let acknowledgements = Locked<[(mid: Int32, reasonCode: Int32)]>([])
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
     /// Incoming messages from every subscription. Iterate from one task.
@@ -67,6 +70,8 @@ public final class MQTTClient: @unchecked Sendable {
         var reconnects = 0
         var connects = 0
         var threadExit: [CheckedContinuation<Void, Never>] = []
+        /// Used under this lock only (``MQTTClient/publishNow(_:state:)``).
+        let encodedProperties = EncodedProperties()
     }
     let state = Locked(State())
 

@@ -258,6 +258,11 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 format: "    CPU stolen from this machine by its host over the %.0f s: %.1f s (of %d cores' %.0f s)",
                 cadenceSeconds, sampledCPU.steal - stealBefore, ProcessInfo.processInfo.activeProcessorCount,
                 cadenceSeconds * Double(ProcessInfo.processInfo.activeProcessorCount)))
+        // When in the run the worker's cadence came closest to the target: the largest issuedAt gap per second.
+        print(
+            "    largest issuedAt gap ending in each second: "
+                + observer.largestIssuedGaps().map { String(format: "%d:%.2f", $0.second, $0.gap) }.joined(
+                    separator: " "))
         let late = observer.lateIssuedGaps()
         if !late.isEmpty {
             print(
@@ -290,6 +295,14 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         if freezeSeconds > 0 {
             try await freeze(worker: worker, broker: broker, observer: observer, rides: expected + cadenceRides)
         }
+        // The whole run's work, to divide a profiler's totals by (RIDE_BENCH_WORKER_WRAPPER with callgrind counts
+        // every instruction of the worker's life: two builds under the same run compare per status).
+        let totals = worker.metrics()
+        print(
+            String(
+                format: "  worker totals for the run: %.0f statuses published, %.0f fixes accepted",
+                metricSum("ridestatus_statuses_published_total", in: totals),
+                metricSum("ridestatus_fixes_accepted_total", in: totals)))
         await control.disconnect()
         await watcher.disconnect()
     }

@@ -82,6 +82,26 @@ struct MQTTClientIntegrationTests {
         }
     }
 
+    /// The client keeps the last properties it encoded for libmosquitto (statuses carry the same G2 pair one
+    /// after another): each publish must still carry exactly its own, whether they repeat, change or are none.
+    @Test("MQTT 5 properties: each publish carries its own, repeated, changed or none (G2 epochs)")
+    func mqtt5PropertiesChangeBetweenPublishes() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker)
+            try await client.subscribe("g2/+")
+            let owner = { (epoch: String) in MQTTProperties(userProperties: [("worker", "w-1"), ("epoch", epoch)]) }
+            let sent = [owner("1"), owner("1"), owner("2"), MQTTProperties(), owner("2"), owner("1"), owner("3")]
+            for (index, properties) in sent.enumerated() {
+                try client.publishWithoutWaiting(topic: "g2/\(index)", payload: [UInt8(index)], properties: properties)
+            }
+            let received = try await receive(client, count: sent.count)
+            let expected = sent.map { $0.userProperties.map { "\($0.0)=\($0.1)" } }
+            #expect(received.map(\.topic) == sent.indices.map { "g2/\($0)" })
+            #expect(received.map { $0.properties.userProperties.map { "\($0.0)=\($0.1)" } } == expected)
+            await client.disconnect()
+        }
+    }
+
     @Test("MQTT 5 subscription options: no local skips own publishes; retain handling 'never' replays nothing")
     func subscribeOptions() async throws {
         try await withTestBroker { broker in
