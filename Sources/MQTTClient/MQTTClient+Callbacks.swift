@@ -141,8 +141,9 @@ extension MQTTClient {
     }
 
     /// Handles the acknowledgements noted since the last call, in the order they came. Network thread only:
-    /// after every read and write of the connection, and before any other callback does its work, so the
-    /// client's state sees every acknowledgement where it came in the stream (before a disconnect, say).
+    /// after every read and write of the connection, and before the connect, disconnect and subscription
+    /// callbacks do their work, so the client's state sees every acknowledgement where it came in the stream
+    /// (before a disconnect, say); a received message flushes them only when it must wait for room.
     func flushAcknowledgements() {
         let noted = acknowledgements.withLock { noted -> [(mid: Int32, reasonCode: Int32)] in
             guard !noted.isEmpty else { return [] }
@@ -191,6 +192,10 @@ extension MQTTClient {
     }
 
     func handleMessage(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
+        // A full buffer holds this thread until the consumer reads (``MQTTConfiguration/BufferPolicy/suspendNetwork``):
+        // acknowledgements read before this message are handled first, so a consumer that waits for one of them
+        // while it drains the messages is not held up by it.
+        if buffer.isFull { flushAcknowledgements() }
         let raw = message.pointee
         let topic = String(cString: raw.topic)
         let payload: [UInt8]

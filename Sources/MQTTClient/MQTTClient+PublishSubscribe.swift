@@ -114,7 +114,7 @@ extension MQTTClient {
 
         /// The list for `properties` (nil when they are empty), valid until the next call.
         func list(for properties: MQTTProperties) throws(MQTTError) -> OpaquePointer? {
-            if properties == self.properties { return encoded }
+            if Self.sameBytes(properties, self.properties) { return encoded }
             mosquitto_property_free_all(&encoded)
             self.properties = MQTTProperties()
             var list: OpaquePointer? = nil
@@ -126,6 +126,22 @@ extension MQTTClient {
             }
             (self.properties, encoded) = (properties, list)
             return list
+        }
+
+        /// Equal byte for byte, not only as Swift strings (which equate canonically equivalent ones, a
+        /// precomposed "é" and "e" with a combining accent): the broker matches a response topic by its bytes.
+        static func sameBytes(_ one: MQTTProperties, _ other: MQTTProperties) -> Bool {
+            func same(_ one: String?, _ other: String?) -> Bool {
+                switch (one, other) {
+                case (nil, nil): return true
+                case (let one?, let other?): return one.utf8.elementsEqual(other.utf8)
+                default: return false
+                }
+            }
+            return same(one.responseTopic, other.responseTopic) && one.correlationData == other.correlationData
+                && one.messageExpiry == other.messageExpiry && same(one.contentType, other.contentType)
+                && one.userProperties.count == other.userProperties.count
+                && zip(one.userProperties, other.userProperties).allSatisfy { same($0.0, $1.0) && same($0.1, $1.1) }
         }
     }
 

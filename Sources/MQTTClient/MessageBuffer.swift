@@ -40,6 +40,15 @@ final class MessageBuffer: @unchecked Sendable {
         return waiter != nil
     }
 
+    /// Whether a message pushed now would find no room (and, with ``MQTTConfiguration/BufferPolicy/suspendNetwork``,
+    /// hold the network thread). Only the network thread pushes, so a buffer that is not full stays so until it
+    /// pushes again.
+    var isFull: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return items.count - head >= capacity
+    }
+
     var dropped: Int {
         condition.lock()
         defer { condition.unlock() }

@@ -36,6 +36,33 @@ struct CadenceTests {
         #expect(configuration.problems().isEmpty)
     }
 
+    @Test("C1, C6: a burst of bookings spreads its second statuses over half an interval, none later than C1")
+    func burstOfBookingsSpreads() {
+        // 5,000 bookings in one instant (a dispatch system catching up): at the interval after them they would
+        // all be due in one tenth of a second, 50,000 a second, twice what the broker took in `make bench-scale`.
+        var harness = Harness()
+        for ride in 0..<5_000 { harness.start(ride: "r-\(ride)", vehicle: "v-\(ride)") }
+        var perHalfSecond: [Int: Int] = [:]
+        var time = t0
+        var late = 0
+        var earliest = Double.infinity
+        while time < t0.addingTimeInterval(5.05) {
+            time = time.addingTimeInterval(0.1)
+            let published = harness.engine.tick(now: time).statuses.count
+            let after = time.timeIntervalSince(t0)
+            if after > 5.0001 { late += published }
+            if published > 0 {
+                earliest = min(earliest, after)
+                perHalfSecond[Int(after * 2 - 1e-6), default: 0] += published
+            }
+        }
+        #expect(late == 0, "C1: every second status within the interval of the first")
+        #expect(perHalfSecond.values.reduce(0, +) == 5_000, "every ride published its second status")
+        // Spread from 2.5 s to 5 s: about 1,000 a half second, where the burst would put all 5,000 in one.
+        #expect(earliest >= 2.5, "never more than half an interval early")
+        #expect(perHalfSecond.values.max()! <= 1_100, "\(perHalfSecond.sorted { $0.key < $1.key })")
+    }
+
     @Test("C2: a phase or completion change publishes at once and restarts the ride's interval")
     func immediatePublish() {
         var harness = Harness()
