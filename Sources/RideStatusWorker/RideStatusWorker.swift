@@ -41,8 +41,9 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
         // properties) on the publishing thread and frees it on the network thread at its PUBACK, and every
         // payload (above 1 KB) consolidated the fast bins those frees had filled: at the 100,000-ride cadence of
         // `make bench-scale`, `malloc_consolidate` and `_int_malloc` were 15 % of the worker's CPU (`perf
-        // record`), and turning fast bins off took the worker from 35.9 to 38.9 µs of CPU per status down to
-        // 31.9 µs (runs with under 3 s of steal; the README's Scaling section has the rest).
+        // record`). Without fast bins the same build took 31.9 µs of CPU per status against 35.9 and 38.5 µs
+        // with them (`perf stat`, one run each with at most 3.5 s of steal: this machine's noise is of that
+        // order; the README's Scaling section has the runs of the whole change).
         #if canImport(Glibc)
             let fastBinsOff = glibcMallopt(1 /* M_MXFAST, <malloc.h> */, 0) == 1
         #else
