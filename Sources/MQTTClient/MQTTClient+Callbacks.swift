@@ -192,10 +192,6 @@ extension MQTTClient {
     }
 
     func handleMessage(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
-        // A full buffer holds this thread until the consumer reads (``MQTTConfiguration/BufferPolicy/suspendNetwork``):
-        // acknowledgements read before this message are handled first, so a consumer that waits for one of them
-        // while it drains the messages is not held up by it.
-        if buffer.isFull { flushAcknowledgements() }
         let raw = message.pointee
         let topic = String(cString: raw.topic)
         let payload: [UInt8]
@@ -205,10 +201,14 @@ extension MQTTClient {
             payload = []
         }
         let decoded = properties.map(Self.decodeProperties) ?? MQTTProperties()
+        // A full buffer holds this thread until the consumer reads (``MQTTConfiguration/BufferPolicy/suspendNetwork``):
+        // acknowledgements read before this message are handled first, so a consumer that waits for one of them
+        // while it drains the messages is not held up by it.
         buffer.push(
             MQTTMessage(
                 topic: topic, payload: payload, qos: raw.qos >= 1 ? .atLeastOnce : .atMostOnce, retain: raw.retain,
-                properties: decoded))
+                properties: decoded),
+            beforeWaiting: flushAcknowledgements)
     }
 
     static func decodeProperties(_ list: OpaquePointer) -> MQTTProperties {

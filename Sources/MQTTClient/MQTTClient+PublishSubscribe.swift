@@ -114,7 +114,7 @@ extension MQTTClient {
 
         /// The list for `properties` (nil when they are empty), valid until the next call.
         func list(for properties: MQTTProperties) throws(MQTTError) -> OpaquePointer? {
-            if Self.sameBytes(properties, self.properties) { return encoded }
+            if properties.sameBytes(as: self.properties) { return encoded }
             mosquitto_property_free_all(&encoded)
             self.properties = MQTTProperties()
             var list: OpaquePointer? = nil
@@ -128,21 +128,6 @@ extension MQTTClient {
             return list
         }
 
-        /// Equal byte for byte, not only as Swift strings (which equate canonically equivalent ones, a
-        /// precomposed "é" and "e" with a combining accent): the broker matches a response topic by its bytes.
-        static func sameBytes(_ one: MQTTProperties, _ other: MQTTProperties) -> Bool {
-            func same(_ one: String?, _ other: String?) -> Bool {
-                switch (one, other) {
-                case (nil, nil): return true
-                case (let one?, let other?): return one.utf8.elementsEqual(other.utf8)
-                default: return false
-                }
-            }
-            return same(one.responseTopic, other.responseTopic) && one.correlationData == other.correlationData
-                && one.messageExpiry == other.messageExpiry && same(one.contentType, other.contentType)
-                && one.userProperties.count == other.userProperties.count
-                && zip(one.userProperties, other.userProperties).allSatisfy { same($0.0, $1.0) && same($0.1, $1.1) }
-        }
     }
 
     static func encode(_ properties: MQTTProperties, into list: inout OpaquePointer?) throws(MQTTError) {

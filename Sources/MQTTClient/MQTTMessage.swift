@@ -43,10 +43,20 @@ public struct MQTTProperties: Sendable, Equatable {
             && userProperties.isEmpty
     }
 
-    public static func == (lhs: MQTTProperties, rhs: MQTTProperties) -> Bool {
-        lhs.responseTopic == rhs.responseTopic && lhs.correlationData == rhs.correlationData
-            && lhs.messageExpiry == rhs.messageExpiry && lhs.contentType == rhs.contentType
-            && lhs.userProperties.elementsEqual(rhs.userProperties, by: { $0 == $1 })
+    public static func == (lhs: MQTTProperties, rhs: MQTTProperties) -> Bool { lhs.equals(rhs, by: ==) }
+
+    /// Equal byte for byte, not only as Swift strings (which equate canonically equivalent ones, a precomposed
+    /// "é" and "e" with a combining accent): the broker matches a response topic by its bytes.
+    func sameBytes(as other: MQTTProperties) -> Bool { equals(other) { $0.utf8.elementsEqual($1.utf8) } }
+
+    private func equals(_ other: MQTTProperties, by same: (String, String) -> Bool) -> Bool {
+        func optional(_ one: String?, _ other: String?) -> Bool {
+            guard let one, let other else { return one == nil && other == nil }
+            return same(one, other)
+        }
+        return optional(responseTopic, other.responseTopic) && correlationData == other.correlationData
+            && messageExpiry == other.messageExpiry && optional(contentType, other.contentType)
+            && userProperties.elementsEqual(other.userProperties) { same($0.0, $1.0) && same($0.1, $1.1) }
     }
 }
 

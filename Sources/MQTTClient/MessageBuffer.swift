@@ -40,23 +40,16 @@ final class MessageBuffer: @unchecked Sendable {
         return waiter != nil
     }
 
-    /// Whether a message pushed now would find no room (and, with ``MQTTConfiguration/BufferPolicy/suspendNetwork``,
-    /// hold the network thread). Only the network thread pushes, so a buffer that is not full stays so until it
-    /// pushes again.
-    var isFull: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return items.count - head >= capacity
-    }
-
     var dropped: Int {
         condition.lock()
         defer { condition.unlock() }
         return droppedCount
     }
 
-    /// Called on the network thread for every received message.
-    func push(_ message: MQTTMessage) {
+    /// Called on the network thread for every received message. `beforeWaiting` runs (unlocked) once, before
+    /// the thread first waits for room under ``MQTTConfiguration/BufferPolicy/suspendNetwork``.
+    func push(_ message: MQTTMessage, beforeWaiting: () -> Void = {}) {
+        var ranBeforeWaiting = false
         condition.lock()
         if finished {
             condition.unlock()
@@ -72,6 +65,13 @@ final class MessageBuffer: @unchecked Sendable {
                 head += 1
                 droppedCount += 1
             case .suspendNetwork:
+                if !ranBeforeWaiting {
+                    ranBeforeWaiting = true
+                    condition.unlock()
+                    beforeWaiting()
+                    condition.lock()
+                    continue
+                }
                 _ = condition.wait(until: Date(timeIntervalSinceNow: 0.1))
                 if finished {
                     condition.unlock()

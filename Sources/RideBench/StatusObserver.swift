@@ -48,36 +48,34 @@ final class StatusObserver: Sendable {
         let now = ContinuousClock.now
         guard let ride = Self.ride(inStatusTopic: message.topic), !message.payload.isEmpty else { return }
         let fields = message.payload.withUnsafeBytes { Self.fields(of: $0) }
-        let phase = fields.phase.flatMap(RidePhase.init(rawValue:))
-        let phaseBit = phase.flatMap { RidePhase.allCases.firstIndex(of: $0) }.map { UInt8(1) << UInt8($0) } ?? 0
+        let phaseBit =
+            fields.phase.flatMap(RidePhase.init(rawValue:)).flatMap { RidePhase.allCases.firstIndex(of: $0) }
+            .map { UInt8(1) << UInt8($0) } ?? 0
         let issued = fields.issuedAt.flatMap { Timestamps.parse($0) }
         let arrived = Date()
         state.withLock { state in
-            let prefix = state.gapPrefix
-            let gaps = prefix.map { ride.hasPrefix($0) } ?? false
-            var recordArrival = false
+            let gaps = state.gapPrefix.map { ride.hasPrefix($0) } ?? false
+            var track = state.tracks[ride, default: Track()]
+            if let sequence = fields.sequence {
+                if track.newestSequence >= 0, sequence < track.newestSequence { state.regressions += 1 }
+                track.newestSequence = max(sequence, track.newestSequence)
+            }
+            // A known phase's bit says whether its first arrival is recorded; another phase asks the table.
+            if let phase = fields.phase, phaseBit == 0 || track.phasesSeen & phaseBit == 0 {
+                track.phasesSeen |= phaseBit
+                let key = "\(ride)/\(phase)"
+                if state.arrivals[key] == nil { state.arrivals[key] = now }
+            }
             var issuedGap: Double?
-            do {
-                var track = state.tracks[ride, default: Track()]
-                defer { state.tracks[ride] = track }
-                if let sequence = fields.sequence {
-                    if track.newestSequence >= 0, sequence < track.newestSequence { state.regressions += 1 }
-                    track.newestSequence = max(sequence, track.newestSequence)
-                }
-                if let fieldsPhase = fields.phase, phaseBit == 0 || track.phasesSeen & phaseBit == 0 {
-                    track.phasesSeen |= phaseBit
-                    recordArrival = state.arrivals["\(ride)/\(fieldsPhase)"] == nil
-                }
-                if gaps {
-                    if let previous = track.last { track.gap = max(track.gap, (now - previous).seconds) }
-                    track.last = now
-                    if let issued {
-                        if let before = track.lastIssued { issuedGap = issued.timeIntervalSince(before) }
-                        track.lastIssued = issued
-                    }
+            if gaps {
+                if let previous = track.last { track.gap = max(track.gap, (now - previous).seconds) }
+                track.last = now
+                if let issued {
+                    issuedGap = track.lastIssued.map { issued.timeIntervalSince($0) }
+                    track.lastIssued = issued
                 }
             }
-            if recordArrival, let fieldsPhase = fields.phase { state.arrivals["\(ride)/\(fieldsPhase)"] = now }
+            state.tracks[ride] = track
             guard gaps, let issued else { return }
             if let gap = issuedGap {
                 state.issuedGap = max(state.issuedGap, gap)
@@ -198,14 +196,10 @@ final class StatusObserver: Sendable {
     func maxGap(prefix: String) -> (Double, Int) {
         let now = ContinuousClock.now
         return state.withLock { state in
-            var (largest, open, seen) = (0.0, Double.infinity, 0)
-            for track in state.tracks.values {
-                guard let last = track.last else { continue }
-                seen += 1
-                largest = max(largest, track.gap)
-                open = seen == 1 ? (now - last).seconds : max(open, (now - last).seconds)
-            }
-            return (max(largest, open), seen)
+            // A ride that fell silent counts with the time since its last status; no ride seen: no bound.
+            let seen = state.tracks.values.filter { $0.last != nil }
+            guard !seen.isEmpty else { return (.infinity, 0) }
+            return (seen.map { max($0.gap, (now - $0.last!).seconds) }.max()!, seen.count)
         }
     }
 }

@@ -177,7 +177,7 @@ struct CadenceTests {
     }
 
     /// Runs `cycles` intervals of 5 s in steps of 0.1 s: every due key is rescheduled one interval on with
-    /// levelling within `lead` (the engine's: ``RideEngine/levellingLead(interval:share:)``). Returns the
+    /// levelling within `lead` (the engine's: ``RideEngine/levellingLead(interval:share:firstStatus:)``). Returns the
     /// statuses per tenth of a second in the last interval, and checks that no key is ever due later than its
     /// interval or more than the lead before it (C1).
     private static func level(

@@ -218,13 +218,11 @@ extension RideEngine {
                 .publish(
                     status, state: durableState(slot, significant: significant), gap: rideTable[slot: slot].cadenceGap))
         }
-        // A ride's first status picks its place in the interval: its second may come up to half an interval
-        // early, so a burst of bookings spreads over half an interval instead of staying a burst (below).
         let interval = configuration.updateInterval
         let first = rideTable[slot: slot].cadenceGap == nil && rideTable[slot: slot].sequence <= 1
         scheduler.schedule(
             slot, at: now.timeIntervalSince1970 + interval * share,
-            levellingWithin: first ? interval * share / 2 : Self.levellingLead(interval: interval, share: share))
+            levellingWithin: Self.levellingLead(interval: interval, share: share, firstStatus: first))
     }
 
     /// C1 leaves a status free to come early: a crowded tenth of a second sends some rides up to a fifth of the
@@ -234,9 +232,10 @@ extension RideEngine {
     /// A fifth, not a tenth as before 2026-11-26: at 100,000 rides the crowds a burst of bookings leaves
     /// (`make bench-scale`: 27,000 statuses in one second, 9,000 in another, the broker's limit about 25,000)
     /// took most of a minute to even out within half a second, and a status in a crowded second came late.
-    /// A ride's first status may move its second by half an interval: it has no place in the interval yet.
-    package static func levellingLead(interval: Double, share: Double = 1) -> Double {
-        min(1, interval / 5, interval * share / 2)
+    /// A ride's first status may move its second by half an interval: it has no place in the interval yet, and
+    /// a burst of bookings spreads over half an interval instead of staying a burst.
+    package static func levellingLead(interval: Double, share: Double = 1, firstStatus: Bool = false) -> Double {
+        firstStatus ? interval * share / 2 : min(1, interval / 5, interval * share / 2)
     }
 
     /// C5, L5: the ride to keep durably before the status it has just numbered, or nil when the last written
