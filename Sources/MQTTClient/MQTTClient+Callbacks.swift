@@ -93,6 +93,7 @@ extension MQTTClient {
         state.withLock { state in
             state.resendDeadline = ContinuousClock.now.advanced(by: configuration.orderedResendTimeout)
             if state.resend.connected(inFlight: state.inFlightQoS1) { releaseHeld(state: &state) }
+            noteRoom(state)
         }
         logger.info(
             isReconnect ? "MQTT reconnected" : "MQTT connected", metadata: ["session.present": "\(flags & 1 == 1)"])
@@ -105,6 +106,7 @@ extension MQTTClient {
         state.withLock { state in
             state.connected = false
             state.resend.disconnected()
+            noteRoom(state)
         }
         answerLostSubscriptionChanges()
         guard code != 0 else {
@@ -152,7 +154,8 @@ extension MQTTClient {
         }
         guard !noted.isEmpty else { return }
         let answers = state.withLock { state in
-            noted.compactMap { ack in acknowledge(ack.mid, state: &state).map { ($0, ack.reasonCode) } }
+            defer { noteRoom(state) }
+            return noted.compactMap { ack in acknowledge(ack.mid, state: &state).map { ($0, ack.reasonCode) } }
         }
         for (waiter, reasonCode) in answers { answer(waiter, reasonCode: reasonCode, operation: "publish") }
     }

@@ -61,6 +61,7 @@ extension MQTTClient {
         }
         let error = state.withLock { $0.refusal } ?? .shutDown
         failConnectWaiters(with: error)
+        closeOutbox(with: error)
         // Nothing will be sent any more (refused, or shut down): held publishes fail with the reason.
         for message in state.withLock({ $0.resend.drain() }) { message.waiter?.resume(throwing: error) }
         for exit in exits { exit.resume() }
@@ -123,6 +124,7 @@ extension MQTTClient {
                 outstanding = state.resend.outstandingResends
                 releaseHeld(state: &state)
             }
+            drainOutbox(state: &state, onNetworkThread: true)
             return (state.stopping, state.refusal != nil, state.connected)
         }
         for waiter in expired { waiter.resume(throwing: MQTTError.connectTimeout(lastError: lastError)) }
@@ -161,7 +163,11 @@ extension MQTTClient {
         if ready < 0 && errno != EINTR { return MOSQ_ERR_ERRNO.rawValue }
         // Only this thread closes the socket, so an invalid one means libmosquitto lost it: connect again.
         if events[0].revents & Int16(POLLNVAL) != 0 { return MOSQ_ERR_NO_CONN.rawValue }
-        if events[1].revents != 0 { wake.consume() }
+        if events[1].revents != 0 {
+            wake.consume()
+            // After the wake-up is consumed: a publish queued from now on signals again.
+            if outbox.withLock({ $0.count > 0 }) { state.withLock { drainOutbox(state: &$0, onNetworkThread: true) } }
+        }
         var on: Int32 = 1
         var off: Int32 = 0
         setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))

@@ -18,7 +18,7 @@ extension MQTTClient {
         }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             do {
-                _ = try send(
+                try send(
                     topic: topic, payload: payload, qos: qos, retain: retain, properties: properties,
                     waiter: continuation)
             } catch {
@@ -33,59 +33,129 @@ extension MQTTClient {
         topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
         properties: MQTTProperties = MQTTProperties()
     ) throws(MQTTError) {
-        _ = try send(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: nil)
+        try send(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: nil)
     }
 
+    /// Hands a publish to the network thread (``Outbox``). What can be checked here is: a topic libmosquitto
+    /// would refuse, and a payload above MQTT's limit, throw at once; a refusal that depends on the connection
+    /// (a packet above the broker's maximum size) fails the waiter, or is logged when there is none.
     func send(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
         waiter: CheckedContinuation<Void, any Error>?
-    ) throws(MQTTError) -> Int32 {
-        let message = OrderedResend.Publish(
-            topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter)
-        // The lock is held across the C call so that the PUBACK callback (network thread) cannot look for
-        // the waiter before it is registered. The callback takes no libmosquitto mutex that this call needs.
-        let result: Result<Int32, MQTTError> = state.withLock { state in
-            // C5: while the connection is down, or a reconnect's resends are not yet acknowledged, a new publish
-            // waits its turn here; libmosquitto would otherwise send it ahead of the older messages it resends.
-            if state.stopped { return .failure(state.refusal ?? .shutDown) }
-            if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
-                // The window is full (a slow or frozen broker): wait here, coalesced, rather than in libmosquitto.
-                state.resend.holdForWindow()
-            }
-            if state.resend.isHolding {
-                state.resend.hold(message)
-                return .success(0)
-            }
-            do throws(MQTTError) {
-                return .success(try publishNow(message, state: &state))
-            } catch {
-                return .failure(error)
+    ) throws(MQTTError) {
+        try check(topic.isEmpty ? MOSQ_ERR_INVAL.rawValue : mosquitto_pub_topic_check(topic), "publish to \(topic)")
+        try check(
+            payload.count > Self.maximumPayload ? MOSQ_ERR_PAYLOAD_SIZE.rawValue : MOSQ_ERR_SUCCESS.rawValue,
+            "publish to \(topic)")
+        let (closed, wasEmpty, waiting) = outbox.withLock { outbox -> (MQTTError?, Bool, Int) in
+            if let closed = outbox.closed { return (closed, false, 0) }
+            let wasEmpty = outbox.append(
+                topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter)
+            return (nil, wasEmpty, outbox.count)
+        }
+        if let closed { throw closed }
+        if wasEmpty { wake.signal() }
+        // The network thread is held up (a blocking connect to a host that does not answer): this thread hands
+        // the batch on itself, so the outbox stays small and what must wait is held, coalesced (OrderedResend).
+        if waiting >= Self.outboxLimit { state.withLock { drainOutbox(state: &$0, onNetworkThread: false) } }
+    }
+
+    /// MQTT's largest payload (a remaining length of 268,435,455 bytes, less the headers, which libmosquitto
+    /// checks again).
+    static var maximumPayload: Int { 268_435_455 }
+
+    /// Publishes waiting in the outbox beyond which the publishing thread hands them on itself: at 20,000
+    /// statuses a second the network thread takes about a hundred per turn.
+    static var outboxLimit: Int { 4096 }
+
+    /// Gives libmosquitto everything in the outbox, in order: each publish leaves now, or is held back while
+    /// the connection is down, a reconnect's resends are outstanding or the window of unacknowledged messages
+    /// is full (``OrderedResend``, C5); once the client stops they fail. Call with `state` locked: the batch is
+    /// taken and placed under the same take of the lock, so nothing overtakes it. Off the network thread the
+    /// network thread is woken to write what was queued.
+    func drainOutbox(state: inout State, onNetworkThread: Bool) {
+        var batch = state.spareBatch
+        state.spareBatch = Outbox.Batch()
+        outbox.withLock { $0.take(swappingWith: &batch) }
+        defer {
+            batch.removeAll()
+            state.spareBatch = batch
+            noteRoom(state)
+        }
+        guard !batch.entries.isEmpty else { return }
+        if state.stopping || state.stopped {
+            let error = state.refusal ?? .shutDown
+            for entry in batch.entries { entry.waiter?.resume(throwing: error) }
+            logger.notice(
+                "publishes made while the client stopped were not sent",
+                metadata: ["publishes": "\(batch.entries.count)", "reason": "\(error)"])
+            return
+        }
+        var published = false
+        batch.bytes.withUnsafeBufferPointer { bytes in
+            for entry in batch.entries {
+                if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
+                    // The window is full (a slow or frozen broker): wait here, coalesced, rather than in libmosquitto.
+                    state.resend.holdForWindow()
+                }
+                if state.resend.isHolding {
+                    state.resend.hold(
+                        OrderedResend.Publish(
+                            topic: batch.topic(of: entry), payload: Array(bytes[entry.payload]), qos: entry.qos,
+                            retain: entry.retain, properties: entry.properties, waiter: entry.waiter))
+                    continue
+                }
+                do throws(MQTTError) {
+                    try publishNow(
+                        topic: UnsafeRawPointer(bytes.baseAddress! + entry.topic.lowerBound)
+                            .assumingMemoryBound(to: CChar.self),
+                        payload: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[entry.payload])),
+                        qos: entry.qos,
+                        retain: entry.retain, properties: entry.properties, waiter: entry.waiter, state: &state)
+                    published = true
+                } catch {
+                    failed(topic: batch.topic(of: entry), waiter: entry.waiter, error: error)
+                }
             }
         }
-        return try result.get()
+        if published && !onNetworkThread { wake.signal() }
+    }
+
+    /// Records the room ``publishRoom`` reports, from `state`. Network thread (or under the lock it holds).
+    func noteRoom(_ state: State) {
+        let room =
+            state.connected && !state.resend.isHolding
+            ? max(0, configuration.maxInFlight - state.inFlightQoS1.count) : 0
+        outbox.withLock { $0.room = room }
+    }
+
+    /// A publish libmosquitto refused: its waiter learns why, or the log says it.
+    private func failed(topic: String, waiter: CheckedContinuation<Void, any Error>?, error: MQTTError) {
+        if let waiter {
+            waiter.resume(throwing: error)
+        } else {
+            logger.error("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+        }
     }
 
     /// Hands one message to libmosquitto and tracks it until its acknowledgement. Call with `state` locked.
-    func publishNow(_ message: OrderedResend.Publish, state: inout State) throws(MQTTError) -> Int32 {
-        let list =
-            configuration.protocolVersion == .v5 ? try state.encodedProperties.list(for: message.properties) : nil
+    func publishNow(
+        topic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool,
+        properties: MQTTProperties, waiter: CheckedContinuation<Void, any Error>?, state: inout State
+    ) throws(MQTTError) {
+        let list = configuration.protocolVersion == .v5 ? try state.encodedProperties.list(for: properties) : nil
         var mid: Int32 = 0
-        let rc = message.payload.withUnsafeBytes { bytes in
-            SocketReadBuffer.queueing {
-                mosquitto_publish_v5(
-                    handle, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
-                    message.retain, list)
-            }
+        let rc = SocketReadBuffer.queueing {
+            mosquitto_publish_v5(
+                handle, &mid, topic, Int32(payload.count), payload.baseAddress, qos.rawValue, retain, list)
         }
-        wake.signal()
         // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.
-        let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (message.qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
-        if queued && message.qos == .atLeastOnce {
+        let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
+        if queued && qos == .atLeastOnce {
             state.inFlightQoS1.insert(mid)
-            if let waiter = message.waiter { state.waiters[mid] = waiter }
+            if let waiter { state.waiters[mid] = waiter }
         }
-        try check(queued ? MOSQ_ERR_SUCCESS.rawValue : rc, "publish to \(message.topic)")
-        return mid
+        if !queued { throw Self.libraryError("publish to \(String(cString: topic))", rc) }
     }
 
     /// Sends held-back messages in the order they were published, once ``OrderedResend`` allows, as many as
@@ -94,12 +164,14 @@ extension MQTTClient {
     func releaseHeld(state: inout State) {
         let room = max(0, configuration.maxInFlight - state.inFlightQoS1.count)
         for message in state.resend.release(room: room) {
-            do {
-                _ = try publishNow(message, state: &state)
-            } catch {
-                logger.error("held publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
-                message.waiter?.resume(throwing: error)
+            let result = message.payload.withUnsafeBytes { payload in
+                Result { () throws(MQTTError) in
+                    try publishNow(
+                        topic: message.topic, payload: payload, qos: message.qos, retain: message.retain,
+                        properties: message.properties, waiter: message.waiter, state: &state)
+                }
             }
+            if case .failure(let error) = result { failed(topic: message.topic, waiter: message.waiter, error: error) }
         }
     }
 

@@ -31,6 +31,9 @@ public final class MQTTClient: @unchecked Sendable {
     /// Publish acknowledgements noted by libmosquitto's callback, not yet handled (network thread only; the
     /// lock is never contended): ``flushAcknowledgements()``.
     let acknowledgements = Locked<[(mid: Int32, reasonCode: Int32)]>([])
+    /// Publishes from other threads, waiting for the network thread to hand them to libmosquitto. Taken on its
+    /// own, or inside `state`'s lock, never the other way round.
+    let outbox = Locked(Outbox())
     let eventContinuation: AsyncStream<MQTTConnectionEvent>.Continuation
 
     /// Incoming messages from every subscription. Iterate from one task.
@@ -70,8 +73,10 @@ public final class MQTTClient: @unchecked Sendable {
         var reconnects = 0
         var connects = 0
         var threadExit: [CheckedContinuation<Void, Never>] = []
-        /// Used under this lock only (``MQTTClient/publishNow(_:state:)``).
+        /// Used under this lock only (``MQTTClient/publishNow(topic:payload:qos:retain:properties:waiter:state:)``).
         let encodedProperties = EncodedProperties()
+        /// The outbox's other buffer, emptied, for the next swap (``MQTTClient/drainOutbox(state:onNetworkThread:)``).
+        var spareBatch = Outbox.Batch()
     }
     let state = Locked(State())
 
@@ -183,16 +188,20 @@ public final class MQTTClient: @unchecked Sendable {
     /// How many more messages may be published now without waiting in the client: 0 while disconnected,
     /// while a reconnect's resends are outstanding, or while the window of unacknowledged messages
     /// (`MQTTConfiguration.maxInFlight`) is full. A producer that can wait (the worker's cadence) asks first.
-    public var publishRoom: Int {
+    /// Read without the client's lock (the cadence asks before every status): from the room the network thread
+    /// last counted, less the publishes waiting in the outbox.
+    public var publishRoom: Int { outbox.withLock { max(0, $0.room - $0.count) } }
+
+    /// QoS 1 messages sent and not yet acknowledged, plus messages held back until a reconnect's resends
+    /// are acknowledged or the window has room, plus those not handed to libmosquitto yet (``Outbox``).
+    package var unacknowledgedCount: Int {
         state.withLock { state in
-            guard state.connected, !state.resend.isHolding else { return 0 }
-            return max(0, configuration.maxInFlight - state.inFlightQoS1.count)
+            state.inFlightQoS1.count + state.resend.heldCount + outbox.withLock { $0.count }
         }
     }
 
-    /// QoS 1 messages sent and not yet acknowledged, plus messages held back until a reconnect's resends
-    /// are acknowledged or the window has room.
-    package var unacknowledgedCount: Int { state.withLock { $0.inFlightQoS1.count + $0.resend.heldCount } }
+    /// Publishes the network thread has not taken from the outbox yet.
+    package var outboxCount: Int { outbox.withLock { $0.count } }
 
     /// Publishes held back while disconnected; a retained publish replaced by a newer one to the same topic
     /// before it left counts once (``OrderedResend``).
@@ -209,10 +218,17 @@ public final class MQTTClient: @unchecked Sendable {
     public func flush(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while ContinuousClock.now < deadline && !Task.isCancelled {
-            if state.withLock({ $0.inFlightQoS1.isEmpty && $0.resend.heldCount == 0 }) { return true }
+            if allAcknowledged { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        return state.withLock { $0.inFlightQoS1.isEmpty && $0.resend.heldCount == 0 }
+        return allAcknowledged
+    }
+
+    /// Nothing in the outbox, held back or unacknowledged.
+    private var allAcknowledged: Bool {
+        state.withLock { state in
+            state.inFlightQoS1.isEmpty && state.resend.heldCount == 0 && outbox.withLock { $0.count == 0 }
+        }
     }
 
     /// Flushes QoS 1 traffic (up to `flushTimeout`), sends DISCONNECT (so no will is published), stops the
@@ -237,7 +253,8 @@ public final class MQTTClient: @unchecked Sendable {
             }
         }
         failAllWaiters(with: .shutDown)
-        // Held publishes that never left: their waiters learn it (publishes from now on fail at once).
+        // Publishes that never left: their waiters learn it (publishes from now on fail at once).
+        closeOutbox(with: .shutDown)
         for message in state.withLock({ $0.resend.drain() }) { message.waiter?.resume(throwing: MQTTError.shutDown) }
         buffer.finish()
         eventContinuation.finish()
@@ -255,6 +272,15 @@ public final class MQTTClient: @unchecked Sendable {
 
     func check(_ rc: Int32, _ operation: String) throws(MQTTError) {
         try Self.check(rc, operation)
+    }
+
+    /// From now on publishes fail at once with `error`; those still in the outbox fail now.
+    func closeOutbox(with error: MQTTError) {
+        outbox.withLock { outbox in
+            if outbox.closed == nil { outbox.closed = error }
+        }
+        // Called once the client is stopping or stopped: the drain fails what it finds.
+        state.withLock { drainOutbox(state: &$0, onNetworkThread: true) }
     }
 
     func failAllWaiters(with error: MQTTError) {

@@ -232,13 +232,14 @@ struct MQTTClientIntegrationTests {
             let subscriber = try await connectedClient(broker, id: "sub-frozen")
             broker.freeze()
             // 50 topics x 40 versions, retained: 2,000 publishes that the broker cannot take.
-            for version in 1...40 {
-                for topic in 0..<50 {
-                    try publisher.publishWithoutWaiting(
-                        topic: "frozen/\(topic)", payload: "v\(version)".bytes, qos: .atLeastOnce, retain: true)
-                }
-            }
+            try publishVersions(publisher, under: "frozen", versions: 40, topics: 50)
             #expect(publisher.publishRoom == 0, "the window is full")
+            // The network thread takes the publishes from the outbox on its next turn (within its poll's 100 ms).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while publisher.outboxCount > 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(publisher.outboxCount == 0, "the outbox is handed on while the broker is frozen")
             #expect(publisher.unacknowledgedCount <= 20 + 50, "\(publisher.unacknowledgedCount) kept, not 2,000")
             #expect(publisher.coalescedCount >= 2_000 - 20 - 50)
             broker.thaw()
@@ -250,6 +251,71 @@ struct MQTTClientIntegrationTests {
             #expect(Set(retained.map { String(decoding: $0.payload, as: UTF8.self) }) == ["v40"])
             await publisher.disconnect()
             await subscriber.disconnect()
+        }
+    }
+
+    @Test("Outbox: 10,000 publishes before the network thread runs stay bounded, coalesced; then leave in order")
+    func outboxBoundedBeforeStart() async throws {
+        try await withTestBroker { broker in
+            let subscriber = try await connectedClient(broker, id: "sub-early")
+            try await subscriber.subscribe("early/#")
+            let configuration = MQTTConfiguration(host: broker.host, port: broker.port, clientID: "pub-early")
+            let publisher = try MQTTClient(configuration: configuration, logger: quietLogger)
+            // No network thread yet: past the outbox's limit the publishing thread hands the batch on itself,
+            // into the publishes held until the first CONNACK, coalesced per retained topic.
+            try publishVersions(publisher, under: "early", versions: 200, topics: 50)
+            let waiting = publisher.outboxCount
+            #expect(waiting < 4096, "\(waiting) waiting in the outbox")
+            // What was handed on is held once per topic: every other version was replaced by a newer one.
+            #expect(publisher.coalescedCount == 10_000 - waiting - 50)
+            try await publisher.connect(timeout: .seconds(5))
+            try await publisher.publish(topic: "early/last", payload: "last".bytes)
+            let received = try await receive(subscriber, count: 50 + 1, timeout: .seconds(10))
+            // C5: per topic the versions arrive oldest first, and the newest of each is there; "last" comes last.
+            var newest: [String: Int] = [:]
+            for message in received.dropLast() {
+                let version = Int(String(decoding: message.payload.dropFirst(), as: UTF8.self)) ?? -1
+                #expect(version > newest[message.topic, default: 0], "\(message.topic): v\(version) after a newer one")
+                newest[message.topic] = version
+            }
+            #expect(newest.count == 50 && newest.values.allSatisfy { $0 == 200 })
+            #expect(received.last?.topic == "early/last")
+            await publisher.disconnect()
+            await subscriber.disconnect()
+        }
+    }
+
+    @Test("Outbox: a topic libmosquitto refuses throws at once; after disconnect a publish fails with shutDown")
+    func outboxErrors() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker, id: "pub-errors")
+            #expect(throws: MQTTError.self) {
+                try client.publishWithoutWaiting(topic: "rides/+/status", payload: [], qos: .atLeastOnce, retain: false)
+            }
+            #expect(throws: MQTTError.self) {
+                try client.publishWithoutWaiting(topic: "", payload: [], qos: .atLeastOnce, retain: false)
+            }
+            #expect(client.outboxCount == 0, "a refused publish is not queued")
+            try await client.publish(topic: "rides/r1/status", payload: "ok".bytes)
+            await client.disconnect()
+            #expect(throws: MQTTError.shutDown) {
+                try client.publishWithoutWaiting(
+                    topic: "rides/r1/status", payload: [], qos: .atLeastOnce, retain: false)
+            }
+            await #expect(throws: MQTTError.shutDown) {
+                try await client.publish(topic: "rides/r1/status", payload: [])
+            }
+        }
+    }
+
+    /// Publishes retained versions "v1" to "v`versions`" of each of the topics `prefix`/0 to /`topics - 1`, one
+    /// round of the topics per version, without waiting.
+    private func publishVersions(_ client: MQTTClient, under prefix: String, versions: Int, topics: Int) throws {
+        for version in 1...versions {
+            for topic in 0..<topics {
+                try client.publishWithoutWaiting(
+                    topic: "\(prefix)/\(topic)", payload: "v\(version)".bytes, qos: .atLeastOnce, retain: true)
+            }
         }
     }
 
