@@ -35,7 +35,8 @@ extension MQTTClient {
             ? String(cString: mosquitto_reason_string(code)) : String(cString: mosquitto_connack_string(code))
     }
 
-    func handleConnect(reasonCode: Int32, flags: Int32) {
+    /// - Parameter maximumPacketSize: the broker's Maximum Packet Size from the CONNACK (MQTT 5), 0 for none.
+    func handleConnect(reasonCode: Int32, flags: Int32, maximumPacketSize: UInt32 = 0) {
         flushAcknowledgements()
         guard reasonCode == 0 else {
             let error = MQTTError.connectionRefused(reasonCode: reasonCode, reason: reasonText(reasonCode))
@@ -51,6 +52,8 @@ extension MQTTClient {
             }
             return
         }
+        // Before anything is published on this connection: publishes above it throw at once (``Outbox``).
+        outbox.withLock { $0.maximumPacketSize = Int(maximumPacketSize) }
         let (subscriptions, waiters, isReconnect) = state.withLock { state in
             state.connected = true
             // The will this broker holds is the one made for this attempt (G1): births now carry its incarnation.
@@ -268,7 +271,12 @@ extension MQTTClient {
 private func onConnect(
     _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ rc: Int32, _ flags: Int32, _ props: OpaquePointer?
 ) {
-    MQTTClient.client(object)?.handleConnect(reasonCode: rc, flags: flags)
+    var maximumPacketSize: UInt32 = 0
+    if let props {
+        _ = mosquitto_property_read_int32(
+            props, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), &maximumPacketSize, false)
+    }
+    MQTTClient.client(object)?.handleConnect(reasonCode: rc, flags: flags, maximumPacketSize: maximumPacketSize)
 }
 
 private func onDisconnect(

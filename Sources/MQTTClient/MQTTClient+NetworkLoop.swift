@@ -42,6 +42,7 @@ extension MQTTClient {
                     state.endpointIndex += 1
                     state.resend.disconnected()
                     state.lastError = Self.describe(rc)
+                    noteRoom(state)
                 }
                 return state.connected
             }
@@ -103,10 +104,10 @@ extension MQTTClient {
             handle, endpoint.host, Int32(endpoint.port), Int32(configuration.keepAlive), nil, properties)
     }
 
-    /// What the start of a turn needs from the client's state, read under one take of its lock: the publishing
-    /// thread holds that lock for every status, and at the 100,000-ride cadence of `make bench-scale` the four
-    /// takes a turn used to make were a fifth of the worker's context switches (`perf record -e
-    /// sched:sched_switch`). Meanwhile it fails connect waiters past their deadline, and releases held
+    /// What the start of a turn needs from the client's state, read under one take of its lock: at the
+    /// 100,000-ride cadence of `make bench-scale`, when the publishing thread still took that lock for every
+    /// status, the four takes a turn used to make were a fifth of the worker's context switches (`perf record -e
+    /// sched:sched_switch`). In the same take it hands the outbox to libmosquitto. Meanwhile it fails connect waiters past their deadline, and releases held
     /// publishes when a reconnect's resends stay unacknowledged for `orderedResendTimeout` (the order is then
     /// at risk, but holding every later publish for ever would stop the worker).
     private func beginTurn() -> (stopping: Bool, refused: Bool, connected: Bool) {

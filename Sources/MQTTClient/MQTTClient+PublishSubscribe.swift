@@ -36,9 +36,10 @@ extension MQTTClient {
         try send(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: nil)
     }
 
-    /// Hands a publish to the network thread (``Outbox``). What can be checked here is: a topic libmosquitto
-    /// would refuse, and a payload above MQTT's limit, throw at once; a refusal that depends on the connection
-    /// (a packet above the broker's maximum size) fails the waiter, or is logged when there is none.
+    /// Hands a publish to the network thread (``Outbox``). A topic libmosquitto would refuse, a payload above
+    /// MQTT's limit and a packet above the broker's Maximum Packet Size throw at once, as they did when this
+    /// thread called libmosquitto; a refusal found only later (the broker's limit lowered by a reconnect) fails
+    /// the waiter, or is logged when there is none.
     func send(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
         waiter: CheckedContinuation<Void, any Error>?
@@ -47,13 +48,22 @@ extension MQTTClient {
         try check(
             payload.count > Self.maximumPayload ? MOSQ_ERR_PAYLOAD_SIZE.rawValue : MOSQ_ERR_SUCCESS.rawValue,
             "publish to \(topic)")
-        let (closed, wasEmpty, waiting) = outbox.withLock { outbox -> (MQTTError?, Bool, Int) in
+        let v5 = configuration.protocolVersion == .v5
+        let (refusal, wasEmpty, waiting) = outbox.withLock { outbox -> (MQTTError?, Bool, Int) in
             if let closed = outbox.closed { return (closed, false, 0) }
+            if outbox.maximumPacketSize > 0,
+                Outbox.packetSize(
+                    topicBytes: topic.utf8.count, payloadBytes: payload.count, qos: qos,
+                    properties: v5 ? properties : nil)
+                    > outbox.maximumPacketSize
+            {
+                return (Self.libraryError("publish to \(topic)", MOSQ_ERR_OVERSIZE_PACKET.rawValue), false, 0)
+            }
             let wasEmpty = outbox.append(
                 topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter)
             return (nil, wasEmpty, outbox.count)
         }
-        if let closed { throw closed }
+        if let refusal { throw refusal }
         if wasEmpty { wake.signal() }
         // The network thread is held up (a blocking connect to a host that does not answer): this thread hands
         // the batch on itself, so the outbox stays small and what must wait is held, coalesced (OrderedResend).
@@ -70,9 +80,10 @@ extension MQTTClient {
 
     /// Gives libmosquitto everything in the outbox, in order: each publish leaves now, or is held back while
     /// the connection is down, a reconnect's resends are outstanding or the window of unacknowledged messages
-    /// is full (``OrderedResend``, C5); once the client stops they fail. Call with `state` locked: the batch is
-    /// taken and placed under the same take of the lock, so nothing overtakes it. Off the network thread the
-    /// network thread is woken to write what was queued.
+    /// is full (``OrderedResend``, C5); once the client is stopping they fail (``disconnect(flushTimeout:)``
+    /// hands on what was published before it began). Call with `state` locked: the batch is taken and placed
+    /// under the same take of the lock, so nothing overtakes it. Off the network thread the network thread is
+    /// woken to write what was queued.
     func drainOutbox(state: inout State, onNetworkThread: Bool) {
         var batch = state.spareBatch
         state.spareBatch = Outbox.Batch()
@@ -92,6 +103,7 @@ extension MQTTClient {
             return
         }
         var published = false
+        var refused: (count: Int, topic: String, error: MQTTError)?
         batch.bytes.withUnsafeBufferPointer { bytes in
             for entry in batch.entries {
                 if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
@@ -114,28 +126,33 @@ extension MQTTClient {
                         retain: entry.retain, properties: entry.properties, waiter: entry.waiter, state: &state)
                     published = true
                 } catch {
-                    failed(topic: batch.topic(of: entry), waiter: entry.waiter, error: error)
+                    if let waiter = entry.waiter {
+                        waiter.resume(throwing: error)
+                    } else {
+                        refused = (
+                            (refused?.count ?? 0) + 1, refused?.topic ?? batch.topic(of: entry), refused?.error ?? error
+                        )
+                    }
                 }
             }
+        }
+        if let refused {
+            // One line per batch, not per publish: this runs under the client's lock.
+            logger.error(
+                "publishes refused by libmosquitto",
+                metadata: [
+                    "publishes": "\(refused.count)", "first.topic": "\(refused.topic)", "error": "\(refused.error)",
+                ])
         }
         if published && !onNetworkThread { wake.signal() }
     }
 
-    /// Records the room ``publishRoom`` reports, from `state`. Network thread (or under the lock it holds).
+    /// Records the room ``publishRoom`` reports, from `state`. Call with `state` locked.
     func noteRoom(_ state: State) {
         let room =
             state.connected && !state.resend.isHolding
             ? max(0, configuration.maxInFlight - state.inFlightQoS1.count) : 0
         outbox.withLock { $0.room = room }
-    }
-
-    /// A publish libmosquitto refused: its waiter learns why, or the log says it.
-    private func failed(topic: String, waiter: CheckedContinuation<Void, any Error>?, error: MQTTError) {
-        if let waiter {
-            waiter.resume(throwing: error)
-        } else {
-            logger.error("publish failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
-        }
     }
 
     /// Hands one message to libmosquitto and tracks it until its acknowledgement. Call with `state` locked.
@@ -171,7 +188,12 @@ extension MQTTClient {
                         properties: message.properties, waiter: message.waiter, state: &state)
                 }
             }
-            if case .failure(let error) = result { failed(topic: message.topic, waiter: message.waiter, error: error) }
+            guard case .failure(let error) = result else { continue }
+            if let waiter = message.waiter {
+                waiter.resume(throwing: error)
+            } else {
+                logger.error("held publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+            }
         }
     }
 

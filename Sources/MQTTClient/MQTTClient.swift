@@ -19,7 +19,7 @@ public import Logging
 public final class MQTTClient: @unchecked Sendable {
     // Safe because: `handle` is used only through libmosquitto calls that are thread-safe in threaded mode,
     // `configuration`, `logger`, `buffer` and the stream continuation are immutable or Sendable, and all
-    // mutable Swift state lives in `state`, behind a lock.
+    // mutable Swift state lives behind a lock: `state`, `outbox` and `acknowledgements`.
     let handle: OpaquePointer
     public let configuration: MQTTConfiguration
     let logger: Logger
@@ -237,7 +237,11 @@ public final class MQTTClient: @unchecked Sendable {
         let started = state.withLock { $0.started }
         if started && isConnected { await flush(timeout: flushTimeout) }
         let alreadyStopped = state.withLock { state in
-            defer { state.stopping = true }
+            // What was published before now goes to libmosquitto ahead of the DISCONNECT (or is held, and fails
+            // below); publishes from now on fail at once.
+            if !state.stopping { drainOutbox(state: &state, onNetworkThread: false) }
+            state.stopping = true
+            outbox.withLock { $0.closed = $0.closed ?? .shutDown }
             return state.stopped
         }
         if started && !alreadyStopped {
@@ -279,7 +283,7 @@ public final class MQTTClient: @unchecked Sendable {
         outbox.withLock { outbox in
             if outbox.closed == nil { outbox.closed = error }
         }
-        // Called once the client is stopping or stopped: the drain fails what it finds.
+        // Called once the client is stopping or stopped: the drain fails what it finds, and wakes nobody.
         state.withLock { drainOutbox(state: &$0, onNetworkThread: true) }
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 import Synchronization
 
-/// Wakes the network thread out of its `poll` when another thread has queued a packet with libmosquitto
-/// (a publish, a subscription change, DISCONNECT): in threaded mode libmosquitto only queues them, and the
-/// network thread writes them.
+/// Wakes the network thread out of its `poll` when another thread has put a publish in the ``Outbox`` or
+/// queued a packet with libmosquitto (a subscription change, DISCONNECT): in threaded mode libmosquitto only
+/// queues them, and the network thread writes them.
 ///
 /// libmosquitto has a wake-up of its own: every queued packet (each acknowledgement of a received message
 /// too) writes one byte to an internal socket pair, and each `mosquitto_loop` call reads one byte back. Under

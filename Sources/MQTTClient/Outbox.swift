@@ -7,9 +7,10 @@
 /// 100,000-ride cadence of `make bench-scale` (`perf record` of the worker, 20,000 statuses a second) the
 /// publishing thread spent 11 % of the worker's time in glibc's `_int_malloc`, the network thread 7 % freeing,
 /// and futex waits and wake-ups on those locks were another 20 %. Here a publish copies its topic and payload
-/// into one growing byte buffer under a lock no other work takes; the network thread swaps the buffer for an
-/// empty one once per turn and publishes the batch, so libmosquitto allocates and frees on one thread and the
-/// client's lock is taken once per batch.
+/// into one growing byte buffer under the outbox's own lock, which nothing holds for more than a copy or a
+/// swap; the network thread swaps the buffer for an empty one once per turn and publishes the batch, so
+/// libmosquitto allocates and frees on one thread and the client's lock is taken once per batch. Measured in
+/// README.md, "Scaling".
 ///
 /// A plain value: the client keeps it behind its own lock and carries out what it returns.
 struct Outbox {
@@ -30,7 +31,8 @@ struct Outbox {
         var entries: [Entry] = []
 
         mutating func removeAll() {
-            bytes.removeAll(keepingCapacity: true)
+            // A batch with a very large payload does not keep its memory for the client's life.
+            bytes.removeAll(keepingCapacity: bytes.capacity <= Outbox.keptCapacity)
             entries.removeAll(keepingCapacity: true)
         }
 
@@ -42,8 +44,13 @@ struct Outbox {
     /// How many more publishes libmosquitto may take now, as the network thread last counted them (0 while
     /// disconnected or holding): ``MQTTClient/publishRoom`` subtracts what waits here.
     var room = 0
-    /// Set once the client has stopped: publishes fail at once with it.
+    /// Set once the client stops: publishes fail at once with it.
     var closed: MQTTError?
+    /// The broker's Maximum Packet Size from its last CONNACK (MQTT 5), 0 for none.
+    var maximumPacketSize = 0
+
+    /// Bytes a buffer keeps between batches: 4 MiB, about 3,000 statuses.
+    static let keptCapacity = 4 << 20
 
     var count: Int { batch.entries.count }
 
@@ -67,9 +74,31 @@ struct Outbox {
         return wasEmpty
     }
 
-    /// Takes every queued publish, leaving `spare` (emptied) in its place.
+    /// Takes every queued publish, leaving `spare` (emptied) in its place. The room shrinks by what was taken
+    /// until the network thread counts it again, so a publisher never sees the batch's places as free.
     mutating func take(swappingWith spare: inout Batch) {
         spare.removeAll()
         swap(&batch, &spare)
+        room = max(0, room - spare.entries.count)
+    }
+
+    /// The size of a PUBLISH as libmosquitto's `send__publish` counts it against the broker's Maximum Packet
+    /// Size (without the fixed header's first byte): known here, a publish the broker would refuse throws at
+    /// once, as it did when the caller's thread called libmosquitto, so that the worker never publishes a status
+    /// whose durable state was refused (C5, L5).
+    static func packetSize(topicBytes: Int, payloadBytes: Int, qos: MQTTQoS, properties: MQTTProperties?) -> Int {
+        func varint(_ value: Int) -> Int { value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : 4 }
+        var length = 2 + topicBytes + payloadBytes + (qos == .atMostOnce ? 0 : 2)
+        if let properties {
+            // Each property: its identifier (one byte), then its value (strings and binary with a 2-byte length).
+            var list = 0
+            if let topic = properties.responseTopic { list += 3 + topic.utf8.count }
+            if let data = properties.correlationData { list += 3 + data.count }
+            if properties.messageExpiry != nil { list += 5 }
+            if let type = properties.contentType { list += 3 + type.utf8.count }
+            for (name, value) in properties.userProperties { list += 5 + name.utf8.count + value.utf8.count }
+            length += varint(list) + list
+        }
+        return length + varint(length)
     }
 }

@@ -22,6 +22,8 @@ public final class TestBroker: Sendable {
         public var sysInterval: Int
         /// `max_queued_messages`: QoS 1 messages the broker queues per client beyond those in flight.
         public var maxQueuedMessages: Int
+        /// `max_packet_size` in bytes (the Maximum Packet Size of its CONNACK), 0 for mosquitto's default (none).
+        public var maxPacketSize = 0
         /// A ready mosquitto password file (as `scripts/broker-security.py` writes): anonymous clients are refused.
         public var passwordFile: String?
         /// A mosquitto `acl_file` (as `scripts/broker-security.py` writes).
@@ -181,6 +183,7 @@ public final class TestBroker: Sendable {
             "log_type notice",
             "log_type information",
             "max_queued_messages \(options.maxQueuedMessages)",
+            options.maxPacketSize > 0 ? "max_packet_size \(options.maxPacketSize)" : "",
             "max_inflight_messages 100",
             "set_tcp_nodelay true",
             "sys_interval \(options.sysInterval)",

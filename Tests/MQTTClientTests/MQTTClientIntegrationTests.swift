@@ -308,6 +308,35 @@ struct MQTTClientIntegrationTests {
         }
     }
 
+    @Test("Outbox: a publish above the broker's Maximum Packet Size throws at once; one at the limit is delivered")
+    func maximumPacketSizeThrowsAtOnce() async throws {
+        var options = TestBroker.Options()
+        options.maxPacketSize = 200
+        try await withTestBroker(options) { broker in
+            let client = try await connectedClient(broker, id: "pub-size")
+            try await client.subscribe("size/#")
+            // "size/a" with QoS 1 and no properties: 2 + 6 + 2 (packet id) + 1 (property length) + payload, plus
+            // 2 bytes of remaining length, as libmosquitto counts it: 200 bytes with a payload of 187.
+            try await client.publish(topic: "size/a", payload: Array(repeating: 65, count: 187))
+            #expect(try await receive(client)[0].payload.count == 187)
+            let refusal = #expect(throws: MQTTError.self) {
+                try client.publishWithoutWaiting(
+                    topic: "size/a", payload: Array(repeating: 65, count: 188), qos: .atLeastOnce, retain: false)
+            }
+            // libmosquitto's MOSQ_ERR_OVERSIZE_PACKET.
+            if case .library(_, let code, _)? = refusal {
+                #expect(code == 25)
+            } else {
+                Issue.record("expected libmosquitto's refusal, got \(String(describing: refusal))")
+            }
+            await #expect(throws: MQTTError.self) {
+                try await client.publish(topic: "size/a", payload: Array(repeating: 65, count: 1_000))
+            }
+            #expect(client.outboxCount == 0 && client.isConnected, "nothing refused was queued; still connected")
+            await client.disconnect()
+        }
+    }
+
     /// Publishes retained versions "v1" to "v`versions`" of each of the topics `prefix`/0 to /`topics - 1`, one
     /// round of the topics per version, without waiting.
     private func publishVersions(_ client: MQTTClient, under prefix: String, versions: Int, topics: Int) throws {
