@@ -295,6 +295,15 @@ struct MQTTClientIntegrationTests {
             #expect(throws: MQTTError.self) {
                 try client.publishWithoutWaiting(topic: "", payload: [], qos: .atLeastOnce, retain: false)
             }
+            // A NUL would end the topic in C ("rides/r1" instead); a control character is malformed for MQTT.
+            #expect(throws: MQTTError.self) {
+                try client.publishWithoutWaiting(
+                    topic: "rides/r1\u{0}/status", payload: [], qos: .atLeastOnce, retain: false)
+            }
+            #expect(throws: MQTTError.self) {
+                try client.publishWithoutWaiting(
+                    topic: "rides/r1\u{7}/status", payload: [], qos: .atLeastOnce, retain: false)
+            }
             #expect(client.outboxCount == 0, "a refused publish is not queued")
             try await client.publish(topic: "rides/r1/status", payload: "ok".bytes)
             await client.disconnect()
