@@ -43,7 +43,9 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
         // `make bench-scale`, `malloc_consolidate` and `_int_malloc` were 15 % of the worker's CPU (`perf
         // record`). Without fast bins the same build took 31.9 µs of CPU per status against 35.9 and 38.5 µs
         // with them (`perf stat`, one run each with at most 3.5 s of steal: this machine's noise is of that
-        // order; the README's Scaling section has the runs of the whole change).
+        // order; the README's Scaling section has the runs of the whole change). Since the client's outbox the
+        // copies are made and freed on the network thread, where each payload's copy would still consolidate
+        // the fast bins the small frees fill; not measured again since.
         #if canImport(Glibc)
             let fastBinsOff = glibcMallopt(1 /* M_MXFAST, <malloc.h> */, 0) == 1
         #else
