@@ -35,9 +35,15 @@ extension MQTTClient {
             ? String(cString: mosquitto_reason_string(code)) : String(cString: mosquitto_connack_string(code))
     }
 
-    /// - Parameter maximumPacketSize: the broker's Maximum Packet Size from the CONNACK (MQTT 5), 0 for none.
-    func handleConnect(reasonCode: Int32, flags: Int32, maximumPacketSize: UInt32 = 0) {
+    /// - Parameter limits: the Maximum Packet Size and Maximum QoS this CONNACK carries (MQTT 5), each nil when
+    ///   absent: libmosquitto (`handle__connack`) then keeps the one it had, refused or not, and so does the outbox.
+    func handleConnect(reasonCode: Int32, flags: Int32, limits: (packetSize: UInt32?, qos: UInt8?) = (nil, nil)) {
         flushAcknowledgements()
+        // Before anything is published on this connection: publishes above them throw at once (``Outbox``).
+        outbox.withLock { outbox in
+            if let size = limits.packetSize { outbox.maximumPacketSize = Int(size) }
+            if let qos = limits.qos { outbox.maximumQoS = Int(qos) }
+        }
         guard reasonCode == 0 else {
             let error = MQTTError.connectionRefused(reasonCode: reasonCode, reason: reasonText(reasonCode))
             let permanent = Self.isPermanentRefusal(reasonCode, version: configuration.protocolVersion)
@@ -52,8 +58,6 @@ extension MQTTClient {
             }
             return
         }
-        // Before anything is published on this connection: publishes above it throw at once (``Outbox``).
-        outbox.withLock { $0.maximumPacketSize = Int(maximumPacketSize) }
         let (subscriptions, waiters, isReconnect) = state.withLock { state in
             state.connected = true
             // The will this broker holds is the one made for this attempt (G1): births now carry its incarnation.
@@ -271,12 +275,17 @@ extension MQTTClient {
 private func onConnect(
     _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ rc: Int32, _ flags: Int32, _ props: OpaquePointer?
 ) {
-    var maximumPacketSize: UInt32 = 0
-    if let props {
-        _ = mosquitto_property_read_int32(
-            props, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), &maximumPacketSize, false)
-    }
-    MQTTClient.client(object)?.handleConnect(reasonCode: rc, flags: flags, maximumPacketSize: maximumPacketSize)
+    var packetSize: UInt32 = 0
+    var qos: UInt8 = 0
+    let hasSize =
+        props.map {
+            mosquitto_property_read_int32($0, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), &packetSize, false) != nil
+        } ?? false
+    let hasQoS =
+        props.map { mosquitto_property_read_byte($0, Int32(MQTT_PROP_MAXIMUM_QOS.rawValue), &qos, false) != nil }
+        ?? false
+    MQTTClient.client(object)?.handleConnect(
+        reasonCode: rc, flags: flags, limits: (hasSize ? packetSize : nil, hasQoS ? qos : nil))
 }
 
 private func onDisconnect(

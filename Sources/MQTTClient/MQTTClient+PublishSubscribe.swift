@@ -37,20 +37,26 @@ extension MQTTClient {
     }
 
     /// Hands a publish to the network thread (``Outbox``). A topic libmosquitto would refuse, a payload above
-    /// MQTT's limit and a packet above the broker's Maximum Packet Size throw at once, as they did when this
-    /// thread called libmosquitto; a refusal found only later (the broker's limit lowered by a reconnect) fails
-    /// the waiter, or is logged when there is none.
+    /// MQTT's limit, a packet above the broker's Maximum Packet Size and a QoS above its Maximum QoS throw at
+    /// once, as they did when this thread called libmosquitto; a refusal found only later (properties
+    /// libmosquitto will not encode, a limit lowered by a reconnect) fails the waiter, or is logged when there is
+    /// none.
     func send(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
         waiter: CheckedContinuation<Void, any Error>?
     ) throws(MQTTError) {
-        try check(Self.checkPublishTopic(topic), "publish to \(topic)")
-        try check(
-            payload.count > Self.maximumPayload ? MOSQ_ERR_PAYLOAD_SIZE.rawValue : MOSQ_ERR_SUCCESS.rawValue,
-            "publish to \(topic)")
+        // The operation's text only on failure: built for every publish it was an allocation per status.
+        let topicCheck = Self.checkPublishTopic(topic)
+        if topicCheck != MOSQ_ERR_SUCCESS.rawValue { throw Self.libraryError("publish to \(topic)", topicCheck) }
+        if payload.count > Self.maximumPayload {
+            throw Self.libraryError("publish to \(topic)", MOSQ_ERR_PAYLOAD_SIZE.rawValue)
+        }
         let v5 = configuration.protocolVersion == .v5
         let (refusal, wasEmpty, waiting) = outbox.withLock { outbox -> (MQTTError?, Bool, Int) in
             if let closed = outbox.closed { return (closed, false, 0) }
+            if Int(qos.rawValue) > outbox.maximumQoS {
+                return (Self.libraryError("publish to \(topic)", MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue), false, 0)
+            }
             if outbox.maximumPacketSize > 0,
                 Outbox.packetSize(
                     topicBytes: topic.utf8.count, payloadBytes: payload.count, qos: qos,

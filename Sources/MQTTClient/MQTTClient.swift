@@ -237,11 +237,11 @@ public final class MQTTClient: @unchecked Sendable {
         let started = state.withLock { $0.started }
         if started && isConnected { await flush(timeout: flushTimeout) }
         let alreadyStopped = state.withLock { state in
-            // What was published before now goes to libmosquitto ahead of the DISCONNECT (or is held, and fails
-            // below); publishes from now on fail at once.
+            // Publishes from now on fail at once; what was published before goes to libmosquitto ahead of the
+            // DISCONNECT (or is held, and fails below).
+            outbox.withLock { $0.closed = $0.closed ?? .shutDown }
             if !state.stopping { drainOutbox(state: &state, onNetworkThread: false) }
             state.stopping = true
-            outbox.withLock { $0.closed = $0.closed ?? .shutDown }
             return state.stopped
         }
         if started && !alreadyStopped {

@@ -46,8 +46,10 @@ struct Outbox {
     var room = 0
     /// Set once the client stops: publishes fail at once with it.
     var closed: MQTTError?
-    /// The broker's Maximum Packet Size from its last CONNACK (MQTT 5), 0 for none.
+    /// The broker's Maximum Packet Size from the last CONNACK that carried one (MQTT 5), 0 for none.
     var maximumPacketSize = 0
+    /// The broker's Maximum QoS from the last CONNACK that carried one; 2 (libmosquitto's start) until then.
+    var maximumQoS = 2
 
     /// Bytes a buffer keeps between batches: 4 MiB, about 3,000 statuses.
     static let keptCapacity = 4 << 20
@@ -83,9 +85,9 @@ struct Outbox {
     }
 
     /// The size of a PUBLISH as libmosquitto's `send__publish` counts it against the broker's Maximum Packet
-    /// Size (without the fixed header's first byte): known here, a publish the broker would refuse throws at
-    /// once, as it did when the caller's thread called libmosquitto, so that the worker never publishes a status
-    /// whose durable state was refused (C5, L5).
+    /// Size (without the fixed header's first byte): known here, a publish libmosquitto would refuse for its
+    /// size throws at once, as it did when the caller's thread called libmosquitto, so that the worker never
+    /// publishes a status whose durable state was refused (C5, L5).
     static func packetSize(topicBytes: Int, payloadBytes: Int, qos: MQTTQoS, properties: MQTTProperties?) -> Int {
         func varint(_ value: Int) -> Int { value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : 4 }
         var length = 2 + topicBytes + payloadBytes + (qos == .atMostOnce ? 0 : 2)

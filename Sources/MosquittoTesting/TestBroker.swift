@@ -24,6 +24,8 @@ public final class TestBroker: Sendable {
         public var maxQueuedMessages: Int
         /// `max_packet_size` in bytes (the Maximum Packet Size of its CONNACK), 0 for mosquitto's default (none).
         public var maxPacketSize = 0
+        /// `max_qos` (the Maximum QoS of its CONNACK), 2 for mosquitto's default (any).
+        public var maxQoS = 2
         /// A ready mosquitto password file (as `scripts/broker-security.py` writes): anonymous clients are refused.
         public var passwordFile: String?
         /// A mosquitto `acl_file` (as `scripts/broker-security.py` writes).
@@ -184,6 +186,7 @@ public final class TestBroker: Sendable {
             "log_type information",
             "max_queued_messages \(options.maxQueuedMessages)",
             options.maxPacketSize > 0 ? "max_packet_size \(options.maxPacketSize)" : "",
+            options.maxQoS < 2 ? "max_qos \(options.maxQoS)" : "",
             "max_inflight_messages 100",
             "set_tcp_nodelay true",
             "sys_interval \(options.sysInterval)",

@@ -319,30 +319,66 @@ struct MQTTClientIntegrationTests {
 
     @Test("Outbox: a publish above the broker's Maximum Packet Size throws at once; one at the limit is delivered")
     func maximumPacketSizeThrowsAtOnce() async throws {
-        var options = TestBroker.Options()
-        options.maxPacketSize = 200
-        try await withTestBroker(options) { broker in
-            let client = try await connectedClient(broker, id: "pub-size")
-            try await client.subscribe("size/#")
+        try await withLimitedBroker({ $0.maxPacketSize = 200 }, subscribing: "size/#") { client in
             // "size/a" with QoS 1 and no properties: 2 + 6 + 2 (packet id) + 1 (property length) + payload, plus
             // 2 bytes of remaining length, as libmosquitto counts it: 200 bytes with a payload of 187.
             try await client.publish(topic: "size/a", payload: Array(repeating: 65, count: 187))
             #expect(try await receive(client)[0].payload.count == 187)
-            let refusal = #expect(throws: MQTTError.self) {
+            // libmosquitto's MOSQ_ERR_OVERSIZE_PACKET.
+            expectRefusal(code: 25) {
                 try client.publishWithoutWaiting(
                     topic: "size/a", payload: Array(repeating: 65, count: 188), qos: .atLeastOnce, retain: false)
-            }
-            // libmosquitto's MOSQ_ERR_OVERSIZE_PACKET.
-            if case .library(_, let code, _)? = refusal {
-                #expect(code == 25)
-            } else {
-                Issue.record("expected libmosquitto's refusal, got \(String(describing: refusal))")
             }
             await #expect(throws: MQTTError.self) {
                 try await client.publish(topic: "size/a", payload: Array(repeating: 65, count: 1_000))
             }
+            // With the worker's two G2 user properties: 24 bytes of properties, so 163 bytes fit and 164 do not.
+            let owner = MQTTProperties(userProperties: [("worker", "w1"), ("epoch", "7")])
+            try await client.publish(topic: "size/a", payload: Array(repeating: 66, count: 163), properties: owner)
+            #expect(try await receive(client)[0].payload.count == 163)
+            #expect(throws: MQTTError.self) {
+                try client.publishWithoutWaiting(
+                    topic: "size/a", payload: Array(repeating: 66, count: 164), qos: .atLeastOnce, retain: false,
+                    properties: owner)
+            }
             #expect(client.outboxCount == 0 && client.isConnected, "nothing refused was queued; still connected")
+        }
+    }
+
+    @Test("Outbox: QoS 1 to a broker whose CONNACK allows only QoS 0 throws at once; QoS 0 is delivered")
+    func maximumQoSThrowsAtOnce() async throws {
+        try await withLimitedBroker({ $0.maxQoS = 0 }, subscribing: "qos/#", qos: .atMostOnce) { client in
+            // libmosquitto's MOSQ_ERR_QOS_NOT_SUPPORTED.
+            expectRefusal(code: 24) {
+                try client.publishWithoutWaiting(topic: "qos/a", payload: [1], qos: .atLeastOnce, retain: false)
+            }
+            try await client.publish(topic: "qos/a", payload: [2], qos: .atMostOnce)
+            #expect(try await receive(client)[0].payload == [2])
+        }
+    }
+
+    /// Runs `body` with a client of a broker that `limit` configures, subscribed to `filter`; disconnects after.
+    private func withLimitedBroker(
+        _ limit: (inout TestBroker.Options) -> Void, subscribing filter: String, qos: MQTTQoS = .atLeastOnce,
+        _ body: (MQTTClient) async throws -> Void
+    ) async throws {
+        var options = TestBroker.Options()
+        limit(&options)
+        try await withTestBroker(options) { broker in
+            let client = try await connectedClient(broker)
+            try await client.subscribe(filter, qos: qos)
+            try await body(client)
             await client.disconnect()
+        }
+    }
+
+    /// Expects `body` to throw libmosquitto's return code `code` at once.
+    private func expectRefusal(code: Int32, _ body: () throws -> Void) {
+        let refusal = #expect(throws: MQTTError.self) { try body() }
+        if case .library(_, let rc, _)? = refusal {
+            #expect(rc == code)
+        } else {
+            Issue.record("expected libmosquitto's refusal \(code), got \(String(describing: refusal))")
         }
     }
 
