@@ -107,9 +107,10 @@ extension MQTTClient {
     /// What the start of a turn needs from the client's state, read under one take of its lock: at the
     /// 100,000-ride cadence of `make bench-scale`, when the publishing thread still took that lock for every
     /// status, the four takes a turn used to make were a fifth of the worker's context switches (`perf record -e
-    /// sched:sched_switch`). In the same take it hands the outbox to libmosquitto. Meanwhile it fails connect waiters past their deadline, and releases held
-    /// publishes when a reconnect's resends stay unacknowledged for `orderedResendTimeout` (the order is then
-    /// at risk, but holding every later publish for ever would stop the worker).
+    /// sched:sched_switch`). In the same take it hands the outbox to libmosquitto, fails connect waiters past
+    /// their deadline, and releases held publishes when a reconnect's resends stay unacknowledged for
+    /// `orderedResendTimeout` (the order is then at risk, but holding every later publish for ever would stop
+    /// the worker).
     private func beginTurn() -> (stopping: Bool, refused: Bool, connected: Bool) {
         let now = ContinuousClock.now
         var expired: [CheckedContinuation<Void, any Error>] = []
