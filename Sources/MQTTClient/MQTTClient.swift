@@ -257,8 +257,8 @@ public final class MQTTClient: @unchecked Sendable {
             }
         }
         failAllWaiters(with: .shutDown)
-        // Publishes that never left: their waiters learn it (publishes from now on fail at once).
-        closeOutbox(with: .shutDown)
+        // Held publishes that never left: their waiters learn it. (The outbox was closed and handed on above, in
+        // the same take of the lock as `stopping`.)
         for message in state.withLock({ $0.resend.drain() }) { message.waiter?.resume(throwing: MQTTError.shutDown) }
         buffer.finish()
         eventContinuation.finish()
