@@ -222,7 +222,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RideStatusKitTests",
-            dependencies: ["RideStatusKit", "RideDomain", "RideJSON"],
+            dependencies: ["RideStatusKit", "RideDomain", "RideJSON", "MosquittoTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -237,6 +237,7 @@ let package = Package(
             name: "RideDomainTests",
             dependencies: [
                 "RideDomain",
+                "MosquittoTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             exclude: ["Golden"],

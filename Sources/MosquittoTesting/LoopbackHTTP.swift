@@ -9,6 +9,12 @@ import Foundation
 public func httpGet(host: String = "127.0.0.1", port: Int, path: String) -> (status: Int, body: String)? {
     guard let fd = TestBroker.connectTCP(host: host, port: port) else { return nil }
     defer { close(fd) }
+    // A server that accepts and never answers fails this request after 5 s instead of blocking the caller's
+    // thread (one of the cooperative pool's two on this machine) for good.
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+        setsockopt(fd, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
     let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var response: [UInt8] = []

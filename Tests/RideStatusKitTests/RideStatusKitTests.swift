@@ -1,4 +1,5 @@
 import Foundation
+import MosquittoTesting
 import RideDomain
 import RideJSON
 import RideStatusKit
@@ -21,37 +22,16 @@ struct RideStatusKitTests {
         return try array.map { try JSONSerialization.data(withJSONObject: $0) }
     }
 
-    /// Validates documents with Python's jsonschema against docs/schema (the same check as SchemaTests).
-    func validate(_ schema: String, _ documents: [Data]) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var paths: [String] = []
-        for (index, document) in documents.enumerated() {
-            let path = directory.appendingPathComponent("\(index).json").path
-            _ = FileManager.default.createFile(atPath: path, contents: document)
-            paths.append(path)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments =
-            [
-                "python3", Self.root.appendingPathComponent("scripts/validate-json.py").path,
-                Self.root.appendingPathComponent("docs/schema").path, schema,
-            ] + paths
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(schema): \(output)")
+    /// Validates documents against docs/schema with the reference validator (the same check as SchemaTests).
+    func validate(_ schema: String, _ documents: [Data]) async throws {
+        let (code, output) = try await validateJSON(schema: schema, documents: documents.map { Array($0) })
+        #expect(code == 0, "\(schema): \(output)")
     }
 
     // MARK: Statuses
 
     @Test("3.3: every golden status decodes, and encodes back to JSON the schema accepts and that decodes equal")
-    func goldenRoundTrip() throws {
+    func goldenRoundTrip() async throws {
         let documents = try goldenStatuses()
         #expect(documents.count >= 10)
         var encoded: [Data] = []
@@ -64,7 +44,7 @@ struct RideStatusKitTests {
             encoded.append(again)
         }
         #expect(phases.count >= 5, "the golden ride goes through the phases: \(phases)")
-        try validate("ride-status.schema.json", encoded)
+        try await validate("ride-status.schema.json", encoded)
     }
 
     @Test("3.3, V3, P5: a live engine's statuses decode with the same phase, sequence, times and payment")
@@ -123,7 +103,7 @@ struct RideStatusKitTests {
     // MARK: Every other payload
 
     @Test("3.1, 3.2, 3.4, 3.5, G1: every payload the kit encodes validates against its schema and decodes back")
-    func payloads() throws {
+    func payloads() async throws {
         let now = Date(timeIntervalSince1970: 1_795_341_000.25)
         let option = RideStatusKit.RideOption(
             name: "Compact", estimatedPickupDate: now.addingTimeInterval(300),
@@ -131,17 +111,17 @@ struct RideStatusKitTests {
             fareLineItems: [.init(title: "Base fare", price: Decimal(string: "2.5")!, currencyCode: "EUR")],
             usesMeteredFare: true)
         let place = RideStatusKit.Place(latitude: 52.5219, longitude: 13.4132, name: "Alexanderplatz")
-        func check<Value: Codable & Equatable>(_ value: Value, _ schema: String) throws {
+        func check<Value: Codable & Equatable>(_ value: Value, _ schema: String) async throws {
             let data = try encoder.encode(value)
             #expect(try decoder.decode(Value.self, from: data) == value, "\(schema)")
-            try validate(schema, [data])
+            try await validate(schema, [data])
         }
-        try check(
+        try await check(
             RideStatusKit.TelemetryFix(
                 vehicleId: "v-1", timestamp: now, latitude: 52.52, longitude: 13.4, speed: 8.3, course: 92.5,
                 horizontalAccuracy: 4),
             "telemetry.schema.json")
-        try check(
+        try await check(
             RideStatusKit.Booking(
                 rideIdentifier: "r-7f3a", vehicleId: "v-0042", phase: .confirmed, rideOption: option,
                 pickupLocation: place, dropOffLocation: .init(latitude: 52.5096, longitude: 13.3759),
@@ -150,32 +130,32 @@ struct RideStatusKitTests {
                     baseCharge: Decimal(string: "2.50")!, perKilometer: Decimal(string: "1.10")!,
                     perMinute: Decimal(string: "0.20")!, currencyCode: "EUR")),
             "booking.schema.json")
-        try check(
+        try await check(
             RideStatusKit.Assignment(vehicleId: "v-9", vehicle: .init(model: "Prius"), driver: .init(rating: "4.8")),
             "assign.schema.json")
-        try check(RideStatusKit.DriverEvent(type: .arrivedAtPickup, timestamp: now), "event.schema.json")
-        try check(
+        try await check(RideStatusKit.DriverEvent(type: .arrivedAtPickup, timestamp: now), "event.schema.json")
+        try await check(
             RideStatusKit.Cancellation(
                 canceledBy: .user, cancellationFee: .init(amount: Decimal(string: "3.5")!, currencyCode: "EUR")),
             "cancel.schema.json")
-        try check(RideStatusKit.Stop(reason: "archived"), "stop.schema.json")
-        try check(
+        try await check(RideStatusKit.Stop(reason: "archived"), "stop.schema.json")
+        try await check(
             RideStatusKit.Availability(
                 available: true, rideOptionName: "Compact",
                 location: .init(latitude: 52.52, longitude: 13.4, course: 90, speed: 0, timestamp: now)),
             "availability.schema.json")
-        try check(
+        try await check(
             RideStatusKit.DeadLetter(
                 topic: "fleet/vehicles/v-1/position", reason: .malformedJSON, detail: "I1: not JSON", receivedAt: now,
                 payloadBytes: 3, payloadPrefix: "{{{"),
             "dead-letter.schema.json")
-        try check(
+        try await check(
             RideStatusKit.Presence(state: .online, since: now, version: "0.1.0", incarnation: 3, at: now),
             "presence.schema.json")
-        try check(
+        try await check(
             RideStatusKit.RideOptionsRequest(pickupLocation: place, dropOffLocation: place, partySize: 2),
             "ride-options-request.schema.json")
-        try check(
+        try await check(
             RideStatusKit.RideOptionsReply(code: .success, rideOptions: [option], expirationDate: now),
             "ride-options-reply.schema.json")
     }

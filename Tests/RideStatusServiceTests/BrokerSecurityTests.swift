@@ -25,18 +25,15 @@ struct BrokerSecurityTests {
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
 
-    static func makeAccounts(riders: [String]) throws -> Accounts {
+    static func makeAccounts(riders: [String]) async throws -> Accounts {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("security-\(UUID().uuidString)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments =
+        let (code, output) = try await ChildProcess.run(
+            "/usr/bin/env",
             [
                 "python3", root.appendingPathComponent("scripts/broker-security.py").path, "--accounts",
                 root.appendingPathComponent("config/security/accounts.yaml").path, "--out", folder.path,
-            ] + riders.flatMap { ["--rider", $0] }
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TimedOut(what: "broker-security.py to succeed") }
+            ] + riders.flatMap { ["--rider", $0] })
+        guard code == 0 else { throw TimedOut(what: "broker-security.py to succeed: \(output)") }
         return Accounts(folder: folder)
     }
 
@@ -83,7 +80,7 @@ struct BrokerSecurityTests {
         "14: anonymous and wrong passwords refused; a vehicle moves only itself; a rider sees and asks only its ride; only the worker writes state and statuses"
     )
     func rolesDoTheirJobOnly() async throws {
-        let accounts = try Self.makeAccounts(riders: ["r-1", "r-2"])
+        let accounts = try await Self.makeAccounts(riders: ["r-1", "r-2"])
         defer { try? FileManager.default.removeItem(at: accounts.folder) }
         try await withTestBroker(accounts.options) { broker in
             // Nobody gets in without an account (a typed error, not a hang).
@@ -171,7 +168,7 @@ struct BrokerSecurityTests {
         "14, A1, L7, 3.4: under the ACL a rider gets its own status/get and quote replies; another ride's it cannot ask"
     )
     func repliesUnderTheACL() async throws {
-        let accounts = try Self.makeAccounts(riders: ["r-1", "r-2"])
+        let accounts = try await Self.makeAccounts(riders: ["r-1", "r-2"])
         defer { try? FileManager.default.removeItem(at: accounts.folder) }
         try await withTestBroker(accounts.options) { broker in
             let catalog = Self.root.appendingPathComponent("config/ride-options.yaml").path

@@ -20,17 +20,13 @@ struct DeploymentSecurityTests {
         }
     }
 
-    static func setUp(riders: [String]) throws -> Deployment {
+    static func setUp(riders: [String]) async throws -> Deployment {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-\(UUID().uuidString)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments =
+        let (code, output) = try await ChildProcess.run(
+            "/bin/bash",
             [BrokerSecurityTests.root.appendingPathComponent("scripts/deploy-setup.sh").path, folder.path]
-            + riders.flatMap { ["--rider", $0] }
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TimedOut(what: "deploy-setup.sh to succeed") }
+                + riders.flatMap { ["--rider", $0] })
+        guard code == 0 else { throw TimedOut(what: "deploy-setup.sh to succeed: \(output)") }
         return Deployment(folder: folder)
     }
 
@@ -69,7 +65,7 @@ struct DeploymentSecurityTests {
         "14: the shipped broker over TLS: the worker signs in with its client certificate, dispatch and a rider with passwords; a ride moves"
     )
     func shippedDeploymentWorks() async throws {
-        let deployment = try Self.setUp(riders: ["r-d1"])
+        let deployment = try await Self.setUp(riders: ["r-d1"])
         defer { try? FileManager.default.removeItem(at: deployment.folder) }
         let broker = try await Self.shippedBroker(deployment)
         defer { broker.stop() }
@@ -114,7 +110,7 @@ struct DeploymentSecurityTests {
         "14: TLS refusals: a broker certificate from another CA, plain MQTT, no client certificate or one from another CA, anonymous, a wrong password"
     )
     func refusals() async throws {
-        let deployment = try Self.setUp(riders: [])
+        let deployment = try await Self.setUp(riders: [])
         defer { try? FileManager.default.removeItem(at: deployment.folder) }
         let broker = try await Self.shippedBroker(deployment)
         defer { broker.stop() }

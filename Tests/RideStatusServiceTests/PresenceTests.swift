@@ -1,5 +1,6 @@
 import Foundation
 import MQTTClient
+import MosquittoTesting
 import RideDomain
 import Testing
 import WorkerGroup
@@ -43,20 +44,20 @@ struct PresenceTests {
     }
 
     @Test("G3: the release notice this release writes validates against released.schema.json")
-    func releaseNoticeSchema() throws {
+    func releaseNoticeSchema() async throws {
         let notices = [
             RideStatusService<MQTTClient>.releaseNotice(buckets: [0, 17, 8191], incarnation: 1_795_600_000_123),
             RideStatusService<MQTTClient>.releaseNotice(buckets: Array(0..<8192), incarnation: 1),
             RideStatusService<MQTTClient>.releaseNotice(buckets: [], incarnation: 0),
         ]
         #expect(notices[1].count <= RideStatusService<MQTTClient>.maximumReleaseNotice, "every bucket fits")
-        let (code, output) = try validate("released.schema.json", notices)
+        let (code, output) = try await validateJSON(schema: "released.schema.json", documents: notices)
         #expect(code == 0, Comment(rawValue: output))
     }
 
     @Test(
         "G1: the presence this release writes (birth with heartbeat time, will) validates against presence.schema.json")
-    func presenceSchema() throws {
+    func presenceSchema() async throws {
         let identity = try WorkerIdentity(
             settings: {
                 var settings = WorkerSettings(); settings.workerID = "w-1"; return settings
@@ -66,35 +67,9 @@ struct PresenceTests {
             identity.presence(online: true, incarnation: 1_795_600_000_123, since: .now.addingTimeInterval(-30)),
             Presence(state: "offline", since: .now, version: "1.0", incarnation: 7).encoded(),
         ]
-        let (code, output) = try validate("presence.schema.json", documents)
+        let (code, output) = try await validateJSON(schema: "presence.schema.json", documents: documents)
         #expect(code == 0, Comment(rawValue: output))
         let heartbeat = try #require(try Presence.member(from: documents[1]))
         #expect(heartbeat.online && heartbeat.seenAt != nil, "a heartbeat says when it was sent")
-    }
-
-    /// Runs `scripts/validate-json.py` on `documents` against `schema` in `docs/schema`.
-    func validate(_ schema: String, _ documents: [[UInt8]]) throws -> (Int32, String) {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let paths = try documents.enumerated().map { index, document in
-            let path = directory.appendingPathComponent("\(index).json")
-            try Data(document).write(to: path)
-            return path.path
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments =
-            [
-                "python3", root.appendingPathComponent("scripts/validate-json.py").path,
-                root.appendingPathComponent("docs/schema").path, schema,
-            ] + paths
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
     }
 }

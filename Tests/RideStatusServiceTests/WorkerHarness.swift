@@ -62,7 +62,7 @@ final class WorkerProcess: @unchecked Sendable {
     deinit { process?.signal(SIGKILL) }
 
     /// Starts the worker and waits until `/readyz` answers 200 (connected and recovered).
-    func start(timeout: Double = 15) async throws {
+    func start(timeout: Double = 30) async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["RIDESTATUS_WORKER_STATE_DIR"] = nil
         process = try ChildProcess(
