@@ -214,6 +214,7 @@ let package = Package(
             name: "MQTTClientTests",
             dependencies: [
                 "MQTTClient",
+                "Locking",
                 "CMosquittoIO",
                 "MosquittoTesting",
                 .product(name: "Logging", package: "swift-log"),

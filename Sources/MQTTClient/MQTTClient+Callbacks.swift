@@ -110,13 +110,16 @@ extension MQTTClient {
 
     func handleDisconnect(code: Int32) {
         flushAcknowledgements()
-        state.withLock { state in
+        let stopping = state.withLock { state in
             state.connected = false
             state.resend.disconnected()
             noteRoom(state)
+            return state.stopping
         }
         answerLostSubscriptionChanges()
-        guard code != 0 else {
+        // A connection that ends while the client stops was ended on request, whatever libmosquitto says (a
+        // loss before the network thread queued DISCONNECT, a keepalive while it waited to be written).
+        guard code != 0 && !stopping else {
             eventContinuation.yield(.closed)
             return
         }

@@ -10,9 +10,11 @@ extension MQTTClient {
     func runNetworkLoop() {
         var delay = configuration.initialReconnectDelay
         var socketOpen = false
+        var disconnectSent: ContinuousClock.Instant?
         while true {
             let turn = beginTurn()
             if turn.refused || (turn.stopping && !socketOpen) { break }
+            if turn.stopping { endConnection(sentAt: &disconnectSent) }
             if turn.connected { delay = configuration.initialReconnectDelay }
             if !socketOpen {
                 let rc = connectOnce()
@@ -68,15 +70,35 @@ extension MQTTClient {
         for exit in exits { exit.resume() }
     }
 
+    /// A stop with the connection open: DISCONNECT is sent from this thread, the one that opens connections,
+    /// so a stop that comes while a connect is under way is not missed. (`disconnect()` used to send it from the
+    /// caller's thread: when that found no socket yet, the connect then under way opened one and the thread
+    /// looped on it for good; a clean-clone CI run hung that way in an end-to-end test.) libmosquitto closes the
+    /// socket once DISCONNECT is written; a broker that takes no bytes gets its socket shut down after
+    /// ``disconnectGrace``.
+    private func endConnection(sentAt: inout ContinuousClock.Instant?) {
+        guard let sent = sentAt else {
+            sentAt = .now
+            _ = mosquitto_disconnect_v5(handle, 0, nil)
+            return
+        }
+        let socket = mosquitto_socket(handle)
+        if socket >= 0 && ContinuousClock.now - sent > Self.disconnectGrace { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    /// How long a stop waits for DISCONNECT to be written before it shuts the socket down.
+    static let disconnectGrace: Duration = .seconds(2)
+
     /// One blocking TCP (and TLS) connect that sends CONNECT with the session expiry property, and a will made
     /// for this connection's incarnation when the configuration asks for one.
     private func connectOnce() -> Int32 {
         let endpoints = configuration.endpoints
-        let (incarnation, endpoint) = state.withLock { state in
+        let (incarnation, endpoint, beforeConnect) = state.withLock { state in
             let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
             state.attemptIncarnation = max(state.attemptIncarnation + 1, now)
-            return (state.attemptIncarnation, endpoints[state.endpointIndex % endpoints.count])
+            return (state.attemptIncarnation, endpoints[state.endpointIndex % endpoints.count], state.beforeConnect)
         }
+        beforeConnect?()
         if endpoints.count > 1 {
             logger.debug("MQTT connecting", metadata: ["host": "\(endpoint.host)", "port": "\(endpoint.port)"])
         }

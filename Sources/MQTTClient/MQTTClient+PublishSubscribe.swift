@@ -123,7 +123,7 @@ extension MQTTClient {
             return
         }
         var published = false
-        var refused: (count: Int, topic: String, error: MQTTError)?
+        var refused = Refusals()
         batch.bytes.withUnsafeBufferPointer { bytes in
             for entry in batch.entries {
                 if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
@@ -146,24 +146,11 @@ extension MQTTClient {
                         retain: entry.retain, properties: entry.properties, waiter: entry.waiter, state: &state)
                     published = true
                 } catch {
-                    if let waiter = entry.waiter {
-                        waiter.resume(throwing: error)
-                    } else {
-                        refused = (
-                            (refused?.count ?? 0) + 1, refused?.topic ?? batch.topic(of: entry), refused?.error ?? error
-                        )
-                    }
+                    refused.note(error, waiter: entry.waiter, topic: batch.topic(of: entry))
                 }
             }
         }
-        if let refused {
-            // One line per batch, not per publish: this runs under the client's lock.
-            logger.error(
-                "publishes refused by libmosquitto",
-                metadata: [
-                    "publishes": "\(refused.count)", "first.topic": "\(refused.topic)", "error": "\(refused.error)",
-                ])
-        }
+        refused.log(to: logger, "publishes refused by libmosquitto")
         if published && !onNetworkThread { wake.signal() }
     }
 
@@ -200,6 +187,7 @@ extension MQTTClient {
     /// `state` locked, on the network thread.
     func releaseHeld(state: inout State) {
         let room = max(0, configuration.maxInFlight - state.inFlightQoS1.count)
+        var refused = Refusals()
         for message in state.resend.release(room: room) {
             let result = message.payload.withUnsafeBytes { payload in
                 Result { () throws(MQTTError) in
@@ -208,12 +196,34 @@ extension MQTTClient {
                         properties: message.properties, waiter: message.waiter, state: &state)
                 }
             }
-            guard case .failure(let error) = result else { continue }
-            if let waiter = message.waiter {
+            if case .failure(let error) = result { refused.note(error, waiter: message.waiter, topic: message.topic) }
+        }
+        refused.log(to: logger, "held publishes refused by libmosquitto")
+    }
+
+    /// Publishes libmosquitto refused while a batch was handed on: one with a waiter learns its error at once;
+    /// the others are counted for one line of log per batch, not one per publish (this runs under the client's
+    /// lock).
+    struct Refusals {
+        private var count = 0
+        private var first: (topic: String, error: MQTTError)?
+
+        mutating func note(
+            _ error: MQTTError, waiter: CheckedContinuation<Void, any Error>?, topic: @autoclosure () -> String
+        ) {
+            if let waiter {
                 waiter.resume(throwing: error)
-            } else {
-                logger.error("held publish failed", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+                return
             }
+            count += 1
+            if first == nil { first = (topic(), error) }
+        }
+
+        func log(to logger: Logger, _ message: Logger.Message) {
+            guard let first else { return }
+            logger.error(
+                message,
+                metadata: ["publishes": "\(count)", "first.topic": "\(first.topic)", "error": "\(first.error)"])
         }
     }
 

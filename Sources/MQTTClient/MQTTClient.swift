@@ -77,6 +77,8 @@ public final class MQTTClient: @unchecked Sendable {
         let encodedProperties = EncodedProperties()
         /// The outbox's other buffer, emptied, for the next swap (``MQTTClient/drainOutbox(state:onNetworkThread:)``).
         var spareBatch = Outbox.Batch()
+        /// Runs on the network thread before each connect (``setBeforeConnect(_:)``).
+        var beforeConnect: (@Sendable () -> Void)?
     }
     let state = Locked(State())
 
@@ -232,7 +234,8 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Flushes QoS 1 traffic (up to `flushTimeout`), sends DISCONNECT (so no will is published), stops the
-    /// network thread and ends ``messages`` and ``events``.
+    /// network thread and ends ``messages`` and ``events``. A broker that takes no bytes for
+    /// ``disconnectGrace`` has the connection shut down without DISCONNECT instead: it then publishes the will.
     public func disconnect(flushTimeout: Duration = .seconds(2)) async {
         let started = state.withLock { $0.started }
         if started && isConnected { await flush(timeout: flushTimeout) }
@@ -245,7 +248,7 @@ public final class MQTTClient: @unchecked Sendable {
             return state.stopped
         }
         if started && !alreadyStopped {
-            _ = mosquitto_disconnect_v5(handle, 0, nil)
+            // The network thread sends DISCONNECT at its next turn (`endConnection`), and exits.
             wake.signal()
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let done = state.withLock { state in
@@ -320,6 +323,12 @@ extension MQTTClient {
 // MARK: - Failure drills
 
 extension MQTTClient {
+    /// Runs `hook` on the network thread before each connect from now on, as long as a slow connect would take:
+    /// for tests of what happens meanwhile.
+    package func setBeforeConnect(_ hook: (@Sendable () -> Void)?) {
+        state.withLock { $0.beforeConnect = hook }
+    }
+
     /// Shuts the socket down under libmosquitto without sending DISCONNECT, as a dead network would.
     /// The broker publishes the will; the client reconnects as after any connection loss.
     /// Meant for tests and failure drills.

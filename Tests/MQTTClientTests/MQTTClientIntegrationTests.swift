@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import MQTTClient
 import MosquittoTesting
 import Testing
@@ -442,6 +443,49 @@ struct MQTTClientIntegrationTests {
             for await event in client.events { seen.append(event) }
             #expect(seen.last == .closed)
             #expect(!seen.contains { if case .disconnected = $0 { true } else { false } })
+        }
+    }
+
+    @Test("disconnect() while a reconnect's connect is under way: the connection it opens is closed; it returns")
+    func disconnectDuringConnect() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker) { $0.initialReconnectDelay = .milliseconds(10) }
+            let inConnect = AsyncStream<Void>.makeStream()
+            let gate = DispatchSemaphore(value: 0)
+            // A slow connect: the network thread is held before libmosquitto has a socket until the stop began.
+            client.setBeforeConnect {
+                inConnect.continuation.yield()
+                gate.wait()
+            }
+            client.simulateNetworkFailure()
+            var connecting = inConnect.stream.makeAsyncIterator()
+            _ = await connecting.next()
+            client.setBeforeConnect(nil)
+            let returned = Locked(false)
+            Task {
+                await client.disconnect()
+                returned.withLock { $0 = true }
+            }
+            // The stop has begun once a publish fails with shutDown (the same take of the lock sets both).
+            let began = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < began {
+                do throws(MQTTError) {
+                    try client.publishWithoutWaiting(topic: "t", payload: [], qos: .atMostOnce)
+                } catch {
+                    if case .shutDown = error { break }
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            gate.signal()
+            // Before the network thread sent DISCONNECT itself, this never returned: the stop found no socket,
+            // and the connect let go now opened one that the thread then served for good.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !returned.withLock({ $0 }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(returned.withLock { $0 }, "disconnect() returned within 5 s")
+            #expect(!client.isConnected)
         }
     }
 
