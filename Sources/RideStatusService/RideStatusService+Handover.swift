@@ -27,6 +27,12 @@ extension RideStatusService {
         var recent = RecentControls<MQTTMessage>()
         var counts = Counts()
         var reported = Counts()
+        /// G4: served buckets of which a ride was fenced off here (another worker wrote it under a newer epoch):
+        /// read again once that worker releases them (``Handover/reclaim(_:)``).
+        var fencedBuckets: Set<Int> = []
+        /// When another worker last released a bucket this worker serves, by bucket: a fence that comes after
+        /// the notice (they travel on different subscriptions) reads the bucket again at once.
+        var releasedHere: [Int: Double] = [:]
 
         struct Counts {
             var released = 0
@@ -40,6 +46,11 @@ extension RideStatusService {
 
         func serves(ride: String) -> Bool { machine.serving.contains(Ownership.bucket(of: ride)) }
         func isArriving(ride: String) -> Bool { machine.isArriving(Ownership.bucket(of: ride)) }
+        /// Whether this ride's state, read now, is kept for serving: its bucket arrives, or is read again.
+        func reads(ride: String) -> Bool {
+            let bucket = Ownership.bucket(of: ride)
+            return machine.isArriving(bucket) || machine.isReclaiming(bucket)
+        }
     }
 
     /// The topic of the marker that closes one load of buckets (G3).
@@ -107,7 +118,10 @@ extension RideStatusService {
     func carryOut(_ actions: [Handover.Action], now: Date, core: inout Core, recovering: Bool = false) {
         for action in actions {
             switch action {
-            case .release(let buckets): release(buckets, now: now, core: &core)
+            case .release(let buckets):
+                release(buckets, now: now, core: &core)
+                forgetReclaims(of: buckets, core: &core)
+            case .resume(let buckets): serve(buckets, now: now, core: &core, recovering: false, resuming: true)
             case .load(let buckets, let generation):
                 if recovering {
                     carryOut(
@@ -204,10 +218,18 @@ extension RideStatusService {
     ///   starts alone after its peers died takes their rides this way too, without the block: a status of
     ///   theirs that a clustered broker still holds can then arrive with a number it reuses. On one broker it
     ///   cannot: the broker delivered it before the worker's recovery read.)
-    private func serve(_ buckets: [Int], now: Date, core: inout Core, recovering: Bool) {
+    /// - Parameter resuming: the buckets were served here all along (``Handover/Action/resume(_:)``): only the
+    ///   rides not held here are served again.
+    private func serve(_ buckets: [Int], now: Date, core: inout Core, recovering: Bool, resuming: Bool = false) {
         let gained = Set(buckets)
         var count = 0
         for (id, staged) in core.handover.staged where gained.contains(Ownership.bucket(of: id)) {
+            if core.engine.ride(id) != nil {
+                // Held here: what is served stays (a bucket's rides are never held before it is served, but a
+                // bucket read again keeps the rides no other worker fenced off).
+                core.handover.staged[id] = nil
+                continue
+            }
             var ride = staged
             ride.takeOver(sequenceBlock: recovering ? 0 : settings.ride.sequenceBlock)
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
@@ -222,7 +244,14 @@ extension RideStatusService {
         core.handover.counts.gained += count
         let replay = core.handover.recent.take(buckets: gained, now: now.timeIntervalSince1970)
         for message in replay { handle(message, parsed: settings.topics.parse(message.topic), now: now, core: &core) }
-        if core.lifecycle.recovered, count + replay.count > 0 || buckets.count < Ownership.bucketCount {
+        if resuming {
+            logger.warning(
+                "rides fenced off here served again: the worker that took them released their buckets (G3, G4)",
+                metadata: [
+                    "buckets": "\(buckets.count)", "rides": "\(count)", "controls.replayed": "\(replay.count)",
+                    "rides.held": "\(core.engine.activeRideCount)",
+                ])
+        } else if core.lifecycle.recovered, count + replay.count > 0 || buckets.count < Ownership.bucketCount {
             logger.info(
                 "rides taken over (G3)",
                 metadata: [
@@ -280,6 +309,7 @@ extension RideStatusService {
                 metadata: [
                     "ride.id": "\(current.rideIdentifier)", "epoch": "\(current.epoch)", "epoch.seen": "\(other.epoch)",
                 ])
+            fenced(current.rideIdentifier, message: message, now: now, core: &core)
             return
         }
         // MQTT 3.1.1 has no no-local: this worker's own writes come back, under its own epoch.
@@ -324,7 +354,46 @@ extension RideStatusService {
             else { return nil }
             return bucket
         }
+        let served = buckets.filter { core.handover.machine.serving.contains($0) }
         carryOut(
             core.handover.machine.released(buckets, by: worker, now: now.timeIntervalSince1970), now: now, core: &core)
+        guard !served.isEmpty else { return }
+        // G3, G4: buckets served here all along: the other worker served them too for a while (its view lacked
+        // this one). Those of which it fenced a ride off here are read again, and the ride served again.
+        for bucket in served { core.handover.releasedHere[bucket] = now.timeIntervalSince1970 }
+        let fenced = served.filter { core.handover.fencedBuckets.remove($0) != nil }
+        carryOut(core.handover.machine.reclaim(fenced), now: now, core: &core)
+    }
+
+    /// G4: a ride of a bucket this worker serves was fenced off here. If the worker that took it has released
+    /// the bucket already (the notice can come first), or the bucket is being read again, the ride is served
+    /// again once the read ends; otherwise the bucket waits for that release (``receiveRelease(_:worker:now:core:)``).
+    private func fenced(_ ride: String, message: MQTTMessage, now: Date, core: inout Core) {
+        let bucket = Ownership.bucket(of: ride)
+        guard core.handover.machine.serving.contains(bucket) else { return }
+        if let released = core.handover.releasedHere[bucket],
+            now.timeIntervalSince1970 - released <= Self.releaseMemory(settings.ride.updateInterval)
+        {
+            carryOut(core.handover.machine.reclaim([bucket]), now: now, core: &core)
+        }
+        if core.handover.machine.isReclaiming(bucket) {
+            stage(message, ride: ride, legacy: false, now: now, core: &core)
+        } else {
+            core.handover.fencedBuckets.insert(bucket)
+        }
+    }
+
+    /// How long a release of a served bucket is remembered for a fence that comes after it: the notice and the
+    /// fencing state travel on different subscriptions, which a clustered broker may deliver seconds apart.
+    static func releaseMemory(_ interval: Double) -> Double { max(10, 3 * interval) }
+
+    /// Buckets lost: nothing of them is waited for or read again here any more.
+    private func forgetReclaims(of buckets: [Int], core: inout Core) {
+        for bucket in buckets {
+            core.handover.fencedBuckets.remove(bucket)
+            core.handover.releasedHere[bucket] = nil
+        }
+        let lost = Set(buckets)
+        core.handover.staged = core.handover.staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
     }
 }

@@ -27,6 +27,9 @@ public struct Handover: Sendable {
         case drop([Int])
         /// Serve these buckets' loaded rides: each continues above its last sequence under a new epoch.
         case serve([Int])
+        /// Serve again the loaded rides of these buckets, served here all along, that are not held here any
+        /// more (``reclaim(_:)``); the rides still held stay as they are.
+        case resume([Int])
     }
 
     /// A bucket on its way to this worker.
@@ -52,6 +55,8 @@ public struct Handover: Sendable {
     public private(set) var lastServeWait: Double?
     /// Numbers the loads, so that a late report of an earlier load is told apart.
     private var loads = 0
+    /// Served buckets whose states are read again (``reclaim(_:)``): the generation of that load, by bucket.
+    private var reclaiming: [Int: Int] = [:]
 
     /// A worker that serves nothing until its first view of the group, which the service forms from the
     /// retained presences before it reads any ride state.
@@ -65,6 +70,9 @@ public struct Handover: Sendable {
 
     /// Whether `bucket` is gained and not yet served (without sorting ``pending``: called per message).
     public func isArriving(_ bucket: Int) -> Bool { arriving[bucket] != nil }
+
+    /// Whether `bucket` is served and its states are being read again (``reclaim(_:)``).
+    public func isReclaiming(_ bucket: Int) -> Bool { reclaiming[bucket] != nil }
 
     /// How many buckets are gained and not yet served.
     public var pendingCount: Int { arriving.count }
@@ -84,6 +92,7 @@ public struct Handover: Sendable {
             for bucket in lost {
                 serving.remove(bucket)
                 arriving[bucket] = nil
+                reclaiming[bucket] = nil
             }
             if !wasServing.isEmpty { actions.append(.release(wasServing)) }
             if !wasArriving.isEmpty { actions.append(.drop(wasArriving)) }
@@ -106,7 +115,23 @@ public struct Handover: Sendable {
     /// The durable states of these buckets, asked for by the load of `generation`, are in.
     public mutating func loaded(_ buckets: [Int], generation: Int, now: Double) -> [Action] {
         for bucket in buckets where arriving[bucket]?.generation == generation { arriving[bucket]?.loaded = true }
-        return serveReady(now: now)
+        let resumed = buckets.filter { reclaiming[$0] == generation }
+        for bucket in resumed { reclaiming[bucket] = nil }
+        return (resumed.isEmpty ? [] : [.resume(resumed.sorted())]) + serveReady(now: now)
+    }
+
+    /// G3, G4: buckets this worker serves, and whose rides another worker may have served meanwhile: that
+    /// worker's view of the group lacked this one for a while (as a broker cluster losing a node can make
+    /// happen), it took these buckets over under newer epochs, which fenced their rides off here, and it has
+    /// released them since. Their states are read again; then the rides not held here any more are served again
+    /// (``Action/resume(_:)``), each above the sequence the other reached. Without this those rides belonged to
+    /// nobody until the next change of the group. Buckets not served, or already being read, are left alone.
+    public mutating func reclaim(_ buckets: [Int]) -> [Action] {
+        let ready = Set(buckets.filter { serving.contains($0) && reclaiming[$0] == nil }).sorted()
+        guard !ready.isEmpty else { return [] }
+        loads += 1
+        for bucket in ready { reclaiming[bucket] = loads }
+        return [.load(ready, generation: loads)]
     }
 
     /// `worker` released these buckets: their last states are written (the release notice follows them).

@@ -22,6 +22,47 @@ struct GroupInMemoryTests {
         #"{"state":"\#(state)","since":"2026-11-25T10:00:00.000Z","version":"test","incarnation":\#(incarnation)}"#
     }
 
+    /// w-mem running beside a live w-other, with a ride of its own started and its state written.
+    static func ownRideBesideOther(prefix: String, vehicle: String) async throws -> (
+        running: Running, ride: String, stateTopic: String
+    ) {
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
+        let running = try Running(interval: 0.2, broker: broker)
+        try await running.ready()
+        let ride = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: prefix)
+        broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: vehicle))
+        let topic = Topics().state(ride: ride)
+        try await running.waitFor("its state") { broker.retained(topic) != nil }
+        return (running, ride, topic)
+    }
+
+    /// The ride's retained state as w-other writes it on taking the ride over: under epoch 2, far above (its
+    /// ceiling 500).
+    static func takenOver(_ broker: InMemoryBroker, topic: String) throws -> String {
+        let own = String(decoding: try #require(broker.retained(topic)).payload, as: UTF8.self)
+        let ceiling = try #require(try JSONParser.parse(Array(own.utf8))["sequenceCeiling"]?.doubleValue)
+        return own.replacingOccurrences(of: #""epoch":1"#, with: #""epoch":2"#)
+            .replacingOccurrences(of: #""sequenceCeiling":\#(Int(ceiling))"#, with: #""sequenceCeiling":500"#)
+    }
+
+    /// The ride taken over by w-other (``takenOver(_:topic:)``) is served here again: a block above the ceiling
+    /// it read (C5, G3: the state may lag by one write), under an epoch above w-other's (G2), its vehicle
+    /// subscribed again (L3).
+    static func expectServedAgain(_ ride: String, vehicle: String, running: Running) async throws {
+        try await running.waitFor("the ride served again") {
+            running.statuses(ride).contains { ($0.sequence ?? 0) > 500 }
+        }
+        let resumed = running.statuses(ride).compactMap(\.sequence).filter { $0 > 500 }.min()
+        #expect(resumed == 500 + RideConfiguration().sequenceBlock + 1, "\(String(describing: resumed))")
+        let again = running.broker.published.filter { $0.topic == "rides/\(ride)/status" && !$0.payload.isEmpty }
+            .last
+        #expect(again?.properties.userProperties.contains { $0 == ("epoch", "3") } == true, "G2: above w-other's 2")
+        try await running.waitFor("its vehicle subscribed again (L3)") {
+            running.broker.subscribedFilters.contains("fleet/vehicles/\(vehicle)/position")
+        }
+    }
+
     @Test(
         "G1, G3: beside a live member a worker serves only its own rides, keeps the others' control messages, and replays them when their owner leaves"
     )
@@ -78,26 +119,41 @@ struct GroupInMemoryTests {
     }
 
     @Test(
+        "G3, G4: a ride fenced off by a worker whose view lacked this one is served again when that worker releases its bucket, whichever comes first",
+        arguments: [false, true])
+    func fencedThenReleasedBack(noticeFirst: Bool) async throws {
+        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-back", vehicle: "v-b")
+        let broker = running.broker
+        // w-other, seeing w-mem gone for a while (this worker never saw its own will), took the ride over under
+        // epoch 2 far above (ceiling 500); seeing w-mem again, it released the ride's bucket back.
+        let taken = try Self.takenOver(broker, topic: topic)
+        let notice = #"{"buckets":[\#(Ownership.bucket(of: mine))],"incarnation":1}"#
+        if noticeFirst {
+            // The notice and the state travel on different subscriptions: a clustered broker may swap them.
+            broker.publish("ridestatus/workers/w-other/released", notice)
+            broker.publish(topic, taken, retain: true)
+        } else {
+            broker.publish(topic, taken, retain: true)
+            try await running.waitFor("the ride fenced off (G4)") {
+                !broker.subscribedFilters.contains("fleet/vehicles/v-b/position")
+            }
+            broker.publish("ridestatus/workers/w-other/released", notice)
+        }
+        try await Self.expectServedAgain(mine, vehicle: "v-b", running: running)
+        await running.stop()
+    }
+
+    @Test(
         "G3, G4: a worker declared dead while cut off (its own will) drops its rides and gets them back by the handover, above the new owner's"
     )
     func declaredDeadRejoins() async throws {
-        let broker = InMemoryBroker()
-        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        let running = try Running(interval: 0.2, broker: broker)
-        try await running.ready()
-        let mine = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: "r-mine")
-        broker.publish("rides/\(mine)/start", booking(ride: mine, vehicle: "v-m"))
-        let topic = Topics().state(ride: mine)
-        try await running.waitFor("its state") { broker.retained(topic) != nil }
+        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-mine", vehicle: "v-m")
+        let broker = running.broker
         // Cut off: the broker publishes its will; w-other takes the ride over and writes it under epoch 2,
         // far above (its ceiling 500).
         running.transport.drop()
         broker.publish("ridestatus/workers/w-mem", Self.presence("offline", incarnation: 1), retain: true)
-        let own = String(decoding: try #require(broker.retained(topic)).payload, as: UTF8.self)
-        let ceiling = try #require(try JSONParser.parse(Array(own.utf8))["sequenceCeiling"]?.doubleValue)
-        let taken =
-            own.replacingOccurrences(of: #""epoch":1"#, with: #""epoch":2"#)
-            .replacingOccurrences(of: #""sequenceCeiling":\#(Int(ceiling))"#, with: #""sequenceCeiling":500"#)
+        let taken = try Self.takenOver(broker, topic: topic)
         broker.publish(topic, taken, retain: true)
         running.transport.reconnect()
         try await running.waitFor("the ride dropped and its vehicle unsubscribed") {
@@ -108,17 +164,7 @@ struct GroupInMemoryTests {
         broker.publish(
             "ridestatus/workers/w-other/released",
             #"{"buckets":[\#(buckets.map(String.init).joined(separator: ","))],"incarnation":1}"#)
-        try await running.waitFor("the ride served again") {
-            running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }
-        }
-        // C5, G3: a new owner continues a block above the ceiling it read (the state may lag by one write).
-        let resumed = running.statuses(mine).compactMap(\.sequence).filter { $0 > 500 }.min()
-        #expect(resumed == 500 + RideConfiguration().sequenceBlock + 1, "\(String(describing: resumed))")
-        let again = broker.published.filter { $0.topic == "rides/\(mine)/status" && !$0.payload.isEmpty }.last
-        #expect(again?.properties.userProperties.contains { $0 == ("epoch", "3") } == true, "G2: above w-other's 2")
-        try await running.waitFor("its vehicle subscribed again (L3)") {
-            broker.subscribedFilters.contains("fleet/vehicles/v-m/position")
-        }
+        try await Self.expectServedAgain(mine, vehicle: "v-m", running: running)
         await running.stop()
     }
 

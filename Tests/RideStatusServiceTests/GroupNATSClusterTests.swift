@@ -16,7 +16,19 @@ struct GroupNATSClusterTests {
     )
     func nodeAndWorkerKilled() async throws {
         let cluster = try await NATSCluster.start()
-        defer { cluster.stop() }
+        // The workers' and nodes' logs of the last run stay in .build/test-output/nats-group (the cluster's
+        // folder goes with it): a failure here depends on how NATS recovered, and its logs tell how.
+        defer {
+            let kept = checkoutRoot.appendingPathComponent(".build/test-output/nats-group")
+            try? FileManager.default.removeItem(at: kept)
+            try? FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
+            for file in (try? FileManager.default.contentsOfDirectory(atPath: cluster.directory.path)) ?? []
+            where file.hasSuffix(".log") {
+                try? FileManager.default.copyItem(
+                    at: cluster.directory.appendingPathComponent(file), to: kept.appendingPathComponent(file))
+            }
+            cluster.stop()
+        }
         let interval = 2.0
         let ids = ["w-n0", "w-n1", "w-n2"]
         // Worker i starts on node i and fails over to the others in turn.
@@ -128,6 +140,7 @@ struct GroupNATSClusterTests {
         #expect(logs.contains("rides taken over (G3)"))
         #expect(!logs.contains("input rejected"), "nothing a worker wrote is refused")
         for worker in survivors { #expect(await worker.terminate().code == 0) }
+        let terminatedAt = Date()
         // C5: whatever arrived late, the retained status of every ride is the newest one. NATS 2.9 serves
         // retained messages from each node's own copy of its retained-message stream, which an older message
         // can overwrite (later releases ignore one below the copy's stream sequence); after a node's loss,
@@ -158,6 +171,24 @@ struct GroupNATSClusterTests {
                 print(
                     "retained \(ride): node 0 \(reads[0][ride]!), node 1 \(reads[1][ride]!), node 0 5 s later \(reads[2][ride]!), newest \(newest[ride]!)"
                 )
+                // What the observer received last, as sequence@issued+arrived (s after the node's loss), r = retained.
+                let tail = observer.timedMessages.filter { $0.message.topic == "rides/\(ride)/status" }.suffix(6).map {
+                    item -> String in
+                    let json = try? JSONParser.parse(item.message.payload)
+                    let issued = json?["issuedAt"]?.stringValue.flatMap { Timestamps.parse($0) }
+                    return "\(json?.sequence ?? -1)@"
+                        + String(
+                            format: "%.2f+%.2f", issued?.timeIntervalSince(nodeKilledAt) ?? -1,
+                            item.at.timeIntervalSince(issued ?? item.at)) + (item.message.retain ? "r" : "")
+                }
+                print("  last received: \(tail.joined(separator: " "))")
+            }
+            print("survivors terminated at \(String(format: "%.2f", terminatedAt.timeIntervalSince(nodeKilledAt))) s")
+            for (id, worker) in zip(ids.dropFirst(), survivors) {
+                let lines = worker.logText.split(separator: "\n").filter {
+                    $0.contains("(G3)") || $0.contains("stopp") || $0.contains("releas") || $0.contains("shut")
+                }
+                print("--- \(id):\n\(lines.suffix(12).joined(separator: "\n"))")
             }
         }
         for ride in rides {

@@ -34,6 +34,11 @@ struct HandoverTests {
         for case .serve(let buckets) in actions { result += buckets }
         return result
     }
+    func resumed(_ actions: [Handover.Action]) -> [Int] {
+        var result: [Int] = []
+        for case .resume(let buckets) in actions { result += buckets }
+        return result
+    }
 
     @Test("G1: a worker serves nothing before its first view; alone, every bucket once loaded")
     func alone() {
@@ -155,5 +160,42 @@ struct HandoverTests {
         #expect(Set(early).isDisjoint(with: reloaded), "the first load's report does not serve the reloaded buckets")
         #expect(Set(served(worker.loaded(reloaded, generation: generation(again), now: 0.4))) == Set(reloaded))
         #expect(worker.serving.count == Ownership.bucketCount)
+    }
+
+    @Test(
+        "G3, G4: a served bucket another worker released here is read again, then its missing rides served again; once"
+    )
+    func reclaim() {
+        // w-a serves its buckets beside w-b; w-b's view lacked w-a for a while, and it served some of them.
+        var worker = servingAlone("w-a")
+        _ = worker.membersChanged(["w-a", "w-b"], now: 1)
+        let mine = buckets(of: "w-a", among: ["w-a", "w-b"])
+        let theirs = buckets(of: "w-b", among: ["w-a", "w-b"])
+        let fenced = [mine[3], mine[1], mine[1]]
+        let read = worker.reclaim(fenced + [theirs[0]])
+        #expect(loads(read) == [mine[1], mine[3]], "only served buckets, each once, in order")
+        #expect(worker.isReclaiming(mine[1]) && !worker.isReclaiming(theirs[0]) && !worker.isReclaiming(mine[0]))
+        #expect(worker.reclaim([mine[1]]).isEmpty, "a bucket already being read is not read twice")
+        #expect(worker.serving == Set(mine), "the bucket stays served meanwhile: its other rides go on")
+        #expect(worker.pending.isEmpty, "nothing arrives")
+        // A report of another load does not end the read.
+        #expect(resumed(worker.loaded([mine[1]], generation: generation(read) + 1, now: 2)).isEmpty)
+        let done = worker.loaded([mine[1], mine[3]], generation: generation(read), now: 2.1)
+        #expect(resumed(done) == [mine[1], mine[3]] && served(done).isEmpty)
+        #expect(!worker.isReclaiming(mine[1]) && worker.serving == Set(mine))
+        #expect(resumed(worker.loaded([mine[1]], generation: generation(read), now: 2.2)).isEmpty, "once")
+    }
+
+    @Test("G3, G4: a bucket lost while it is read again is released; a late report of that read resumes nothing")
+    func reclaimLost() {
+        var worker = servingAlone("w-a")
+        let lost = buckets(of: "w-b", among: ["w-a", "w-b"])[0]
+        let kept = buckets(of: "w-a", among: ["w-a", "w-b"])[0]
+        let read = worker.reclaim([lost, kept])
+        #expect(Set(loads(read)) == [lost, kept])
+        let actions = worker.membersChanged(["w-a", "w-b"], now: 1)
+        #expect(released(actions).contains(lost), "a served bucket lost is released as any other")
+        #expect(!worker.isReclaiming(lost) && worker.isReclaiming(kept))
+        #expect(resumed(worker.loaded([lost, kept], generation: generation(read), now: 2)) == [kept])
     }
 }
