@@ -27,12 +27,17 @@ extension RideStatusService {
         var recent = RecentControls<MQTTMessage>()
         var counts = Counts()
         var reported = Counts()
-        /// G4: served buckets of which a ride was fenced off here (another worker wrote it under a newer epoch):
-        /// read again once that worker releases them (``Handover/reclaim(_:)``).
-        var fencedBuckets: Set<Int> = []
-        /// When another worker last released a bucket this worker serves, by bucket: a fence that comes after
-        /// the notice (they travel on different subscriptions) reads the bucket again at once.
-        var releasedHere: [Int: Double] = [:]
+        /// G4: rides fenced off here in buckets this worker still serves (another worker wrote them under a
+        /// newer epoch), with the newest state seen of each, by bucket: read again once that worker releases
+        /// the bucket (``Handover/reclaim(_:now:)``), and served again from the newer of what the read finds and
+        /// this (a clustered broker's retained copy can lag behind what was delivered live).
+        var fenced: [Int: [String: Ride]] = [:]
+        /// Which worker last released a bucket this worker serves, and when, for a fence that comes after the
+        /// notice (they travel on different subscriptions); used once.
+        var releasedHere: [Int: (worker: String, at: Double)] = [:]
+
+        /// Whether `ride` was fenced off here and its bucket may come back (its controls are kept meanwhile).
+        func isFencedAway(ride: String) -> Bool { fenced[Ownership.bucket(of: ride)]?[ride] != nil }
 
         struct Counts {
             var released = 0
@@ -90,6 +95,8 @@ extension RideStatusService {
         core.handover.machine = Handover(selfID: identity.id, releaseTimeout: settings.ride.updateInterval)
         core.handover.staged = [:]
         core.handover.loads = [:]
+        core.handover.fenced = [:]
+        core.handover.releasedHere = [:]
         logger.warning(
             "this worker was declared dead while cut off (its will was published); rejoining as a newcomer (G3, G4)",
             metadata: [
@@ -121,7 +128,15 @@ extension RideStatusService {
             case .release(let buckets):
                 release(buckets, now: now, core: &core)
                 forgetReclaims(of: buckets, core: &core)
-            case .resume(let buckets): serve(buckets, now: now, core: &core, recovering: false, resuming: true)
+            case .resume(let buckets):
+                // What was seen of the fenced rides may be newer than what the read found.
+                for bucket in buckets {
+                    for (id, seen) in core.handover.fenced.removeValue(forKey: bucket) ?? [:] {
+                        if let read = core.handover.staged[id], !seen.isNewer(than: read) { continue }
+                        core.handover.staged[id] = seen
+                    }
+                }
+                serve(buckets, now: now, core: &core, recovering: false, resuming: true)
             case .load(let buckets, let generation):
                 if recovering {
                     carryOut(
@@ -245,6 +260,7 @@ extension RideStatusService {
         let replay = core.handover.recent.take(buckets: gained, now: now.timeIntervalSince1970)
         for message in replay { handle(message, parsed: settings.topics.parse(message.topic), now: now, core: &core) }
         if resuming {
+            guard count + replay.count > 0 else { return planWake(&core) }
             logger.warning(
                 "rides fenced off here served again: the worker that took them released their buckets (G3, G4)",
                 metadata: [
@@ -299,6 +315,10 @@ extension RideStatusService {
             ? nil
             : try? Ride.restored(
                 topicRide: current.rideIdentifier, payload: message.payload, now: now, configuration: settings.ride)
+        let bucket = Ownership.bucket(of: current.rideIdentifier)
+        // A bucket read again brings this worker's own retained states back (MQTT 5's No Local spares no
+        // retained message): nothing to undo.
+        if let other, other.epoch == current.epoch, core.handover.machine.isReclaiming(bucket) { return }
         if let other, other.epoch > current.epoch {
             if let (_, actions) = core.engine.handOver(current.rideIdentifier) {
                 executor.execute(actions, engine: &core.engine, now: now)
@@ -309,7 +329,7 @@ extension RideStatusService {
                 metadata: [
                     "ride.id": "\(current.rideIdentifier)", "epoch": "\(current.epoch)", "epoch.seen": "\(other.epoch)",
                 ])
-            fenced(current.rideIdentifier, message: message, now: now, core: &core)
+            fenced(current.rideIdentifier, by: other, now: now, core: &core)
             return
         }
         // MQTT 3.1.1 has no no-local: this worker's own writes come back, under its own epoch.
@@ -360,27 +380,55 @@ extension RideStatusService {
         guard !served.isEmpty else { return }
         // G3, G4: buckets served here all along: the other worker served them too for a while (its view lacked
         // this one). Those of which it fenced a ride off here are read again, and the ride served again.
-        for bucket in served { core.handover.releasedHere[bucket] = now.timeIntervalSince1970 }
-        let fenced = served.filter { core.handover.fencedBuckets.remove($0) != nil }
-        carryOut(core.handover.machine.reclaim(fenced), now: now, core: &core)
+        var fenced: [Int] = []
+        for bucket in served {
+            if core.handover.fenced[bucket] != nil {
+                fenced.append(bucket)
+            } else {
+                core.handover.releasedHere[bucket] = (worker, now.timeIntervalSince1970)
+            }
+        }
+        carryOut(core.handover.machine.reclaim(fenced, now: now.timeIntervalSince1970), now: now, core: &core)
     }
 
-    /// G4: a ride of a bucket this worker serves was fenced off here. If the worker that took it has released
-    /// the bucket already (the notice can come first), or the bucket is being read again, the ride is served
-    /// again once the read ends; otherwise the bucket waits for that release (``receiveRelease(_:worker:now:core:)``).
-    private func fenced(_ ride: String, message: MQTTMessage, now: Date, core: inout Core) {
+    /// G4: a ride of a bucket this worker serves was fenced off here by `other`'s write. It is kept as fenced
+    /// until its bucket is read again: at once if the worker that took it released the bucket already (the
+    /// notice can come first) and is still a member, else when that release comes
+    /// (``receiveRelease(_:worker:now:core:)``). A notice is used once, so two workers whose views differ do
+    /// not take a ride back and forth.
+    private func fenced(_ ride: String, by other: Ride, now: Date, core: inout Core) {
         let bucket = Ownership.bucket(of: ride)
         guard core.handover.machine.serving.contains(bucket) else { return }
-        if let released = core.handover.releasedHere[bucket],
-            now.timeIntervalSince1970 - released <= Self.releaseMemory(settings.ride.updateInterval)
-        {
-            carryOut(core.handover.machine.reclaim([bucket]), now: now, core: &core)
+        keepFenced(ride, other, bucket: bucket, core: &core)
+        let time = now.timeIntervalSince1970
+        guard let release = core.handover.releasedHere[bucket],
+            time - release.at <= Self.releaseMemory(settings.ride.updateInterval),
+            core.group.members.contains(release.worker)
+        else { return }
+        core.handover.releasedHere[bucket] = nil
+        carryOut(core.handover.machine.reclaim([bucket], now: time), now: now, core: &core)
+    }
+
+    /// G4: a later state of a ride fenced off here (the fencing worker's release write, say): kept if newer.
+    /// A deleted state (the ride was stopped meanwhile) forgets the ride.
+    func noteFencedState(_ message: MQTTMessage, ride: String, now: Date, core: inout Core) {
+        guard core.handover.isFencedAway(ride: ride) else { return }
+        let bucket = Ownership.bucket(of: ride)
+        guard !message.payload.isEmpty else {
+            core.handover.fenced[bucket]?[ride] = nil
+            if core.handover.fenced[bucket]?.isEmpty == true { core.handover.fenced[bucket] = nil }
+            return
         }
-        if core.handover.machine.isReclaiming(bucket) {
-            stage(message, ride: ride, legacy: false, now: now, core: &core)
-        } else {
-            core.handover.fencedBuckets.insert(bucket)
-        }
+        guard
+            let state = try? Ride.restored(
+                topicRide: ride, payload: message.payload, now: now, configuration: settings.ride)
+        else { return }
+        keepFenced(ride, state, bucket: bucket, core: &core)
+    }
+
+    private func keepFenced(_ ride: String, _ state: Ride, bucket: Int, core: inout Core) {
+        if let kept = core.handover.fenced[bucket]?[ride], !state.isNewer(than: kept) { return }
+        core.handover.fenced[bucket, default: [:]][ride] = state
     }
 
     /// How long a release of a served bucket is remembered for a fence that comes after it: the notice and the
@@ -390,9 +438,11 @@ extension RideStatusService {
     /// Buckets lost: nothing of them is waited for or read again here any more.
     private func forgetReclaims(of buckets: [Int], core: inout Core) {
         for bucket in buckets {
-            core.handover.fencedBuckets.remove(bucket)
+            core.handover.fenced[bucket] = nil
             core.handover.releasedHere[bucket] = nil
         }
+        // Only a bucket read again has staged states while served.
+        guard !core.handover.staged.isEmpty else { return }
         let lost = Set(buckets)
         core.handover.staged = core.handover.staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
     }

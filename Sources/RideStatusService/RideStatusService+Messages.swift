@@ -218,9 +218,9 @@ extension RideStatusService {
         switch parsed {
         case .control(_, let ride)
         where !core.handover.serves(ride: ride)
-            || (core.handover.machine.isReclaiming(Ownership.bucket(of: ride)) && core.engine.ride(ride) == nil):
-            // G1: another worker's ride, or one on its way here (or fenced off here and being read again): kept
-            // a while in case its bucket arrives (G3).
+            || (core.handover.isFencedAway(ride: ride) && core.engine.ride(ride) == nil):
+            // G1: another worker's ride, or one on its way here (or fenced off here, its bucket maybe coming
+            // back): kept a while in case its bucket arrives (G3).
             core.handover.recent.append(message, bucket: Ownership.bucket(of: ride), now: now.timeIntervalSince1970)
         case .statusRequest(let ride) where !core.handover.serves(ride: ride):
             break  // G1: its owner answers (L7).
@@ -250,8 +250,9 @@ extension RideStatusService {
                 // Another client's write (no local): a new owner's (G4), or one to undo (A2).
                 guard core.watchingStates else { return false }
                 stateWritten(by: message, ride: current, now: now, core: &core)
-            } else if core.handover.reads(ride: ride) {
-                stage(message, ride: ride, legacy: legacy, now: now, core: &core)
+            } else {
+                if core.handover.reads(ride: ride) { stage(message, ride: ride, legacy: legacy, now: now, core: &core) }
+                if !legacy { noteFencedState(message, ride: ride, now: now, core: &core) }
             }
         default:
             return executor.execute(

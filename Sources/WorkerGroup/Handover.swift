@@ -55,8 +55,8 @@ public struct Handover: Sendable {
     public private(set) var lastServeWait: Double?
     /// Numbers the loads, so that a late report of an earlier load is told apart.
     private var loads = 0
-    /// Served buckets whose states are read again (``reclaim(_:)``): the generation of that load, by bucket.
-    private var reclaiming: [Int: Int] = [:]
+    /// Served buckets whose states are read again (``reclaim(_:)``): that load's generation and start, by bucket.
+    private var reclaiming: [Int: (generation: Int, since: Double)] = [:]
 
     /// A worker that serves nothing until its first view of the group, which the service forms from the
     /// retained presences before it reads any ride state.
@@ -115,7 +115,7 @@ public struct Handover: Sendable {
     /// The durable states of these buckets, asked for by the load of `generation`, are in.
     public mutating func loaded(_ buckets: [Int], generation: Int, now: Double) -> [Action] {
         for bucket in buckets where arriving[bucket]?.generation == generation { arriving[bucket]?.loaded = true }
-        let resumed = buckets.filter { reclaiming[$0] == generation }
+        let resumed = buckets.filter { reclaiming[$0]?.generation == generation }
         for bucket in resumed { reclaiming[bucket] = nil }
         return (resumed.isEmpty ? [] : [.resume(resumed.sorted())]) + serveReady(now: now)
     }
@@ -126,13 +126,17 @@ public struct Handover: Sendable {
     /// released them since. Their states are read again; then the rides not held here any more are served again
     /// (``Action/resume(_:)``), each above the sequence the other reached. Without this those rides belonged to
     /// nobody until the next change of the group. Buckets not served, or already being read, are left alone.
-    public mutating func reclaim(_ buckets: [Int]) -> [Action] {
+    public mutating func reclaim(_ buckets: [Int], now: Double) -> [Action] {
         let ready = Set(buckets.filter { serving.contains($0) && reclaiming[$0] == nil }).sorted()
         guard !ready.isEmpty else { return [] }
         loads += 1
-        for bucket in ready { reclaiming[bucket] = loads }
+        for bucket in ready { reclaiming[bucket] = (loads, now) }
         return [.load(ready, generation: loads)]
     }
+
+    /// A read again that has not ended after this many release timeouts (its marker lost with a connection, or
+    /// a clustered broker that does not answer) is asked for anew.
+    static let reclaimRetry = 5.0
 
     /// `worker` released these buckets: their last states are written (the release notice follows them).
     public mutating func released(_ buckets: [Int], by worker: String, now: Double) -> [Action] {
@@ -145,7 +149,14 @@ public struct Handover: Sendable {
         for (bucket, arrival) in arriving where arrival.previousOwner != nil && now - arrival.since >= releaseTimeout {
             arriving[bucket]?.previousOwner = nil
         }
-        return loadReady() + serveReady(now: now)
+        let stuck = reclaiming.filter { now - $0.value.since >= Self.reclaimRetry * releaseTimeout }.keys.sorted()
+        var again: [Action] = []
+        if !stuck.isEmpty {
+            loads += 1
+            for bucket in stuck { reclaiming[bucket] = (loads, now) }
+            again = [.load(stuck, generation: loads)]
+        }
+        return again + loadReady() + serveReady(now: now)
     }
 
     /// One load for every arriving bucket that waits for nobody and has not been asked for yet.

@@ -172,10 +172,10 @@ struct HandoverTests {
         let mine = buckets(of: "w-a", among: ["w-a", "w-b"])
         let theirs = buckets(of: "w-b", among: ["w-a", "w-b"])
         let fenced = [mine[3], mine[1], mine[1]]
-        let read = worker.reclaim(fenced + [theirs[0]])
+        let read = worker.reclaim(fenced + [theirs[0]], now: 1.5)
         #expect(loads(read) == [mine[1], mine[3]], "only served buckets, each once, in order")
         #expect(worker.isReclaiming(mine[1]) && !worker.isReclaiming(theirs[0]) && !worker.isReclaiming(mine[0]))
-        #expect(worker.reclaim([mine[1]]).isEmpty, "a bucket already being read is not read twice")
+        #expect(worker.reclaim([mine[1]], now: 1.6).isEmpty, "a bucket already being read is not read twice")
         #expect(worker.serving == Set(mine), "the bucket stays served meanwhile: its other rides go on")
         #expect(worker.pending.isEmpty, "nothing arrives")
         // A report of another load does not end the read.
@@ -186,12 +186,23 @@ struct HandoverTests {
         #expect(resumed(worker.loaded([mine[1]], generation: generation(read), now: 2.2)).isEmpty, "once")
     }
 
+    @Test("G3, G4: a read again that does not end is asked for anew after five release timeouts, not left for ever")
+    func reclaimRetried() {
+        var worker = servingAlone("w-a")
+        let first = worker.reclaim([7], now: 10)
+        #expect(loads(worker.tick(now: 10 + 5 * 6 - 0.1)).isEmpty, "not before")
+        let again = worker.tick(now: 10 + 5 * 6)
+        #expect(loads(again) == [7] && generation(again) != generation(first))
+        #expect(resumed(worker.loaded([7], generation: generation(first), now: 41)).isEmpty, "the first read is over")
+        #expect(resumed(worker.loaded([7], generation: generation(again), now: 41)) == [7])
+    }
+
     @Test("G3, G4: a bucket lost while it is read again is released; a late report of that read resumes nothing")
     func reclaimLost() {
         var worker = servingAlone("w-a")
         let lost = buckets(of: "w-b", among: ["w-a", "w-b"])[0]
         let kept = buckets(of: "w-a", among: ["w-a", "w-b"])[0]
-        let read = worker.reclaim([lost, kept])
+        let read = worker.reclaim([lost, kept], now: 0.5)
         #expect(Set(loads(read)) == [lost, kept])
         let actions = worker.membersChanged(["w-a", "w-b"], now: 1)
         #expect(released(actions).contains(lost), "a served bucket lost is released as any other")
