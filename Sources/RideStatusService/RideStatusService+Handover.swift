@@ -36,6 +36,9 @@ extension RideStatusService {
         /// notice (they travel on different subscriptions); used once.
         var releasedHere: [Int: (worker: String, at: Double)] = [:]
 
+        /// The rides a read again of their bucket is for: those fenced off before it began.
+        var reclaimed: [Int: Set<String>] = [:]
+
         /// Whether `ride` was fenced off here and its bucket may come back (its controls are kept meanwhile).
         func isFencedAway(ride: String) -> Bool { fenced[Ownership.bucket(of: ride)]?[ride] != nil }
 
@@ -97,6 +100,7 @@ extension RideStatusService {
         core.handover.loads = [:]
         core.handover.fenced = [:]
         core.handover.releasedHere = [:]
+        core.handover.reclaimed = [:]
         logger.warning(
             "this worker was declared dead while cut off (its will was published); rejoining as a newcomer (G3, G4)",
             metadata: [
@@ -112,7 +116,8 @@ extension RideStatusService {
     func handoverTick(now: Date, core: inout Core) {
         guard core.handover.viewFormed else { return }
         let actions = core.handover.machine.tick(now: now.timeIntervalSince1970)
-        if case .load(let buckets, _)? = actions.first {
+        // (A load of served buckets is a read again asked for anew: ``Handover/reclaim(_:now:)``.)
+        for case .load(let buckets, _) in actions where buckets.first.map(core.handover.machine.isArriving) == true {
             logger.warning(
                 "a previous owner did not release its buckets within one interval; loading anyway (G4)",
                 metadata: ["buckets": "\(buckets.count)", "members": "\(core.group.members)"])
@@ -129,14 +134,7 @@ extension RideStatusService {
                 release(buckets, now: now, core: &core)
                 forgetReclaims(of: buckets, core: &core)
             case .resume(let buckets):
-                // What was seen of the fenced rides may be newer than what the read found.
-                for bucket in buckets {
-                    for (id, seen) in core.handover.fenced.removeValue(forKey: bucket) ?? [:] {
-                        if let read = core.handover.staged[id], !seen.isNewer(than: read) { continue }
-                        core.handover.staged[id] = seen
-                    }
-                }
-                serve(buckets, now: now, core: &core, recovering: false, resuming: true)
+                resume(buckets, now: now, core: &core)
             case .load(let buckets, let generation):
                 if recovering {
                     carryOut(
@@ -197,6 +195,8 @@ extension RideStatusService {
         core.handover.staged = core.handover.staged.filter {
             !loading.contains(Ownership.bucket(of: $0.key)) || legacy.contains($0.key)
         }
+        // A load asked for anew replaces the one before (its marker may never come).
+        core.handover.loads = core.handover.loads.filter { loading.isDisjoint(with: $0.value) }
         core.handover.loads[generation] = buckets
         for filter in loadFilters(buckets) {
             subscriptions.subscribe(
@@ -234,12 +234,14 @@ extension RideStatusService {
     ///   theirs that a clustered broker still holds can then arrive with a number it reuses. On one broker it
     ///   cannot: the broker delivered it before the worker's recovery read.)
     /// - Parameter resuming: the buckets were served here all along (``Handover/Action/resume(_:)``): only the
-    ///   rides not held here are served again.
-    private func serve(_ buckets: [Int], now: Date, core: inout Core, recovering: Bool, resuming: Bool = false) {
+    ///   rides not held here are served again, and of those only the ones in `resuming`.
+    private func serve(
+        _ buckets: [Int], now: Date, core: inout Core, recovering: Bool, resuming: Set<String>? = nil
+    ) {
         let gained = Set(buckets)
         var count = 0
         for (id, staged) in core.handover.staged where gained.contains(Ownership.bucket(of: id)) {
-            if core.engine.ride(id) != nil {
+            if core.engine.ride(id) != nil || resuming.map({ !$0.contains(id) }) == true {
                 // Held here: what is served stays (a bucket's rides are never held before it is served, but a
                 // bucket read again keeps the rides no other worker fenced off).
                 core.handover.staged[id] = nil
@@ -259,7 +261,7 @@ extension RideStatusService {
         core.handover.counts.gained += count
         let replay = core.handover.recent.take(buckets: gained, now: now.timeIntervalSince1970)
         for message in replay { handle(message, parsed: settings.topics.parse(message.topic), now: now, core: &core) }
-        if resuming {
+        if resuming != nil {
             guard count + replay.count > 0 else { return planWake(&core) }
             logger.warning(
                 "rides fenced off here served again: the worker that took them released their buckets (G3, G4)",
@@ -380,33 +382,64 @@ extension RideStatusService {
         guard !served.isEmpty else { return }
         // G3, G4: buckets served here all along: the other worker served them too for a while (its view lacked
         // this one). Those of which it fenced a ride off here are read again, and the ride served again.
-        var fenced: [Int] = []
-        for bucket in served {
-            if core.handover.fenced[bucket] != nil {
-                fenced.append(bucket)
-            } else {
-                core.handover.releasedHere[bucket] = (worker, now.timeIntervalSince1970)
+        for bucket in served { core.handover.releasedHere[bucket] = (worker, now.timeIntervalSince1970) }
+        startReclaim(served.filter { core.handover.fenced[$0] != nil }, now: now, core: &core)
+    }
+
+    /// Reads these served buckets again for the rides fenced off in them so far.
+    private func startReclaim(_ buckets: [Int], now: Date, core: inout Core) {
+        let actions = core.handover.machine.reclaim(buckets, now: now.timeIntervalSince1970)
+        for case .load(let reading, _) in actions {
+            for bucket in reading {
+                core.handover.reclaimed[bucket] = core.handover.fenced[bucket].map { Set($0.keys) }
             }
         }
-        carryOut(core.handover.machine.reclaim(fenced, now: now.timeIntervalSince1970), now: now, core: &core)
+        carryOut(actions, now: now, core: &core)
+    }
+
+    /// G3, G4: a read again ended: the rides fenced off before it began, and not held here, are served again
+    /// from the newer of what the read found and what was seen of them live (a clustered broker's retained
+    /// copy can lag). A ride the read did not find ended meanwhile (its state deleted): it stays ended. Rides
+    /// fenced off during the read wait for a release of their own.
+    private func resume(_ buckets: [Int], now: Date, core: inout Core) {
+        var rides: Set<String> = []
+        for bucket in buckets {
+            let ids = core.handover.reclaimed.removeValue(forKey: bucket) ?? []
+            rides.formUnion(ids)
+            for id in ids {
+                guard let seen = core.handover.fenced[bucket]?.removeValue(forKey: id) else { continue }
+                if let read = core.handover.staged[id], seen.isNewer(than: read) { core.handover.staged[id] = seen }
+            }
+            if core.handover.fenced[bucket]?.isEmpty == true { core.handover.fenced[bucket] = nil }
+        }
+        serve(buckets, now: now, core: &core, recovering: false, resuming: rides)
+        // Fenced off during the read, after a release still remembered: read again for them.
+        let (handover, members) = (core.handover, core.group.members)
+        let again = buckets.filter {
+            handover.fenced[$0] != nil && recentlyReleased($0, now: now, handover: handover, members: members)
+        }
+        if !again.isEmpty { startReclaim(again, now: now, core: &core) }
+    }
+
+    /// Whether a member released this served bucket within ``releaseMemory(_:)``.
+    private func recentlyReleased(_ bucket: Int, now: Date, handover: HandoverState, members: [String]) -> Bool {
+        guard let release = handover.releasedHere[bucket] else { return false }
+        return now.timeIntervalSince1970 - release.at <= Self.releaseMemory(settings.ride.updateInterval)
+            && members.contains(release.worker)
     }
 
     /// G4: a ride of a bucket this worker serves was fenced off here by `other`'s write. It is kept as fenced
-    /// until its bucket is read again: at once if the worker that took it released the bucket already (the
-    /// notice can come first) and is still a member, else when that release comes
-    /// (``receiveRelease(_:worker:now:core:)``). A notice is used once, so two workers whose views differ do
-    /// not take a ride back and forth.
+    /// until its bucket is read again: at once if a member released the bucket within ``releaseMemory(_:)``
+    /// (the notice can come first, or a read again found the retained copy behind), else when a release comes
+    /// (``receiveRelease(_:worker:now:core:)``). Past that memory a fence stays: two workers whose views differ
+    /// do not take a ride back and forth.
     private func fenced(_ ride: String, by other: Ride, now: Date, core: inout Core) {
         let bucket = Ownership.bucket(of: ride)
         guard core.handover.machine.serving.contains(bucket) else { return }
         keepFenced(ride, other, bucket: bucket, core: &core)
-        let time = now.timeIntervalSince1970
-        guard let release = core.handover.releasedHere[bucket],
-            time - release.at <= Self.releaseMemory(settings.ride.updateInterval),
-            core.group.members.contains(release.worker)
-        else { return }
-        core.handover.releasedHere[bucket] = nil
-        carryOut(core.handover.machine.reclaim([bucket], now: time), now: now, core: &core)
+        if recentlyReleased(bucket, now: now, handover: core.handover, members: core.group.members) {
+            startReclaim([bucket], now: now, core: &core)
+        }
     }
 
     /// G4: a later state of a ride fenced off here (the fencing worker's release write, say): kept if newer.
@@ -440,6 +473,7 @@ extension RideStatusService {
         for bucket in buckets {
             core.handover.fenced[bucket] = nil
             core.handover.releasedHere[bucket] = nil
+            core.handover.reclaimed[bucket] = nil
         }
         // Only a bucket read again has staged states while served.
         guard !core.handover.staged.isEmpty else { return }

@@ -28,7 +28,7 @@ public struct Handover: Sendable {
         /// Serve these buckets' loaded rides: each continues above its last sequence under a new epoch.
         case serve([Int])
         /// Serve again the loaded rides of these buckets, served here all along, that are not held here any
-        /// more (``reclaim(_:)``); the rides still held stay as they are.
+        /// more (``reclaim(_:now:)``); the rides still held stay as they are.
         case resume([Int])
     }
 
@@ -55,7 +55,7 @@ public struct Handover: Sendable {
     public private(set) var lastServeWait: Double?
     /// Numbers the loads, so that a late report of an earlier load is told apart.
     private var loads = 0
-    /// Served buckets whose states are read again (``reclaim(_:)``): that load's generation and start, by bucket.
+    /// Served buckets whose states are read again (``reclaim(_:now:)``): that load's generation and start, by bucket.
     private var reclaiming: [Int: (generation: Int, since: Double)] = [:]
 
     /// A worker that serves nothing until its first view of the group, which the service forms from the
@@ -71,7 +71,7 @@ public struct Handover: Sendable {
     /// Whether `bucket` is gained and not yet served (without sorting ``pending``: called per message).
     public func isArriving(_ bucket: Int) -> Bool { arriving[bucket] != nil }
 
-    /// Whether `bucket` is served and its states are being read again (``reclaim(_:)``).
+    /// Whether `bucket` is served and its states are being read again (``reclaim(_:now:)``).
     public func isReclaiming(_ bucket: Int) -> Bool { reclaiming[bucket] != nil }
 
     /// How many buckets are gained and not yet served.

@@ -118,6 +118,43 @@ struct GroupInMemoryTests {
         await running.stop()
     }
 
+    @Test("G3, G4: a fenced ride that ended meanwhile (its state deleted) stays ended when its bucket comes back")
+    func fencedThenEnded() async throws {
+        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-end", vehicle: "v-e")
+        let broker = running.broker
+        broker.publish(topic, try Self.takenOver(broker, topic: topic), retain: true)
+        try await running.waitFor("the ride fenced off (G4)") {
+            !broker.subscribedFilters.contains("fleet/vehicles/v-e/position")
+        }
+        // w-other stopped the ride (its state deleted), then released the bucket.
+        broker.publish(topic, "", retain: true)
+        broker.publish(
+            "ridestatus/workers/w-other/released", #"{"buckets":[\#(Ownership.bucket(of: mine))],"incarnation":1}"#)
+        try await Task.sleep(for: .seconds(1))
+        #expect(!running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }, "not served again")
+        #expect(broker.retained(topic) == nil, "and no state written for it")
+        await running.stop()
+    }
+
+    @Test("G3, G4: a second ride of the bucket fenced off after the read again ended is read again for itself")
+    func lateSecondFence() async throws {
+        let (running, first, topic) = try await Self.ownRideBesideOther(prefix: "r-one", vehicle: "v-1")
+        let broker = running.broker
+        let bucket = Ownership.bucket(of: first)
+        let second = (0...).lazy.map { "r-two-\($0)" }.first { Ownership.bucket(of: $0) == bucket }!
+        broker.publish("rides/\(second)/start", booking(ride: second, vehicle: "v-2"))
+        let secondTopic = Topics().state(ride: second)
+        try await running.waitFor("its state") { broker.retained(secondTopic) != nil }
+        broker.publish(topic, try Self.takenOver(broker, topic: topic), retain: true)
+        broker.publish("ridestatus/workers/w-other/released", #"{"buckets":[\#(bucket)],"incarnation":1}"#)
+        try await Self.expectServedAgain(first, vehicle: "v-1", running: running)
+        #expect(!running.statuses(second).contains { ($0.sequence ?? 0) > 500 }, "still held, still its own")
+        // The fence of the second ride arrives late (another subscription): the release is still remembered.
+        broker.publish(secondTopic, try Self.takenOver(broker, topic: secondTopic), retain: true)
+        try await Self.expectServedAgain(second, vehicle: "v-2", running: running)
+        await running.stop()
+    }
+
     @Test(
         "G3, G4, C5: a ride fenced off by a worker whose view lacked this one is served again when that worker releases its bucket, whichever comes first, above what was seen even when the retained copy lags",
         arguments: ["fence first", "notice first", "retained copy lagging"])
