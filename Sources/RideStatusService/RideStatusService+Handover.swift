@@ -33,7 +33,7 @@ extension RideStatusService {
         /// this (a clustered broker's retained copy can lag behind what was delivered live).
         var fenced: [Int: [String: Ride]] = [:]
         /// Which worker last released a bucket this worker serves, and when, for a fence that comes after the
-        /// notice (they travel on different subscriptions); used once.
+        /// notice (they travel on different subscriptions), within ``RideStatusService/releaseMemory(_:)``.
         var releasedHere: [Int: (worker: String, at: Double)] = [:]
 
         /// The rides a read again of their bucket is for: those fenced off before it began.
@@ -41,6 +41,21 @@ extension RideStatusService {
 
         /// Whether `ride` was fenced off here and its bucket may come back (its controls are kept meanwhile).
         func isFencedAway(ride: String) -> Bool { fenced[Ownership.bucket(of: ride)]?[ride] != nil }
+
+        /// Forgets a ride fenced off here; returns the state kept of it.
+        @discardableResult
+        mutating func forgetFenced(_ ride: String, bucket: Int) -> Ride? {
+            let kept = fenced[bucket]?.removeValue(forKey: ride)
+            if fenced[bucket]?.isEmpty == true { fenced[bucket] = nil }
+            return kept
+        }
+
+        /// Forgets the states read of these buckets.
+        mutating func dropStaged(of buckets: [Int]) {
+            guard !staged.isEmpty else { return }
+            let lost = Set(buckets)
+            staged = staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
+        }
 
         struct Counts {
             var released = 0
@@ -144,8 +159,7 @@ extension RideStatusService {
                     load(buckets, generation: generation, core: &core)
                 }
             case .drop(let buckets):
-                let lost = Set(buckets)
-                core.handover.staged = core.handover.staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
+                core.handover.dropStaged(of: buckets)
                 // The bucket's new owner may count on this worker as its previous owner (their views of the group
                 // differ by a join in between): it served none of them, so they are released at once.
                 publishReleaseNotice(buckets)
@@ -407,10 +421,9 @@ extension RideStatusService {
             let ids = core.handover.reclaimed.removeValue(forKey: bucket) ?? []
             rides.formUnion(ids)
             for id in ids {
-                guard let seen = core.handover.fenced[bucket]?.removeValue(forKey: id) else { continue }
+                guard let seen = core.handover.forgetFenced(id, bucket: bucket) else { continue }
                 if let read = core.handover.staged[id], seen.isNewer(than: read) { core.handover.staged[id] = seen }
             }
-            if core.handover.fenced[bucket]?.isEmpty == true { core.handover.fenced[bucket] = nil }
         }
         serve(buckets, now: now, core: &core, recovering: false, resuming: rides)
         // Fenced off during the read, after a release still remembered: read again for them.
@@ -448,8 +461,7 @@ extension RideStatusService {
         guard core.handover.isFencedAway(ride: ride) else { return }
         let bucket = Ownership.bucket(of: ride)
         guard !message.payload.isEmpty else {
-            core.handover.fenced[bucket]?[ride] = nil
-            if core.handover.fenced[bucket]?.isEmpty == true { core.handover.fenced[bucket] = nil }
+            core.handover.forgetFenced(ride, bucket: bucket)
             return
         }
         guard
@@ -476,8 +488,6 @@ extension RideStatusService {
             core.handover.reclaimed[bucket] = nil
         }
         // Only a bucket read again has staged states while served.
-        guard !core.handover.staged.isEmpty else { return }
-        let lost = Set(buckets)
-        core.handover.staged = core.handover.staged.filter { !lost.contains(Ownership.bucket(of: $0.key)) }
+        core.handover.dropStaged(of: buckets)
     }
 }
