@@ -79,21 +79,35 @@ extension MQTTClient {
         let groups = Dictionary(grouping: subscriptions) {
             "\($0.value.qos.rawValue) \($0.value.options.noLocal) \($0.value.options.retainHandling)"
         }
+        // Each packet's mid is noted before this callback returns, so no SUBACK (handled on this thread) comes
+        // before it: the last answer reports the restoration.
+        var restoring: [Int32: [String]] = [:]
+        var unsent: [(filter: String, code: Int32)] = []
         for group in groups.values {
             let subscription = group[0].value
             let filters = group.map(\.key).sorted()
             for start in stride(from: 0, to: filters.count, by: Self.filtersPerPacket) {
-                let packet = filters[start..<min(start + Self.filtersPerPacket, filters.count)]
+                let packet = Array(filters[start..<min(start + Self.filtersPerPacket, filters.count)])
                 // A broker that kept the session keeps a repeated subscription's old options (mosquitto 2.0): a
                 // filter with options of its own is unsubscribed first, so that they apply.
                 if subscription.options != MQTTSubscribeOptions() {
                     for filter in packet { _ = mosquitto_unsubscribe_v5(handle, nil, filter, nil) }
                 }
-                let rc = sendSubscribe(packet, qos: subscription.qos, options: subscription.options, mid: nil)
-                if rc != 0 {
-                    logger.error("MQTT resubscribe failed", metadata: ["filters": "\(packet.count)", "rc": "\(rc)"])
+                var mid: Int32 = 0
+                let rc = sendSubscribe(packet, qos: subscription.qos, options: subscription.options, mid: &mid)
+                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                    restoring[mid] = packet
+                } else if rc != MOSQ_ERR_NO_CONN.rawValue {
+                    // Not sent, and never will be on this connection: reported as refused by the restoration.
+                    logger.debug("MQTT resubscribe not sent", metadata: ["filters": "\(packet.count)", "rc": "\(rc)"])
+                    unsent += packet.map { ($0, rc) }
                 }
             }
+        }
+        let restoredNow = state.withLock { state -> Bool in
+            state.restoring = restoring
+            state.restoreRefused = unsent
+            return restoring.isEmpty && state.connected
         }
         // C5: held publishes leave once libmosquitto's resends of older messages are acknowledged (now, when
         // there are none), never ahead of them.
@@ -106,6 +120,32 @@ extension MQTTClient {
             isReconnect ? "MQTT reconnected" : "MQTT connected", metadata: ["session.present": "\(flags & 1 == 1)"])
         for waiter in waiters { waiter.resume() }
         eventContinuation.yield(.connected(sessionPresent: flags & 1 == 1))
+        if restoredNow { finishRestoration() }
+    }
+
+    /// The current connection's resubscriptions are all answered: subscribes waiting for them are answered
+    /// (refused when one of their filters was), and ``MQTTConnectionEvent/subscriptionsRestored(incarnation:refused:)``
+    /// reports it. Network thread only.
+    func finishRestoration() {
+        let (waiting, refused, incarnation) = state.withLock { state in
+            defer {
+                state.awaitingRestore = []
+                state.restoreRefused = []
+            }
+            return (state.awaitingRestore, state.restoreRefused, state.incarnation)
+        }
+        let codes = Dictionary(refused, uniquingKeysWith: { first, _ in first })
+        for entry in waiting {
+            if let code = entry.filters.lazy.compactMap({ codes[$0] }).first {
+                entry.continuation.resume(throwing: refusalError(code, operation: "subscribe"))
+            } else {
+                entry.continuation.resume()
+            }
+        }
+        if !refused.isEmpty {
+            logger.debug("subscriptions refused on reconnect", metadata: ["filters": "\(refused.map(\.filter))"])
+        }
+        eventContinuation.yield(.subscriptionsRestored(incarnation: incarnation, refused: refused.map(\.filter)))
     }
 
     func handleDisconnect(code: Int32) {
@@ -126,18 +166,26 @@ extension MQTTClient {
         eventContinuation.yield(.disconnected(reason: code < 0x80 ? Self.describe(code) : reasonText(code)))
     }
 
-    /// SUBSCRIBE and UNSUBSCRIBE packets die with the connection (libmosquitto keeps only publishes): their
-    /// waiters are answered now, as a call made while disconnected is; the next CONNACK restores the
-    /// subscriptions and sends the lost unsubscribes again.
+    /// SUBSCRIBE and UNSUBSCRIBE packets die with the connection (libmosquitto keeps only publishes). An
+    /// unsubscribe's waiter is answered now, as a call made while disconnected is, and the next CONNACK sends
+    /// it again; a subscribe's waits for the next connection's restoration, which subscribes it again: until
+    /// the broker answered, nothing is subscribed (L8). A restoration under way is abandoned.
     func answerLostSubscriptionChanges() {
         let waiters = state.withLock { state in
             var waiters: [CheckedContinuation<Void, any Error>] = []
-            for mid in Array(state.pendingSubscriptions.keys) + Array(state.pendingUnsubscribes.keys) {
+            for (mid, filters) in state.pendingSubscriptions {
+                if let waiter = state.waiters.removeValue(forKey: mid) {
+                    state.awaitingRestore.append((filters, waiter))
+                }
+            }
+            for mid in state.pendingUnsubscribes.keys {
                 if let waiter = state.waiters.removeValue(forKey: mid) { waiters.append(waiter) }
             }
             state.unsubscribeOnConnect.formUnion(state.pendingUnsubscribes.values.joined())
             state.pendingSubscriptions = [:]
             state.pendingUnsubscribes = [:]
+            state.restoring = [:]
+            state.restoreRefused = []
             return waiters
         }
         for waiter in waiters { waiter.resume() }
@@ -170,11 +218,26 @@ extension MQTTClient {
         for (waiter, reasonCode) in answers { answer(waiter, reasonCode: reasonCode, operation: "publish") }
     }
 
-    /// A SUBACK or UNSUBACK: handled at once, after the acknowledgements noted before it.
-    func handleAcknowledgement(mid: Int32, reasonCode: Int32, operation: String) {
+    /// A SUBACK or UNSUBACK: handled at once, after the acknowledgements noted before it. `codes` has one
+    /// reason code per filter of the packet (one for an UNSUBACK): a SUBACK that refuses any filter fails the
+    /// whole subscribe.
+    func handleAcknowledgement(mid: Int32, codes: [Int32], operation: String) {
         flushAcknowledgements()
-        guard let waiter = state.withLock({ acknowledge(mid, state: &$0) }) else { return }
-        answer(waiter, reasonCode: reasonCode, operation: operation)
+        let (waiter, restored) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, Bool) in
+            if let filters = state.restoring.removeValue(forKey: mid) {
+                for (index, code) in codes.enumerated() where code >= 0x80 {
+                    // A broker that answers fewer codes than filters refused the packet: every filter.
+                    let refused = codes.count == filters.count ? [filters[index]] : filters
+                    state.restoreRefused += refused.map { ($0, code) }
+                }
+                return (nil, state.restoring.isEmpty && state.connected)
+            }
+            return (acknowledge(mid, state: &state), false)
+        }
+        if restored { finishRestoration() }
+        guard let waiter else { return }
+        let code = codes.first { $0 >= 0x80 } ?? codes.first ?? 0
+        answer(waiter, reasonCode: code, operation: operation)
     }
 
     /// Forgets `mid` and releases what its acknowledgement lets leave; returns its waiter, if any.
@@ -195,13 +258,15 @@ extension MQTTClient {
 
     private func answer(_ waiter: CheckedContinuation<Void, any Error>, reasonCode: Int32, operation: String) {
         if reasonCode >= 0x80 {
-            waiter.resume(
-                throwing: MQTTError.rejected(
-                    operation: operation, reasonCode: reasonCode,
-                    reason: String(cString: mosquitto_reason_string(reasonCode))))
+            waiter.resume(throwing: refusalError(reasonCode, operation: operation))
         } else {
             waiter.resume()
         }
+    }
+
+    func refusalError(_ reasonCode: Int32, operation: String) -> MQTTError {
+        .rejected(
+            operation: operation, reasonCode: reasonCode, reason: String(cString: mosquitto_reason_string(reasonCode)))
     }
 
     func handleMessage(_ message: UnsafePointer<mosquitto_message>, properties: OpaquePointer?) {
@@ -307,16 +372,15 @@ private func onSubscribe(
     _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ count: Int32,
     _ granted: UnsafePointer<Int32>?, _ props: OpaquePointer?
 ) {
-    // One code per filter of the packet (a batch carries up to 256): any refusal fails the whole subscribe.
+    // One code per filter of the packet (a batch carries up to 256).
     let codes = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(count, 0)))) } ?? []
-    let code = codes.first { $0 >= 0x80 } ?? codes.first ?? 0
-    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: code, operation: "subscribe")
+    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, codes: codes, operation: "subscribe")
 }
 
 private func onUnsubscribe(
     _ mosq: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ mid: Int32, _ props: OpaquePointer?
 ) {
-    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, reasonCode: 0, operation: "unsubscribe")
+    MQTTClient.client(object)?.handleAcknowledgement(mid: mid, codes: [0], operation: "unsubscribe")
 }
 
 private func onMessage(

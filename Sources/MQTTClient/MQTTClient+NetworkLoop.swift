@@ -64,6 +64,12 @@ extension MQTTClient {
         }
         let error = state.withLock { $0.refusal } ?? .shutDown
         failConnectWaiters(with: error)
+        // No connection will restore the subscriptions these wait for.
+        let unrestored = state.withLock { state in
+            defer { state.awaitingRestore = [] }
+            return state.awaitingRestore
+        }
+        for entry in unrestored { entry.continuation.resume(throwing: error) }
         closeOutbox(with: error)
         // Nothing will be sent any more (refused, or shut down): held publishes fail with the reason.
         for message in state.withLock({ $0.resend.drain() }) { message.waiter?.resume(throwing: error) }

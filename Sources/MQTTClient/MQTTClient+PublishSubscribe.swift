@@ -286,8 +286,11 @@ extension MQTTClient {
 
     // MARK: Subscriptions
 
-    /// Subscribes and waits for SUBACK. The filter is remembered and subscribed again after every reconnect;
-    /// while disconnected it returns at once and the subscription is made on the next CONNACK.
+    /// Subscribes and waits for SUBACK. The filter is remembered and subscribed again after every reconnect.
+    /// While disconnected, or when the connection drops before the SUBACK, it waits for the next connection's
+    /// restoration of every subscription, and returns when the broker has acknowledged it (L8: a caller that
+    /// returned from here is subscribed). It throws ``MQTTError/rejected(operation:reasonCode:reason:)`` when
+    /// the broker refuses the filter, and ``MQTTError/shutDown`` when the client stops first.
     public func subscribe(
         _ filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscribeOptions = MQTTSubscribeOptions()
     ) async throws {
@@ -320,10 +323,12 @@ extension MQTTClient {
         }
     }
 
-    /// One SUBSCRIBE packet with several filters; returns at its SUBACK (at once while disconnected).
+    /// One SUBSCRIBE packet with several filters; returns at its SUBACK, or at the restoration that subscribes
+    /// its filters again on a later connection.
     private func subscribePacket(_ filters: [String], qos: MQTTQoS, options: MQTTSubscribeOptions) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let rc: Int32 = state.withLock { state in
+            let refusal: MQTTError? = state.withLock { state in
+                if state.stopping || state.stopped { return .shutDown }
                 var changed: [String] = []
                 for filter in filters {
                     if let previous = state.subscriptions[filter], previous.options != options {
@@ -331,7 +336,11 @@ extension MQTTClient {
                     }
                     state.subscriptions[filter] = (qos, options)
                 }
-                guard state.connected else { return MOSQ_ERR_NO_CONN.rawValue }
+                guard state.connected else {
+                    // The next CONNACK subscribes these filters again with the rest; its restoration answers.
+                    state.awaitingRestore.append((filters, continuation))
+                    return nil
+                }
                 // mosquitto 2.0 keeps the options of a subscription made again (measured: a no-local
                 // subscription over an earlier one still sent the client its own publishes), so a filter whose
                 // options change is unsubscribed first; the packets leave in order.
@@ -339,18 +348,21 @@ extension MQTTClient {
                 var mid: Int32 = 0
                 let rc = sendSubscribe(filters, qos: qos, options: options, mid: &mid)
                 wake.signal()
-                if rc == MOSQ_ERR_SUCCESS.rawValue {
+                switch rc {
+                case MOSQ_ERR_SUCCESS.rawValue:
                     state.waiters[mid] = continuation
-                    state.pendingSubscriptions[mid] = filters.first ?? ""
+                    state.pendingSubscriptions[mid] = filters
+                    return nil
+                case MOSQ_ERR_NO_CONN.rawValue:
+                    // The connection is going down under libmosquitto: as when disconnected.
+                    state.awaitingRestore.append((filters, continuation))
+                    return nil
+                default:
+                    let what = filters.count == 1 ? filters[0] : "\(filters.count) filters"
+                    return Self.libraryError("subscribe \(what)", rc)
                 }
-                return rc
             }
-            if rc == MOSQ_ERR_NO_CONN.rawValue {
-                continuation.resume()
-            } else if rc != MOSQ_ERR_SUCCESS.rawValue {
-                let what = filters.count == 1 ? filters[0] : "\(filters.count) filters"
-                continuation.resume(throwing: Self.libraryError("subscribe \(what)", rc))
-            }
+            if let refusal { continuation.resume(throwing: refusal) }
         }
     }
 

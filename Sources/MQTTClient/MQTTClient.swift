@@ -15,7 +15,10 @@ public import Logging
 ///
 /// ## Reconnection
 /// The client is the one owner of reconnection, from the very first attempt on (a broker started after
-/// the client is fine). After each CONNACK it subscribes again to every filter it remembers.
+/// the client is fine). After each CONNACK it subscribes again to every filter it remembers, and reports
+/// ``MQTTConnectionEvent/subscriptionsRestored(incarnation:refused:)`` once the broker answered every one of
+/// those SUBSCRIBEs. A ``subscribe(_:qos:options:)`` returns only at a SUBACK: one made while disconnected,
+/// or whose packet died with a connection, returns when a later connection's restoration is acknowledged.
 public final class MQTTClient: @unchecked Sendable {
     // Safe because: `handle` is used only through libmosquitto calls that are thread-safe in threaded mode,
     // `configuration`, `logger`, `buffer` and the stream continuation are immutable or Sendable, and all
@@ -43,11 +46,18 @@ public final class MQTTClient: @unchecked Sendable {
 
     struct State {
         var subscriptions: [String: (qos: MQTTQoS, options: MQTTSubscribeOptions)] = [:]
-        /// SUBSCRIBE and UNSUBSCRIBE packets awaiting their acknowledgement, by mid: libmosquitto drops them
-        /// when the connection does, so their waiters are answered at the drop (the subscription itself is
-        /// restored, or the unsubscribe sent again, at the next CONNACK).
-        var pendingSubscriptions: [Int32: String] = [:]
+        /// SUBSCRIBE and UNSUBSCRIBE packets awaiting their acknowledgement, by mid. libmosquitto drops them
+        /// when the connection does: a subscribe's waiter then waits for the next connection's restoration
+        /// (``awaitingRestore``); an unsubscribe's is answered at the drop and sent again at the next CONNACK.
+        var pendingSubscriptions: [Int32: [String]] = [:]
         var pendingUnsubscribes: [Int32: [String]] = [:]
+        /// The current connection's resubscriptions awaiting their SUBACK, by mid, and the filters refused so
+        /// far: when the last answer comes the client reports ``MQTTConnectionEvent/subscriptionsRestored(incarnation:refused:)``.
+        var restoring: [Int32: [String]] = [:]
+        var restoreRefused: [(filter: String, code: Int32)] = []
+        /// Subscribes that no SUBACK answered yet (made while disconnected, or lost with a connection): each is
+        /// answered when a later connection's restoration, which subscribes its filters again, is acknowledged.
+        var awaitingRestore: [(filters: [String], continuation: CheckedContinuation<Void, any Error>)] = []
         /// Filters to unsubscribe at the next CONNACK: their UNSUBSCRIBE was lost with a connection.
         var unsubscribeOnConnect: Set<String> = []
         var waiters: [Int32: CheckedContinuation<Void, any Error>] = [:]
@@ -295,8 +305,12 @@ public final class MQTTClient: @unchecked Sendable {
             defer {
                 state.waiters.removeAll()
                 state.connectWaiters.removeAll()
+                state.awaitingRestore.removeAll()
             }
-            return (Array(state.waiters.values), state.connectWaiters.map(\.continuation))
+            return (
+                Array(state.waiters.values) + state.awaitingRestore.map(\.continuation),
+                state.connectWaiters.map(\.continuation)
+            )
         }
         for waiter in waiters { waiter.resume(throwing: error) }
         for waiter in connectWaiters { waiter.resume(throwing: error) }

@@ -62,8 +62,14 @@ public struct MQTTProperties: Sendable, Equatable {
 
 /// A change of the connection, in the order the network thread saw it.
 public enum MQTTConnectionEvent: Sendable, Equatable {
-    /// CONNACK success; `sessionPresent` tells whether the broker kept the session.
+    /// CONNACK success; `sessionPresent` tells whether the broker kept the session. The subscriptions are not
+    /// restored yet: ``subscriptionsRestored(incarnation:refused:)`` follows once the broker acknowledged them.
     case connected(sessionPresent: Bool)
+    /// Every filter the client remembers was subscribed again on the connection of `incarnation`, and the broker
+    /// answered each SUBSCRIBE: a message published from now on reaches every filter not in `refused`. Comes
+    /// after each `connected`, at once when there was nothing to restore; never for a connection that dropped
+    /// before every answer came (the next connection restores them all again).
+    case subscriptionsRestored(incarnation: UInt64, refused: [String])
     /// The connection ended; `reason` is libmosquitto's or the broker's text. The client reconnects.
     case disconnected(reason: String)
     /// The client disconnected on request (`disconnect()`); it does not reconnect.
@@ -75,9 +81,9 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
 }
 
 /// MQTT 5 subscription options (ignored with MQTT 3.1.1, which has none).
-public struct MQTTSubscribeOptions: Sendable, Equatable {
+public struct MQTTSubscribeOptions: Sendable, Hashable {
     /// Which retained messages the broker sends when the subscription is made.
-    public enum RetainHandling: Sendable, Equatable {
+    public enum RetainHandling: Sendable, Hashable {
         case sendOnSubscribe, sendIfNew, never
     }
 

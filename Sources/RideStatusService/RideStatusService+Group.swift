@@ -88,14 +88,14 @@ extension RideStatusService {
 
     /// G1: once a second: repeats the birth when a heartbeat is due, and lets silent members go.
     func heartbeat(now: Date, core: inout Core) {
-        if core.lifecycle.recovered, core.lifecycle.state == .ready,
+        // L8: only a connection that announced repeats its birth.
+        if let incarnation = core.lifecycle.announcedIncarnation,
             now.timeIntervalSince(core.lastHeartbeat) >= Self.heartbeatInterval
         {
             core.lastHeartbeat = now
             try? transport.publish(
                 identity.presenceTopic,
-                identity.presence(
-                    online: true, incarnation: transport.incarnation, since: core.onlineSince, now: now),
+                identity.presence(online: true, incarnation: incarnation, since: core.onlineSince, now: now),
                 retain: true)
         }
         let previousMembers = core.group.members

@@ -20,7 +20,6 @@ extension RideStatusService {
                     await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
                 case .republishAll:
                     let count = core.withLock { core in
-                        announce(core: &core)
                         core.engine.makeAllDue(now: Date())
                         planWake(&core)
                         return core.engine.activeRideCount
@@ -31,12 +30,40 @@ extension RideStatusService {
                 case .none, .restore, .finishRecovery, .handle, .formView:
                     break
                 }
+            case .subscriptionsRestored(let incarnation, let refused):
+                let quoting = core.withLock { $0.quoter != nil }
+                let controls = Set(controlFilters(quoting: quoting))
+                let refusedControls = refused.filter(controls.contains)
+                if !refused.isEmpty {
+                    logger.error(
+                        "the broker refused subscriptions the worker restored on reconnecting",
+                        metadata: [
+                            "filters": "\(refused)", "controls.refused": "\(refusedControls.count)",
+                            "incarnation": "\(incarnation)",
+                        ])
+                }
+                core.withLock { core in
+                    if let announcing = core.lifecycle.subscriptionsRestored(
+                        incarnation: incarnation, controlsRefused: !refusedControls.isEmpty)
+                    {
+                        announce(incarnation: announcing, core: &core)
+                    }
+                }
+                if !refusedControls.isEmpty {
+                    controlSubscriptions.continuation.yield(.restoration(refusedControls, incarnation: incarnation))
+                }
             case .disconnected(let reason):
-                readiness.withLock { $0.connected = false }
+                readiness.withLock {
+                    $0.connected = false
+                    $0.announced = false
+                }
                 core.withLock { $0.lifecycle.disconnected() }
                 logger.warning("broker connection lost; reconnecting", metadata: ["reason": "\(reason)"])
             case .closed:
-                readiness.withLock { $0.connected = false }
+                readiness.withLock {
+                    $0.connected = false
+                    $0.announced = false
+                }
                 core.withLock { $0.lifecycle.disconnected() }
                 logger.info("disconnected from the broker")
             case .connectFailed(let reason, let retryIn):
@@ -100,14 +127,10 @@ extension RideStatusService {
         } else {
             subscriptions.unsubscribe(topics.legacyStateFilter)
         }
-        // G3: this worker's own load markers.
-        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest, loadMarker]
-        // Retained availability first arrives now: the quoter's index fills before the worker is ready.
-        if core.quoter != nil { filters.append(topics.availabilityFilter) }
-        for filter in filters { subscriptions.subscribe(filter) }
-        // Ready only once the control subscriptions are acknowledged: before that a booking could be lost.
-        subscriptions.ready()
-        announce(core: &core)
+        // G3: this worker's own load markers, in order with the loads' subscriptions.
+        subscriptions.subscribe(loadMarker)
+        // L8: `online` and `/readyz` wait for these SUBACKs: a booking published after `online` is never lost.
+        controlSubscriptions.continuation.yield(.recovery(controlFilters(quoting: core.quoter != nil)))
         let now = Date()
         // G1, G3: the first view decides which of the states read are this worker's to serve now.
         let read = core.handover.staged.count
@@ -132,14 +155,19 @@ extension RideStatusService {
         planWake(&core)
     }
 
-    /// L8, G1: the birth of this connection; ``heartbeat(now:core:)`` repeats it.
-    func announce(core: inout Core) {
+    /// L8, G1: the birth of the connection of `incarnation`, once the lifecycle says every control and request
+    /// subscription is acknowledged on it; ``heartbeat(now:core:)`` repeats it. The payload is built now, with
+    /// that connection's incarnation.
+    func announce(incarnation: UInt64, core: inout Core) {
         let now = Date()
         core.onlineSince = now
         core.lastHeartbeat = now
+        readiness.withLock { $0.announced = true }
         try? transport.publish(
-            identity.presenceTopic, identity.presence(online: true, incarnation: transport.incarnation, now: now),
-            retain: true)
+            identity.presenceTopic, identity.presence(online: true, incarnation: incarnation, now: now), retain: true)
+        logger.info(
+            "online: the broker acknowledged every control and request subscription (L8)",
+            metadata: ["incarnation": "\(incarnation)", "rides": "\(core.engine.activeRideCount)"])
     }
 
     // MARK: - Messages

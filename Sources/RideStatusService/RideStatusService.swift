@@ -58,8 +58,19 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
 
     struct Readiness {
         var connected = false
-        var recovered = false
+        /// L8: this connection's `online` went out: every control and request subscription is acknowledged.
+        var announced = false
     }
+
+    /// L8: control and request subscriptions to make, each until the broker acknowledges it.
+    enum ControlSubscription: Sendable {
+        /// Recovery is complete: every control and request filter.
+        case recovery([String])
+        /// The connection of `incarnation` restored every subscription but refused these control filters.
+        case restoration([String], incarnation: UInt64)
+    }
+
+    let controlSubscriptions = AsyncStream<ControlSubscription>.makeStream()
 
     /// A worker on any transport; the worker id comes from the settings or the state directory.
     package convenience init(
@@ -98,8 +109,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     /// The worker id on the broker (L6, L8).
     public var workerID: String { identity.id }
 
-    /// Whether the worker is connected and has recovered its rides (`/readyz`).
-    package var isReady: Bool { readiness.withLock { $0.connected && $0.recovered } }
+    /// Whether the worker is connected, has recovered its rides and announced itself `online`, which it does
+    /// only once the broker acknowledged every control and request subscription (`/readyz`, L8).
+    package var isReady: Bool { readiness.withLock { $0.connected && $0.announced } }
 
     /// The connection as a `Service` to run before this one: it connects at start and disconnects when the
     /// group shuts down, after this worker has said goodbye (L8).
@@ -135,6 +147,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         // Not a child of the group below: a SUBACK that never comes (a half-open connection) must not hold up
         // the goodbye; the connection's disconnect answers its waiter after this service returns.
         let applier = Task { await self.applySubscriptionChanges() }
+        let controls = Task { await self.subscribeControls() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.consumeEvents() }
             group.addTask { await self.consumeMessages() }
@@ -154,7 +167,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 retain: true)
             let flushed = await transport.flush(timeout: .seconds(3))
             subscriptions.finish()
+            controlSubscriptions.continuation.finish()
             applier.cancel()
+            controls.cancel()
             group.cancelAll()
             logger.info("stopped", metadata: ["flushed": "\(flushed)"])
         }
@@ -193,7 +208,6 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                             core.withLock { $0.watchingStates = true }
                         }
                     case .unsubscribe(let filters): try await transport.unsubscribe(filters)
-                    case .ready: readiness.withLock { $0.recovered = true }
                     case .publish(let topic, let payload): try transport.publish(topic, payload)
                     }
                 } catch {
@@ -201,6 +215,55 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 }
             }
         }
+    }
+}
+
+extension RideStatusService {
+    /// L8: subscribes to the control and request filters, again and again with a growing pause while the broker
+    /// refuses them (a NATS node that cannot create its consumer yet), then tells the lifecycle, which
+    /// announces `online` when this connection's subscriptions are all restored too. Not a child of the
+    /// service's task group, as the subscription applier is not: a SUBACK that never comes must not hold up
+    /// the goodbye.
+    func subscribeControls() async {
+        for await request in controlSubscriptions.stream {
+            let filters: [String]
+            switch request {
+            case .recovery(let all): filters = all
+            case .restoration(let refused, _): filters = refused
+            }
+            var pause = Duration.milliseconds(250)
+            while true {
+                do {
+                    try await transport.subscribe(filters, qos: .atLeastOnce, options: MQTTSubscribeOptions())
+                    break
+                } catch {
+                    guard !Task.isCancelled, core.withLock({ $0.lifecycle.state != .draining }) else { return }
+                    logger.error(
+                        "the broker refused a control subscription; not online until it is acknowledged (L8)",
+                        metadata: ["filters": "\(filters)", "error": "\(error)", "retry.in": "\(pause)"])
+                    try? await Task.sleep(for: pause)
+                    pause = min(pause * 2, .seconds(30))
+                }
+            }
+            core.withLock { core in
+                let announcing: UInt64?
+                switch request {
+                case .recovery: announcing = core.lifecycle.controlsAcknowledged()
+                case .restoration(_, let incarnation):
+                    announcing = core.lifecycle.controlsRestored(incarnation: incarnation)
+                }
+                if let announcing { announce(incarnation: announcing, core: &core) }
+            }
+        }
+    }
+
+    /// L8: every filter the worker takes control messages and requests on; `online` waits for their SUBACKs.
+    func controlFilters(quoting: Bool) -> [String] {
+        let topics = settings.topics
+        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
+        // Retained availability arrives with its SUBACK: the quoter's index fills before the worker is online.
+        if quoting { filters.append(topics.availabilityFilter) }
+        return filters
     }
 }
 

@@ -11,8 +11,6 @@ final class SubscriptionQueue: Sendable {
     enum Change: Sendable, Equatable {
         case subscribe(String, qos: MQTTQoS, options: MQTTSubscribeOptions)
         case unsubscribe(String)
-        /// Every change queued before it has been acknowledged: the worker is ready (`/readyz`).
-        case ready
         /// Publish to the worker itself once every change before has been acknowledged: a marker that comes
         /// back after the retained messages of the subscriptions before it (G3: a bucket's load).
         case publish(String, [UInt8])
@@ -22,7 +20,6 @@ final class SubscriptionQueue: Sendable {
     enum Step: Equatable {
         case subscribe([String], qos: MQTTQoS, options: MQTTSubscribeOptions)
         case unsubscribe([String])
-        case ready
         case publish(String, [UInt8])
     }
 
@@ -36,9 +33,6 @@ final class SubscriptionQueue: Sendable {
     }
 
     func unsubscribe(_ filter: String) { append(.unsubscribe(filter)) }
-
-    /// Marks the point after which the worker is ready.
-    func ready() { append(.ready) }
 
     /// A marker to publish after every change queued before it is acknowledged.
     func publish(_ topic: String, _ payload: [UInt8]) { append(.publish(topic, payload)) }
@@ -69,7 +63,7 @@ final class SubscriptionQueue: Sendable {
     }
 
     /// Runs of subscriptions with the same QoS and options become one step, and runs of unsubscribes one; order is kept (an unsubscribe of a filter
-    /// never overtakes its subscription, and `ready` comes after everything before it).
+    /// never overtakes its subscription, and a marker's publish comes after everything before it).
     static func steps(_ changes: [Change]) -> [Step] {
         // Runs are gathered in local arrays and appended once: rewriting the last step per filter copied the
         // run each time, quadratic in its length (a load of 4,000 buckets took seconds, `make bench-group`).
@@ -96,9 +90,6 @@ final class SubscriptionQueue: Sendable {
             case .unsubscribe(let filter):
                 if run != nil { flush() }
                 unsubscribes.append(filter)
-            case .ready:
-                flush()
-                steps.append(.ready)
             case .publish(let topic, let payload):
                 flush()
                 steps.append(.publish(topic, payload))

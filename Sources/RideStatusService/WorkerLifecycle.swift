@@ -11,6 +11,13 @@
 /// stash and are handled in order right after the recovery. Fixes are not kept: the next one of a vehicle
 /// comes within seconds and supersedes it (counted in ``fixesSkipped``).
 ///
+/// Announcing (L8): the retained `online` goes out only once the broker has acknowledged every subscription the
+/// worker takes control messages and requests on. Two facts must hold on the current connection: the control
+/// subscriptions were acknowledged once (``controlsAcknowledged()``; the client remembers them and subscribes
+/// them again on every later connection), and the client reported that this connection's restoration of every
+/// remembered subscription was answered (``subscriptionsRestored(incarnation:controlsRefused:)``). Whichever
+/// comes second announces, once per connection, with that connection's incarnation.
+///
 /// The stash is bounded by ``stashLimit``: past it, a control message is dropped and counted in
 /// ``stashOverflow``; the service logs it (naming L6). A worker that has more control messages waiting
 /// than that at start-up has a broker session far beyond what the cadence could take in anyway.
@@ -46,10 +53,11 @@ struct WorkerLifecycle<Message> {
         case formView(nonce: String)
         /// Restore one ride from its retained state or status, or take one presence into the first view.
         case restore(Message)
-        /// Recovery is complete: subscribe to the control topics, announce, publish every ride (C4), then
-        /// handle the stashed messages in order.
+        /// Recovery is complete: subscribe to the control topics (the announcement waits for their
+        /// acknowledgement, L8), publish every ride (C4), then handle the stashed messages in order.
         case finishRecovery(stashed: [Message])
-        /// A reconnect after recovery: announce and publish every ride at once (C4).
+        /// A reconnect after recovery: publish every ride at once (C4); the announcement waits for the
+        /// restoration of the subscriptions (L8).
         case republishAll
         /// Handle the message now.
         case handle(Message)
@@ -65,6 +73,15 @@ struct WorkerLifecycle<Message> {
     let stashLimit: Int
     private(set) var stashOverflow = 0
     private(set) var fixesSkipped = 0
+    /// L8: the broker acknowledged the control and request subscriptions (on some connection).
+    private(set) var controlsSubscribed = false
+    /// L8: the incarnation of the current connection once its restoration was answered with no control
+    /// subscription refused; nil before that and while disconnected.
+    private(set) var restoredIncarnation: UInt64?
+    /// A restoration that refused a control subscription: the one being subscribed again.
+    private var retryingIncarnation: UInt64?
+    /// L8: the incarnation announced on the current connection, if it was.
+    private(set) var announcedIncarnation: UInt64?
 
     init(stashLimit: Int = 100_000) {
         self.stashLimit = stashLimit
@@ -74,6 +91,7 @@ struct WorkerLifecycle<Message> {
 
     /// A CONNACK. `nonce` is fresh for each call; it is used only when a recovery (re)starts.
     mutating func connected(nonce: String) -> Action {
+        forgetConnection()
         switch state {
         case .draining:
             return .none
@@ -95,6 +113,50 @@ struct WorkerLifecycle<Message> {
 
     mutating func disconnected() {
         if state == .ready || state == .recovering { state = .connecting }
+        forgetConnection()
+    }
+
+    private mutating func forgetConnection() {
+        restoredIncarnation = nil
+        retryingIncarnation = nil
+        announcedIncarnation = nil
+    }
+
+    /// The client answered every resubscription of the connection of `incarnation`. When a control subscription
+    /// was refused, the service subscribes it again and calls ``controlsRestored(incarnation:)`` once acknowledged.
+    /// - Returns: the incarnation to announce now (L8), if any.
+    mutating func subscriptionsRestored(incarnation: UInt64, controlsRefused: Bool) -> UInt64? {
+        guard state != .draining else { return nil }
+        if controlsRefused {
+            retryingIncarnation = incarnation
+            return nil
+        }
+        restoredIncarnation = incarnation
+        return announceIfDue()
+    }
+
+    /// The control subscriptions a restoration refused were acknowledged on a second try.
+    /// - Returns: the incarnation to announce now (L8), if any.
+    mutating func controlsRestored(incarnation: UInt64) -> UInt64? {
+        guard retryingIncarnation == incarnation else { return nil }
+        retryingIncarnation = nil
+        restoredIncarnation = incarnation
+        return announceIfDue()
+    }
+
+    /// The broker acknowledged every control and request subscription that recovery made.
+    /// - Returns: the incarnation to announce now (L8), if any.
+    mutating func controlsAcknowledged() -> UInt64? {
+        controlsSubscribed = true
+        return announceIfDue()
+    }
+
+    private mutating func announceIfDue() -> UInt64? {
+        guard state == .ready, recovered, controlsSubscribed, announcedIncarnation == nil,
+            let incarnation = restoredIncarnation
+        else { return nil }
+        announcedIncarnation = incarnation
+        return incarnation
     }
 
     /// SIGTERM or SIGINT: from now on messages are still handled, but nothing restarts (L8).

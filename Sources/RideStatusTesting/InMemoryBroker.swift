@@ -77,6 +77,15 @@ public final class InMemoryBroker: Sendable {
 
     func disconnect(_ id: Int) { state.withLock { $0.sessions[id]?.connected = false } }
 
+    /// The session is gone (a clean start, or a broker restarted without persistence): its subscriptions and
+    /// what waited for it.
+    func forgetSession(_ id: Int) {
+        state.withLock { state in
+            state.sessions[id]?.subscriptions = [:]
+            state.sessions[id]?.pending = []
+        }
+    }
+
     func route(_ message: MQTTMessage, from sender: Int) {
         state.withLock { state in
             state.published.append(message)

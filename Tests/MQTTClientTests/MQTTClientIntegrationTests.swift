@@ -2,6 +2,7 @@ import Foundation
 import Locking
 import MQTTClient
 import MosquittoTesting
+import Synchronization
 import Testing
 
 /// The client against a real mosquitto started by each test on a free loopback port.
@@ -157,6 +158,38 @@ struct MQTTClientIntegrationTests {
             }
             #expect(received.first?.payload == "after".bytes)
             #expect(client.reconnectCount >= 1)
+            await publisher.disconnect()
+            await client.disconnect()
+        }
+    }
+
+    @Test("L8: a subscribe made while the broker is down returns only once taken; subscriptionsRestored means all are")
+    func restorationIsAcknowledged() async throws {
+        try await withTestBroker { broker in
+            let client = try await connectedClient(broker, cleanStart: true)
+            let filters = (0..<600).map { "fleet/vehicles/v-\($0)/position" }
+            try await client.subscribe(filters, qos: .atLeastOnce)
+            try await waitForEvent(client) { if case .subscriptionsRestored = $0 { true } else { false } }
+            broker.stop()
+            try await waitForEvent(client) { if case .disconnected = $0 { true } else { false } }
+            let answered = Mutex(false)
+            let late = Task {
+                try await client.subscribe("rides/+/start")
+                answered.withLock { $0 = true }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(answered.withLock { !$0 }, "L8: a subscribe with no SUBACK has not returned")
+            try await broker.start()
+            try await waitForEvent(client) {
+                if case .subscriptionsRestored(_, let refused) = $0 { refused.isEmpty } else { false }
+            }
+            try await late.value
+            // One publish each, never retried: the broker had every filter when the event came.
+            let publisher = try await connectedClient(broker)
+            try await publisher.publish(topic: filters[599], payload: "a".bytes)
+            try await publisher.publish(topic: "rides/r-1/start", payload: "b".bytes)
+            let received = try await receive(client, count: 2)
+            #expect(received.map(\.topic) == [filters[599], "rides/r-1/start"])
             await publisher.disconnect()
             await client.disconnect()
         }

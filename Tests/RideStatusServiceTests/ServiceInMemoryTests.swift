@@ -20,14 +20,17 @@ struct ServiceInMemoryTests {
         let group: ServiceGroup
         let task: Task<Void, any Error>
 
+        /// - Parameter prepare: runs on the worker's transport before the worker starts.
         init(
-            interval: Double = 20, broker: InMemoryBroker = InMemoryBroker(), reportInterval: Duration = .seconds(1)
+            interval: Double = 20, broker: InMemoryBroker = InMemoryBroker(), reportInterval: Duration = .seconds(1),
+            prepare: (InMemoryTransport) -> Void = { _ in }
         ) throws {
             var settings = WorkerSettings()
             settings.workerID = "w-mem"
             settings.ride.updateInterval = interval
             self.broker = broker
             transport = broker.transport()
+            prepare(transport)
             worker = try RideStatusService(
                 settings: settings, transport: transport, version: "test",
                 logger: Logger(label: "mem", factory: { _ in SwiftLogNoOpLogHandler() }), reportInterval: reportInterval

@@ -14,7 +14,7 @@ struct SubscriptionQueueTests {
         let steps = SubscriptionQueue.steps([
             .subscribe("a", qos: one, options: plain), .subscribe("b", qos: one, options: plain),
             .subscribe("s", qos: one, options: watch), .subscribe("c", qos: one, options: plain), .unsubscribe("a"),
-            .unsubscribe("x"), .subscribe("a", qos: one, options: plain), .ready,
+            .unsubscribe("x"), .subscribe("a", qos: one, options: plain), .publish("k", [2]),
             .subscribe("d", qos: one, options: plain),
             .subscribe("e", qos: .atMostOnce, options: plain), .publish("m", [1]),
         ])
@@ -22,7 +22,8 @@ struct SubscriptionQueueTests {
             steps == [
                 .subscribe(["a", "b"], qos: one, options: plain), .subscribe(["s"], qos: one, options: watch),
                 .subscribe(["c"], qos: one, options: plain), .unsubscribe(["a", "x"]),
-                .subscribe(["a"], qos: one, options: plain), .ready, .subscribe(["d"], qos: one, options: plain),
+                .subscribe(["a"], qos: one, options: plain), .publish("k", [2]),
+                .subscribe(["d"], qos: one, options: plain),
                 .subscribe(["e"], qos: .atMostOnce, options: plain), .publish("m", [1]),
             ])
     }
@@ -31,7 +32,7 @@ struct SubscriptionQueueTests {
     func drains() async {
         let queue = SubscriptionQueue()
         for index in 0..<1000 { queue.subscribe("fleet/vehicles/v-\(index)/position") }
-        queue.ready()
+        queue.publish("marker", [1])
         queue.finish()
         let first = await queue.next()
         #expect(first?.count == 2)
@@ -40,7 +41,7 @@ struct SubscriptionQueueTests {
         } else {
             Issue.record("expected one batch of subscriptions, got \(String(describing: first))")
         }
-        #expect(first?.last == .ready)
+        #expect(first?.last == .publish("marker", [1]))
         #expect(await queue.next() == nil)
     }
 }

@@ -128,4 +128,75 @@ struct WorkerLifecycleTests {
         }
         #expect(late.state == .draining)
     }
+
+    /// A lifecycle that finished its recovery on the connection of incarnation 1.
+    func recovered() -> Lifecycle {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n")
+        _ = lifecycle.received(.recoveryMarker("n"), "marker")
+        return lifecycle
+    }
+
+    @Test("L8: online only once the controls are acknowledged and this connection's subscriptions are restored")
+    func announcesWhenSubscribed() {
+        // The restoration first (the first connection has nothing to restore), the controls' SUBACKs second.
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n")
+        #expect(lifecycle.subscriptionsRestored(incarnation: 1, controlsRefused: false) == nil, "still recovering")
+        _ = lifecycle.received(.recoveryMarker("n"), "marker")
+        #expect(lifecycle.announcedIncarnation == nil, "recovered, but the controls are not acknowledged yet")
+        #expect(lifecycle.controlsAcknowledged() == 1)
+        #expect(lifecycle.controlsAcknowledged() == nil, "once per connection")
+        // A reconnect's restoration before the controls' SUBACKs announces nothing.
+        var early = recovered()
+        #expect(early.subscriptionsRestored(incarnation: 1, controlsRefused: false) == nil)
+        #expect(early.controlsAcknowledged() == 1)
+        // The other order: controls acknowledged while the restoration is still under way.
+        var other = recovered()
+        #expect(other.controlsAcknowledged() == nil)
+        #expect(other.subscriptionsRestored(incarnation: 1, controlsRefused: false) == 1)
+    }
+
+    @Test("L8: after a reconnect, online waits for the restoration; a refused control waits for its second SUBACK")
+    func reconnectWaitsForRestoration() {
+        var lifecycle = recovered()
+        _ = lifecycle.subscriptionsRestored(incarnation: 1, controlsRefused: false)
+        #expect(lifecycle.controlsAcknowledged() == 1)
+        lifecycle.disconnected()
+        #expect(lifecycle.announcedIncarnation == nil, "a heartbeat repeats no birth while disconnected")
+        guard case .republishAll = lifecycle.connected(nonce: "n-2") else {
+            Issue.record("a reconnect after recovery republishes")
+            return
+        }
+        #expect(lifecycle.announcedIncarnation == nil, "connected, but not subscribed yet")
+        // The broker refused a control filter on restoring: not online until it is subscribed again.
+        #expect(lifecycle.subscriptionsRestored(incarnation: 2, controlsRefused: true) == nil)
+        #expect(lifecycle.controlsRestored(incarnation: 1) == nil, "a retry for an earlier connection counts nothing")
+        #expect(lifecycle.controlsRestored(incarnation: 2) == 2)
+        // A retry that comes back after the connection it was for dropped announces nothing.
+        lifecycle.disconnected()
+        _ = lifecycle.connected(nonce: "n-3")
+        #expect(lifecycle.subscriptionsRestored(incarnation: 3, controlsRefused: true) == nil)
+        lifecycle.disconnected()
+        #expect(lifecycle.controlsRestored(incarnation: 3) == nil)
+        _ = lifecycle.connected(nonce: "n-4")
+        #expect(lifecycle.subscriptionsRestored(incarnation: 4, controlsRefused: false) == 4)
+    }
+
+    @Test("L8: a restoration during recovery, a drop before the controls' SUBACK, and draining announce nothing early")
+    func neverEarly() {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n")
+        _ = lifecycle.subscriptionsRestored(incarnation: 1, controlsRefused: false)
+        _ = lifecycle.received(.recoveryMarker("n"), "marker")
+        // The controls' SUBSCRIBE died with the connection: the client answers it at the next restoration.
+        lifecycle.disconnected()
+        _ = lifecycle.connected(nonce: "n-2")
+        #expect(lifecycle.controlsAcknowledged() == nil, "acknowledged, but this connection is not restored yet")
+        #expect(lifecycle.subscriptionsRestored(incarnation: 2, controlsRefused: false) == 2)
+        var draining = recovered()
+        draining.shutdown()
+        #expect(draining.subscriptionsRestored(incarnation: 1, controlsRefused: false) == nil)
+        #expect(draining.controlsAcknowledged() == nil)
+    }
 }
