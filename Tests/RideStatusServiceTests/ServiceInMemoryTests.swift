@@ -100,8 +100,9 @@ struct ServiceInMemoryTests {
 
     @Test("L5, C5: recovery reads the retained status too: the location and sequence since the last state write")
     func recoveryReadsRetainedStatus() async throws {
-        // A ride as a worker left it: its state written with the first status (reserving sequences up to 12),
-        // then four statuses without a state write, the vehicle 300 m further on in the last one.
+        // A ride as a worker left it: its state written with the first status, and again with the first located
+        // one (V5, G3: reserving sequences up to 2 + 12 - 1 = 13), then three statuses without a state write, the
+        // vehicle 300 m further on in the last one.
         var engine = RideEngine()
         let start = Date().addingTimeInterval(-60)
         var state: [UInt8] = []
@@ -115,8 +116,12 @@ struct ServiceInMemoryTests {
         keep(
             engine.receive(
                 topic: "rides/r-1/start", payload: Array(booking(ride: "r-1", vehicle: "v-1").utf8), now: start))
-        let stateWrites = engine.counters.statesWritten
+        var stateWrites = engine.counters.statesWritten
         for step in 1...4 {
+            if step == 2 {
+                #expect(engine.counters.statesWritten == stateWrites + 1, "V5: the first located status writes")
+                stateWrites = engine.counters.statesWritten
+            }
             let time = start.addingTimeInterval(5 * Double(step))
             let place = pickupPoint.moved(metres: 2000 - 100 * Double(step), bearing: 90)
             keep(
@@ -137,8 +142,8 @@ struct ServiceInMemoryTests {
         // The first status on the topic is the retained one this test put there.
         try await running.waitFor("the restored ride's status") { running.statuses("r-1").count > 1 }
         let resumed = running.statuses("r-1")[1]
-        // C5: above every sequence the state reserved (1 + 12 - 1 = 12), so above the retained status's too.
-        #expect(resumed["sequence"]?.doubleValue == 13)
+        // C5: above every sequence the state reserved (13), so above the retained status's too.
+        #expect(resumed["sequence"]?.doubleValue == 14)
         // L5: the last location, from the retained status, not the older one in the state.
         #expect(resumed["vehicle"]?["location"]?["latitude"]?.doubleValue == last.coordinate.latitude)
         #expect(resumed["vehicle"]?["location"]?["longitude"]?.doubleValue == last.coordinate.longitude)

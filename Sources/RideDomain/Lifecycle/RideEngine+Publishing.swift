@@ -95,7 +95,9 @@ extension RideEngine {
         // C5: statuses up to the ceiling may have been published after this state was written.
         var ride = ride
         ride.sequence = max(ride.sequence, ride.sequenceCeiling)
-        ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate)
+        // G3: the factor the ride started with, kept in its state, so its ETA does not jump with a new owner's
+        // learned one; a state of an older shape has none and takes its area's.
+        if ride.detourFactor < 1 { ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate) }
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
@@ -186,9 +188,12 @@ extension RideEngine {
         into actions: inout [RideAction]
     ) {
         let id = rideTable.identifier(at: slot)
-        let significant = phaseChanged || crewChanged
         // In place, by slot: the ride is neither looked up again nor copied out and back.
         let status = rideTable[slot: slot].nextStatus(now: now, configuration: configuration)
+        // V5, G3: the first status with a location writes the state too, so that a new owner reading it never
+        // starts from no location once one was shown (the state's location may then lag by up to a block).
+        let located = status.vehicleLocation != nil && rideTable[slot: slot].lastValid?.value.vehicleLocation == nil
+        let significant = phaseChanged || crewChanged || located
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
             counters.invalidStatuses += 1
             actions.append(.invalidStatus(ride: id, violation: violation))
@@ -241,7 +246,8 @@ extension RideEngine {
     /// C5, L5: the ride to keep durably before the status it has just numbered, or nil when the last written
     /// state still covers it. The state is written on a change that matters (phase, completion, vehicle,
     /// driver; the booking is written with the first status) and whenever the sequence passes the ceiling the
-    /// last write reserved; each write reserves the next `sequenceBlock` numbers. A restart continues above
+    /// last write reserved, and with the first status that has a location (V5 across owners); each write reserves
+    /// the next `sequenceBlock` numbers. A restart continues above
     /// the ceiling, so no published sequence is ever reused, and the broker carries one state message per
     /// block instead of one per status. (The last location between writes comes from the retained status on
     /// recovery: ``mergeRetainedStatuses()``.)

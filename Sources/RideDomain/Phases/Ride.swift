@@ -93,8 +93,9 @@ public struct Ride: Sendable, Equatable {
         self.drivenMetres = drivenMetres
         self.estimatedPickupDate = estimatedPickupDate
         self.legMetres = legMetres
-        // Not durable: the engine gives a restored ride its area's factor (``DetourLearning``).
-        detourFactor = RideConfiguration.defaultDetourFactor
+        // Set from the durable state when it has one; otherwise the engine gives a restored ride its area's
+        // factor (``DetourLearning``, ``RideEngine/restore(_:now:)``), which it recognises by 0.
+        detourFactor = 0
     }
 
     // MARK: Inputs

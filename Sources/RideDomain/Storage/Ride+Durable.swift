@@ -4,8 +4,9 @@ import Foundation
 
 // This release writes shape 5: the field names and nesting that every release used (other tools read them),
 // with RFC 3339 UTC times (milliseconds, as on the wire), a `version` (since 3), the `sequenceCeiling`
-// (since 4: a restart continues above it, so the state need not be written with every status) and the
-// ownership `epoch` (since 5, G2; absent, it is 1). It is written
+// (since 4: a restart continues above it, so the state need not be written with every status), the
+// ownership `epoch` (since 5, G2; absent, it is 1) and the ride's E1 `detourFactor` (since 6, G3: a new owner
+// keeps the factor the ride started with, so its ETA does not jump at a handover). It is written
 // on every change that matters and once per `sequenceBlock` statuses, so it goes through the allocation-free
 // JSONWriter rather than `JSONEncoder`; it is read only at recovery
 // (L5) and when another client changes it (A2), where `JSONDecoder` is fast enough and reads every older
@@ -13,7 +14,7 @@ import Foundation
 
 extension Ride {
     /// The shape of the durable state this release writes.
-    package static let durableStateVersion = 5
+    package static let durableStateVersion = 6
 
     /// The durable state (L5): the retained payload of `ridestatus/state/{rideId}`.
     public func durableState() -> [UInt8] {
@@ -67,6 +68,10 @@ extension Ride {
         }
         writer.key("legMetres")
         writer.number(legMetres)
+        if detourFactor >= 1 {
+            writer.key("detourFactor")
+            writer.number(detourFactor)
+        }
         writer.endObject()
         return writer.bytes
     }
@@ -163,6 +168,8 @@ extension Ride: Decodable {
         var lastValidStatus: RideStatus?
         /// Derived from the booking; the first release did not keep it.
         var legMetres: Double?
+        /// Absent before shape 6: the new owner gives the ride its area's factor.
+        var detourFactor: Double?
     }
 
     public init(from decoder: any Decoder) throws {
@@ -193,6 +200,7 @@ extension Ride: Decodable {
         ongoingSince = durable.ongoingSince
         smoothedSpeed = durable.smoothedSpeed
         estimatedDropOffDate = durable.estimatedDropOffDate
+        detourFactor = durable.detourFactor ?? 0
         lastValid = nil
         if let last = durable.lastValid ?? durable.lastValidStatus.map(LastValidStatus.Durable.init) {
             lastValid = snapshot(last)

@@ -78,6 +78,10 @@ extension Ride {
         guard drivenMetres.isFinite && drivenMetres >= 0 else {
             throw Rejection(.invalidField, "drivenMetres \(drivenMetres) is not a distance (A2)")
         }
+        // 0: an older shape without the factor (the engine supplies one); otherwise E1's bounds for any factor.
+        guard detourFactor == 0 || (1...5).contains(detourFactor) else {
+            throw Rejection(.invalidField, "detourFactor \(detourFactor) is outside 1...5 (A2, E1)")
+        }
         if let speed = smoothedSpeed, !(speed.isFinite && speed >= 0) {
             throw Rejection(.invalidField, "smoothedSpeed \(speed) is not a speed (A2, T6)")
         }
@@ -179,9 +183,13 @@ extension Ride {
         sequenceCeiling = reserved + min(max(sequenceBlock, 0), Ride.maxSequence - reserved)
     }
 
-    /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch, or the same epoch
-    /// and a higher sequence or ceiling): of two copies read during a handover, the newer is served.
+    /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch; the same epoch
+    /// and a higher ceiling; or both the same and a higher sequence): of two copies read during a handover, the
+    /// newer is served.
+    /// A release write ties with the block write before it on epoch and ceiling (it reserves nothing new): the
+    /// sequence breaks the tie, so the copy with the last status's numbers wins.
     package func isNewer(than other: Ride) -> Bool {
-        (epoch, max(sequence, sequenceCeiling)) > (other.epoch, max(other.sequence, other.sequenceCeiling))
+        (epoch, max(sequence, sequenceCeiling), sequence)
+            > (other.epoch, max(other.sequence, other.sequenceCeiling), other.sequence)
     }
 }
