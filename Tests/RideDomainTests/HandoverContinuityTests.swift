@@ -31,7 +31,8 @@ struct HandoverContinuityTests {
         var written = Self.lastState(harness.start(at: t0) + harness.engine.tick(now: t0.addingTimeInterval(0.1)))
         #expect(written?.location == nil, "the booking's state: no location yet")
         let place = pickup.moved(metres: 900, bearing: 90)
-        let actions = harness.fix(at: t0.addingTimeInterval(2), place, speed: 8)
+        let actions =
+            harness.fix(at: t0.addingTimeInterval(2), place, speed: 8)
             + harness.engine.tick(now: t0.addingTimeInterval(6))
         let located = try #require(actions.statuses.first { $0.vehicleLocation != nil })
         written = Self.lastState(actions) ?? written
