@@ -74,6 +74,44 @@ public final class NATSCluster: Sendable {
     /// Ends one node at once (SIGKILL), as a crash would.
     public func kill(node index: Int) { kill(index, signal: SIGKILL) }
 
+    /// Waits until every live node serves retained messages again after a node's loss (at most `timeout`
+    /// seconds): each one, in turn, is asked for a retained probe until it answers within 2 s. On nats-server
+    /// 2.15 the first retained read on a node after another node died can wait out the JetStream API timeout
+    /// (5 s) for a stream leader that is gone, and then deliver nothing ("error loading retained messages" in
+    /// the node's log), and a connect meanwhile can fail the same way (docs/research/nats-cluster.md).
+    public func settle(timeout: Double = 30) async throws {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        let live = nodes.filter { processes.withLock { $0 }[$0.index] != nil }
+        for node in live {
+            let probe = "probe/settled/n\(node.index)"
+            while true {
+                let published =
+                    (try? await TestBroker.run(
+                        "/usr/bin/mosquitto_pub",
+                        [
+                            "-V", "mqttv311", "-h", "127.0.0.1", "-p", "\(node.mqttPort)", "-q", "1", "-r", "-t", probe,
+                            "-m", "x",
+                        ])) != nil
+                let read =
+                    published
+                    ? ((try? await TestBroker.run(
+                        "/usr/bin/mosquitto_sub",
+                        [
+                            "-V", "mqttv311", "-h", "127.0.0.1", "-p", "\(node.mqttPort)", "-t", probe, "-C", "1", "-W",
+                            "2",
+                        ]))
+                        ?? "").contains("x") : false
+                if read { break }
+                guard ContinuousClock.now < deadline else {
+                    throw TestBrokerError.commandFailed(
+                        command: "nats-server n\(node.index)",
+                        output: "retained reads not served again in \(timeout) s: \(log(of: node.index))")
+                }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+
     /// Starts a node that was killed again, on its ports and store, and waits until it is ready.
     public func restart(node index: Int, timeout: Double = 30) async throws {
         let executable = try await Self.resolveExecutable()

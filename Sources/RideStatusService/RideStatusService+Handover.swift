@@ -39,6 +39,14 @@ extension RideStatusService {
         /// The rides a read again of their bucket is for: those fenced off before it began.
         var reclaimed: [Int: Set<String>] = [:]
 
+        /// G3, V5: loads whose states are in and whose rides' retained statuses are being read, by generation,
+        /// and the statuses read so far: merged into the staged states before the rides are served, so that a
+        /// new owner's first status carries what the old owner last published (its location may be newer than
+        /// the state's by up to a block of statuses).
+        var statusReads: [Int: (buckets: [Int], rides: [String])] = [:]
+        var readingStatus: Set<String> = []
+        var retainedStatuses: [String: RetainedStatus] = [:]
+
         /// Whether `ride` was fenced off here and its bucket may come back (its controls are kept meanwhile).
         func isFencedAway(ride: String) -> Bool { fenced[Ownership.bucket(of: ride)]?[ride] != nil }
 
@@ -61,6 +69,8 @@ extension RideStatusService {
             var released = 0
             var gained = 0
             var fenced = 0
+            /// G3, V5: rides taken over whose retained status added to their state.
+            var statusesMerged = 0
         }
 
         init(selfID: String, releaseTimeout: Double) {
@@ -116,6 +126,7 @@ extension RideStatusService {
         core.handover.fenced = [:]
         core.handover.releasedHere = [:]
         core.handover.reclaimed = [:]
+        abandonStatusReads(core.handover.statusReads.keys, core: &core)
         logger.warning(
             "this worker was declared dead while cut off (its will was published); rejoining as a newcomer (G3, G4)",
             metadata: [
@@ -209,8 +220,11 @@ extension RideStatusService {
         core.handover.staged = core.handover.staged.filter {
             !loading.contains(Ownership.bucket(of: $0.key)) || legacy.contains($0.key)
         }
-        // A load asked for anew replaces the one before (its marker may never come).
+        // A load asked for anew replaces the one before (its marker may never come), and a read of statuses
+        // for it.
         core.handover.loads = core.handover.loads.filter { loading.isDisjoint(with: $0.value) }
+        abandonStatusReads(
+            core.handover.statusReads.filter { !loading.isDisjoint(with: $0.value.buckets) }.keys, core: &core)
         core.handover.loads[generation] = buckets
         for filter in loadFilters(buckets) {
             subscriptions.subscribe(
@@ -227,16 +241,90 @@ extension RideStatusService {
         return buckets.map { settings.topics.stateFilter(bucket: $0) }
     }
 
-    /// G3: a load's marker came back: its buckets' states are all in.
+    /// G3: a load's marker came back: its buckets' states are all in. Their rides' retained statuses are read
+    /// next (one subscription per ride, closed by a second marker, `s` and the generation), then the rides are
+    /// served (``statusesRead(generation:now:core:)``).
     func loadFinished(_ message: MQTTMessage, now: Date, core: inout Core) {
-        guard let generation = Int(String(decoding: message.payload, as: UTF8.self)),
-            let buckets = core.handover.loads.removeValue(forKey: generation)
+        let text = String(decoding: message.payload, as: UTF8.self)
+        if text.hasPrefix("s"), let generation = Int(text.dropFirst()) {
+            return statusesRead(generation: generation, now: now, core: &core)
+        }
+        guard let generation = Int(text), let buckets = core.handover.loads.removeValue(forKey: generation)
         else { return }
-        // Served first, so the rides' vehicle subscriptions are queued before the load's unsubscribes.
+        let arriving = Set(buckets)
+        let rides = core.handover.staged.keys.filter {
+            arriving.contains(Ownership.bucket(of: $0)) && core.engine.ride($0) == nil
+        }
+        for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
+        guard !rides.isEmpty else {
+            return carryOut(
+                core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970),
+                now: now, core: &core)
+        }
+        core.handover.statusReads[generation] = (buckets, rides)
+        core.handover.readingStatus.formUnion(rides)
+        // No local: this worker's own statuses of these rides (once served) never come back on them.
+        for ride in rides {
+            subscriptions.subscribe(
+                settings.topics.status(ride: ride), qos: settings.manySubscriptionsQoS,
+                options: MQTTSubscribeOptions(noLocal: true))
+        }
+        subscriptions.publish(loadMarker, Array("s\(generation)".utf8))
+    }
+
+    /// G3, V5: the retained statuses of a load's rides are in: each staged state takes what its status adds
+    /// (the last location, sequence and time, as at a recovery, L5), then the rides are served.
+    private func statusesRead(generation: Int, now: Date, core: inout Core) {
+        guard let (buckets, rides) = core.handover.statusReads.removeValue(forKey: generation) else { return }
+        var merged = 0
+        for ride in rides {
+            core.handover.readingStatus.remove(ride)
+            guard let retained = core.handover.retainedStatuses.removeValue(forKey: ride) else { continue }
+            if core.handover.staged[ride] != nil {
+                core.handover.staged[ride]!.merge(retained)
+                merged += 1
+            }
+        }
+        core.handover.counts.statusesMerged += merged
+        // Served first, so the rides' vehicle subscriptions are queued before the status unsubscribes.
         carryOut(
             core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970), now: now,
             core: &core)
-        for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
+        for ride in rides { subscriptions.unsubscribe(settings.topics.status(ride: ride)) }
+    }
+
+    /// Forgets these reads of statuses (their load was asked for anew, or the worker rejoins): their
+    /// subscriptions go.
+    private func abandonStatusReads(_ generations: some Sequence<Int>, core: inout Core) {
+        for generation in Array(generations) {
+            guard let (_, rides) = core.handover.statusReads.removeValue(forKey: generation) else { continue }
+            for ride in rides {
+                core.handover.readingStatus.remove(ride)
+                core.handover.retainedStatuses[ride] = nil
+                subscriptions.unsubscribe(settings.topics.status(ride: ride))
+            }
+        }
+    }
+
+    /// G3, V5, A2: a retained status of a ride whose load reads statuses, checked as fresh input is; what fails
+    /// is logged naming A2, dead-lettered and left retained (the ride is served from its state alone).
+    func takeOverStatus(_ message: MQTTMessage, ride: String, now: Date, core: inout Core) {
+        guard core.handover.readingStatus.contains(ride), !message.payload.isEmpty else { return }
+        do throws(Rejection) {
+            let read = try RetainedStatus.read(
+                topicRide: ride, payload: message.payload, now: now, configuration: settings.ride)
+            if let kept = core.handover.retainedStatuses[ride], kept.sequence >= read.sequence { return }
+            core.handover.retainedStatuses[ride] = read
+        } catch {
+            logger.error(
+                "retained ride status refused at a takeover (A2); the ride is served from its state alone",
+                metadata: [
+                    "topic": "\(message.topic)", "reason": "\(error.reason.rawValue)", "detail": "\(error.detail)",
+                ])
+            executor.execute(
+                core.engine.reject(error, topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
+        }
     }
 
     /// G3: serves these buckets' loaded rides, each under a new epoch and above its last sequence (C5), at once

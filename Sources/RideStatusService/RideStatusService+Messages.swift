@@ -273,6 +273,8 @@ extension RideStatusService {
             receiveRelease(message, worker: worker, now: now, core: &core)
         case .unknown where message.topic == loadMarker:
             loadFinished(message, now: now, core: &core)
+        case .status(let ride):
+            takeOverStatus(message, ride: ride, now: now, core: &core)
         case .state(let ride, let legacy):
             if let current = core.engine.ride(ride), !legacy {
                 // Another client's write (no local): a new owner's (G4), or one to undo (A2).

@@ -239,4 +239,56 @@ struct GroupInMemoryTests {
         try await running.waitFor("the ride the ghost would own, served here") { running.statuses(ghosts).count >= 2 }
         await running.stop()
     }
+
+    @Test(
+        "G3, V5: a ride taken over from a dead member starts from the location its last status showed, not its state's")
+    func takeoverReadsRetainedStatus() async throws {
+        // w-other served the ride: its state written with the first located status, then three statuses with the
+        // car further on and no state write (within the block). Then w-other dies without releasing anything.
+        let members = ["w-mem", "w-other"]
+        let ride = Self.ride(ownedBy: "w-other", among: members, prefix: "r-taken")
+        var engine = RideEngine()
+        let start = Date().addingTimeInterval(-60)
+        var state: Ride?
+        var last: RideStatus?
+        func keep(_ actions: [RideAction]) {
+            for case .publish(let status, let written, _) in actions {
+                if let written { state = written }
+                last = status
+            }
+        }
+        keep(
+            engine.receive(
+                topic: "rides/\(ride)/start", payload: Array(booking(ride: ride, vehicle: "v-t").utf8), now: start))
+        for step in 1...4 {
+            let time = start.addingTimeInterval(5 * Double(step))
+            let place = pickupPoint.moved(metres: 2000 - 150 * Double(step), bearing: 90)
+            keep(
+                engine.receive(
+                    topic: "fleet/vehicles/v-t/position", payload: Array(fix("v-t", place, at: time, speed: 8).utf8),
+                    now: time))
+            keep(engine.tick(now: time.addingTimeInterval(0.1)))
+        }
+        let written = try #require(state)
+        let shown = try #require(last?.vehicleLocation)
+        #expect(written.location != nil && written.location?.coordinate != shown.coordinate, "the state lags")
+
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
+        broker.publish(Topics().state(ride: ride), written.durableState(), retain: true)
+        broker.publish("rides/\(ride)/status", try #require(last).encoded(), retain: true)
+        let running = try Running(interval: 0.3, broker: broker)
+        try await running.ready()
+        #expect(running.statuses(ride).count == 1, "G1: only the retained status; the ride is w-other's")
+        broker.publish("ridestatus/workers/w-other", Self.presence("offline", incarnation: 1), retain: true)
+        try await running.waitFor("the ride taken over") { running.statuses(ride).count >= 2 }
+        let first = running.statuses(ride)[1]
+        #expect(first["vehicle"]?["location"]?["latitude"]?.doubleValue == shown.coordinate.latitude)
+        #expect(first["vehicle"]?["location"]?["longitude"]?.doubleValue == shown.coordinate.longitude)
+        #expect((first.sequence ?? 0) > (last?.sequence ?? .max), "C5 across owners")
+        try await running.waitFor("the status subscription dropped after the read") {
+            !broker.subscribedFilters.contains("rides/\(ride)/status")
+        }
+        await running.stop()
+    }
 }

@@ -2,12 +2,13 @@ package import Foundation
 
 // MARK: - The retained status read back at recovery (L5, C5, A2)
 
-/// What a ride's retained status adds to its durable state at recovery. The state is written on every change
+/// What a ride's retained status adds to its durable state at recovery, and at a takeover (G3: V5 across
+/// owners). The state is written on every change
 /// that matters and once per `sequenceBlock` statuses (C5); the retained status is always the newest (C5),
 /// so it carries what happened since: the last sequence, `issuedAt` and vehicle location a subscriber saw
 /// (L5: "with phase, sequence and last location intact").
 package struct RetainedStatus: Sendable, Equatable {
-    var sequence: Int
+    package var sequence: Int
     var issuedAt: Date
     var vehicleLocation: VehicleLocation?
     var stale: Bool
@@ -68,7 +69,7 @@ extension Ride {
     /// below it; a status issued after the state was written brings its location (and, during `ongoing`, the
     /// straight-line distance to it, P5), its `issuedAt` (never decreases, C5) and, when it was not stale, a fix
     /// time no later than the fix's own (C3).
-    mutating func merge(_ retained: RetainedStatus) {
+    package mutating func merge(_ retained: RetainedStatus) {
         sequence = max(sequence, retained.sequence)
         guard retained.issuedAt > (lastIssuedAt ?? .distantPast) else { return }
         lastIssuedAt = retained.issuedAt
