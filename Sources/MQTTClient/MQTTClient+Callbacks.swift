@@ -83,6 +83,9 @@ extension MQTTClient {
         // before it: the last answer reports the restoration.
         var restoring: [Int32: [String]] = [:]
         var unsent: [(filter: String, code: Int32)] = []
+        // A packet libmosquitto could not queue for want of a connection: this connection is going, and the next
+        // one restores everything again.
+        var abandoned = false
         for group in groups.values {
             let subscription = group[0].value
             let filters = group.map(\.key).sorted()
@@ -97,7 +100,9 @@ extension MQTTClient {
                 let rc = sendSubscribe(packet, qos: subscription.qos, options: subscription.options, mid: &mid)
                 if rc == MOSQ_ERR_SUCCESS.rawValue {
                     restoring[mid] = packet
-                } else if rc != MOSQ_ERR_NO_CONN.rawValue {
+                } else if rc == MOSQ_ERR_NO_CONN.rawValue {
+                    abandoned = true
+                } else {
                     // Not sent, and never will be on this connection: reported as refused by the restoration.
                     logger.debug("MQTT resubscribe not sent", metadata: ["filters": "\(packet.count)", "rc": "\(rc)"])
                     unsent += packet.map { ($0, rc) }
@@ -107,7 +112,8 @@ extension MQTTClient {
         let restoredNow = state.withLock { state -> Bool in
             state.restoring = restoring
             state.restoreRefused = unsent
-            return restoring.isEmpty && state.connected
+            state.restorationAbandoned = abandoned
+            return restoring.isEmpty && state.connected && !abandoned
         }
         // C5: held publishes leave once libmosquitto's resends of older messages are acknowledged (now, when
         // there are none), never ahead of them.
@@ -186,6 +192,7 @@ extension MQTTClient {
             state.pendingUnsubscribes = [:]
             state.restoring = [:]
             state.restoreRefused = []
+            state.restorationAbandoned = false
             return waiters
         }
         for waiter in waiters { waiter.resume() }
@@ -230,7 +237,7 @@ extension MQTTClient {
                     let refused = codes.count == filters.count ? [filters[index]] : filters
                     state.restoreRefused += refused.map { ($0, code) }
                 }
-                return (nil, state.restoring.isEmpty && state.connected)
+                return (nil, state.restoring.isEmpty && state.connected && !state.restorationAbandoned)
             }
             return (acknowledge(mid, state: &state), false)
         }

@@ -55,6 +55,8 @@ public final class MQTTClient: @unchecked Sendable {
         /// far: when the last answer comes the client reports ``MQTTConnectionEvent/subscriptionsRestored(incarnation:refused:)``.
         var restoring: [Int32: [String]] = [:]
         var restoreRefused: [(filter: String, code: Int32)] = []
+        /// A resubscription could not be queued: this connection's restoration never completes.
+        var restorationAbandoned = false
         /// Subscribes that no SUBACK answered yet (made while disconnected, or lost with a connection): each is
         /// answered when a later connection's restoration, which subscribes its filters again, is acknowledged.
         var awaitingRestore: [(filters: [String], continuation: CheckedContinuation<Void, any Error>)] = []

@@ -88,9 +88,10 @@ extension RideStatusService {
 
     /// G1: once a second: repeats the birth when a heartbeat is due, and lets silent members go.
     func heartbeat(now: Date, core: inout Core) {
-        // L8: only a connection that announced repeats its birth.
+        // L8: only a connection that announced repeats its birth, and only while it is the current one.
         if let incarnation = core.lifecycle.announcedIncarnation,
-            now.timeIntervalSince(core.lastHeartbeat) >= Self.heartbeatInterval
+            now.timeIntervalSince(core.lastHeartbeat) >= Self.heartbeatInterval, transport.isConnected,
+            transport.incarnation == incarnation
         {
             core.lastHeartbeat = now
             try? transport.publish(

@@ -21,6 +21,9 @@ extension RideStatusService {
         var staged: [String: Ride] = [:]
         /// Rides whose state was read on the topic of releases before groups: moved under their bucket once served.
         var legacy: Set<String> = []
+        /// Tells this worker's load markers from those of its life before a rejoin, whose generations start
+        /// again at 0 (a marker still in flight must not complete a new load of the same number).
+        var markerNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         /// Loads waiting for their marker: generation to buckets.
         var loads: [Int: [Int]] = [:]
         /// Control messages for rides not served here, replayed when their bucket is served (G3).
@@ -126,7 +129,9 @@ extension RideStatusService {
         core.handover.fenced = [:]
         core.handover.releasedHere = [:]
         core.handover.reclaimed = [:]
-        abandonStatusReads(core.handover.statusReads.keys, core: &core)
+        for (_, read) in core.handover.statusReads { forgetStatusReads(of: read.rides, core: &core) }
+        core.handover.statusReads = [:]
+        core.handover.markerNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         logger.warning(
             "this worker was declared dead while cut off (its will was published); rejoining as a newcomer (G3, G4)",
             metadata: [
@@ -220,17 +225,24 @@ extension RideStatusService {
         core.handover.staged = core.handover.staged.filter {
             !loading.contains(Ownership.bucket(of: $0.key)) || legacy.contains($0.key)
         }
-        // A load asked for anew replaces the one before (its marker may never come), and a read of statuses
-        // for it.
-        core.handover.loads = core.handover.loads.filter { loading.isDisjoint(with: $0.value) }
-        abandonStatusReads(
-            core.handover.statusReads.filter { !loading.isDisjoint(with: $0.value.buckets) }.keys, core: &core)
+        // A load asked for anew replaces the one before for its buckets (that one's marker may never come, and
+        // the machine takes a report of it for the buckets still its own only), and a read of their statuses.
+        core.handover.loads = core.handover.loads.compactMapValues { earlier in
+            let rest = earlier.filter { !loading.contains($0) }
+            return rest.isEmpty ? nil : rest
+        }
+        for (earlier, read) in core.handover.statusReads {
+            let overtaken = read.rides.filter { loading.contains(Ownership.bucket(of: $0)) }
+            guard !overtaken.isEmpty else { continue }
+            forgetStatusReads(of: overtaken, core: &core)
+            core.handover.statusReads[earlier]?.rides.removeAll { loading.contains(Ownership.bucket(of: $0)) }
+        }
         core.handover.loads[generation] = buckets
         for filter in loadFilters(buckets) {
             subscriptions.subscribe(
                 filter, qos: settings.manySubscriptionsQoS, options: MQTTSubscribeOptions(noLocal: true))
         }
-        subscriptions.publish(loadMarker, Array(String(generation).utf8))
+        subscriptions.publish(loadMarker, Array("\(core.handover.markerNonce):\(generation)".utf8))
     }
 
     /// G3: the subscriptions that read these buckets' states: one per bucket, or, past
@@ -241,16 +253,16 @@ extension RideStatusService {
         return buckets.map { settings.topics.stateFilter(bucket: $0) }
     }
 
-    /// G3: a load's marker came back: its buckets' states are all in. Their rides' retained statuses are read
-    /// next (one subscription per ride, closed by a second marker, `s` and the generation), then the rides are
-    /// served (``statusesRead(generation:now:core:)``).
+    /// G3: a load's marker (`{nonce}:{generation}`) came back: its buckets' states are all in. Their rides'
+    /// retained statuses are read next (one subscription per ride, closed by a second marker,
+    /// `s{nonce}:{generation}`), then the rides are served (``statusesRead(generation:now:core:)``).
     func loadFinished(_ message: MQTTMessage, now: Date, core: inout Core) {
         let text = String(decoding: message.payload, as: UTF8.self)
-        if text.hasPrefix("s"), let generation = Int(text.dropFirst()) {
-            return statusesRead(generation: generation, now: now, core: &core)
-        }
-        guard let generation = Int(text), let buckets = core.handover.loads.removeValue(forKey: generation)
-        else { return }
+        let statuses = text.hasPrefix("s")
+        let parts = text.dropFirst(statuses ? 1 : 0).split(separator: ":")
+        guard parts.count == 2, parts[0] == core.handover.markerNonce, let generation = Int(parts[1]) else { return }
+        if statuses { return statusesRead(generation: generation, now: now, core: &core) }
+        guard let buckets = core.handover.loads.removeValue(forKey: generation) else { return }
         let arriving = Set(buckets)
         let rides = core.handover.staged.keys.filter {
             arriving.contains(Ownership.bucket(of: $0)) && core.engine.ride($0) == nil
@@ -269,7 +281,7 @@ extension RideStatusService {
                 settings.topics.status(ride: ride), qos: settings.manySubscriptionsQoS,
                 options: MQTTSubscribeOptions(noLocal: true))
         }
-        subscriptions.publish(loadMarker, Array("s\(generation)".utf8))
+        subscriptions.publish(loadMarker, Array("s\(core.handover.markerNonce):\(generation)".utf8))
     }
 
     /// G3, V5: the retained statuses of a load's rides are in: each staged state takes what its status adds
@@ -293,16 +305,13 @@ extension RideStatusService {
         for ride in rides { subscriptions.unsubscribe(settings.topics.status(ride: ride)) }
     }
 
-    /// Forgets these reads of statuses (their load was asked for anew, or the worker rejoins): their
+    /// Forgets the reads of these rides' statuses (their load was asked for anew, or the worker rejoins): their
     /// subscriptions go.
-    private func abandonStatusReads(_ generations: some Sequence<Int>, core: inout Core) {
-        for generation in Array(generations) {
-            guard let (_, rides) = core.handover.statusReads.removeValue(forKey: generation) else { continue }
-            for ride in rides {
-                core.handover.readingStatus.remove(ride)
-                core.handover.retainedStatuses[ride] = nil
-                subscriptions.unsubscribe(settings.topics.status(ride: ride))
-            }
+    private func forgetStatusReads(of rides: [String], core: inout Core) {
+        for ride in rides {
+            core.handover.readingStatus.remove(ride)
+            core.handover.retainedStatuses[ride] = nil
+            subscriptions.unsubscribe(settings.topics.status(ride: ride))
         }
     }
 

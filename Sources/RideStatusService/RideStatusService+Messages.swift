@@ -53,23 +53,26 @@ extension RideStatusService {
                     controlSubscriptions.continuation.yield(.restoration(refusedControls, incarnation: incarnation))
                 }
             case .disconnected(let reason):
-                readiness.withLock {
-                    $0.connected = false
-                    $0.announced = false
-                }
-                core.withLock { $0.lifecycle.disconnected() }
+                disconnected()
                 logger.warning("broker connection lost; reconnecting", metadata: ["reason": "\(reason)"])
             case .closed:
-                readiness.withLock {
-                    $0.connected = false
-                    $0.announced = false
-                }
-                core.withLock { $0.lifecycle.disconnected() }
+                disconnected()
                 logger.info("disconnected from the broker")
             case .connectFailed(let reason, let retryIn):
                 logger.notice("broker not reachable yet", metadata: ["reason": "\(reason)", "retry.in": "\(retryIn)"])
             case .refused(let error):
                 logger.critical("broker refused the worker; not retrying", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// The connection ended: not ready, and nothing announced, in one take of the lock that announces (L8).
+    private func disconnected() {
+        core.withLock { core in
+            core.lifecycle.disconnected()
+            readiness.withLock {
+                $0.connected = false
+                $0.announced = false
             }
         }
     }
@@ -159,12 +162,21 @@ extension RideStatusService {
     /// subscription is acknowledged on it; ``heartbeat(now:core:)`` repeats it. The payload is built now, with
     /// that connection's incarnation.
     func announce(incarnation: UInt64, core: inout Core) {
+        // A drop the event stream has not brought yet: the client would hold this birth and send it at the next
+        // CONNACK, before that connection's subscriptions are back. The next restoration announces instead.
+        guard transport.isConnected, transport.incarnation == incarnation else { return }
         let now = Date()
         core.onlineSince = now
         core.lastHeartbeat = now
+        do {
+            try transport.publish(
+                identity.presenceTopic, identity.presence(online: true, incarnation: incarnation, now: now),
+                retain: true)
+        } catch {
+            logger.error("the presence was refused; not online (L8)", metadata: ["error": "\(error)"])
+            return
+        }
         readiness.withLock { $0.announced = true }
-        try? transport.publish(
-            identity.presenceTopic, identity.presence(online: true, incarnation: incarnation, now: now), retain: true)
         logger.info(
             "online: the broker acknowledged every control and request subscription (L8)",
             metadata: ["incarnation": "\(incarnation)", "rides": "\(core.engine.activeRideCount)"])

@@ -12,6 +12,8 @@ public protocol WorkerTransport: AnyObject, Sendable {
     var events: AsyncStream<MQTTConnectionEvent> { get }
     /// How many times the connection came back.
     var reconnectCount: Int { get }
+    /// Whether a CONNACK was received and the connection has not dropped since (ahead of the event stream).
+    var isConnected: Bool { get }
     /// The current connection's incarnation: grows with every connection (G1, L8).
     var incarnation: UInt64 { get }
     /// G1: leaves cleanly (no will) and connects again under an incarnation above `floor`: this worker's clock

@@ -15,7 +15,9 @@ struct NATSClusterTests {
             port: node.mqttPort, clientID: id, protocolVersion: .v311, cleanStart: cleanStart, will: will)
         configuration.keepAlive = 5
         let client = try MQTTClient(configuration: configuration, logger: quietLogger)
-        try await client.connect(timeout: .seconds(10))
+        // Generous: NATS may hold a connect for its JetStream API timeout (5 s) more than once while a stream leader
+        // is elected again after a node's loss.
+        try await client.connect(timeout: .seconds(30))
         return client
     }
 

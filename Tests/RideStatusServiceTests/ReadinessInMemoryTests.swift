@@ -47,7 +47,7 @@ struct ReadinessInMemoryTests {
         try await running.waitFor("the restoration in flight") {
             Set(running.transport.filtersInFlight).isSuperset(of: Self.controls)
         }
-        // A heartbeat's worth of time: still nothing announced, nothing ready.
+        // A while: still nothing announced, nothing ready (the lifecycle's tests cover the heartbeat's rule).
         try await Task.sleep(for: .milliseconds(200))
         #expect(births(running).isEmpty, "L8: no online before the restoration is acknowledged")
         #expect(!running.worker.isReady)
