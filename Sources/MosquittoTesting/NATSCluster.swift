@@ -74,40 +74,6 @@ public final class NATSCluster: Sendable {
     /// Ends one node at once (SIGKILL), as a crash would.
     public func kill(node index: Int) { kill(index, signal: SIGKILL) }
 
-    /// Waits until every live node serves retained messages again after a node's loss (at most `timeout`
-    /// seconds): each one, in turn, is asked for a retained probe until it answers within 2 s. On nats-server
-    /// 2.15 the first retained read on a node after another node died can wait out the JetStream API timeout
-    /// (5 s) for a stream leader that is gone, and then deliver nothing ("error loading retained messages" in
-    /// the node's log), and a connect meanwhile can fail the same way (docs/research/nats-cluster.md).
-    public func settle(timeout: Double = 60) async throws {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        let live = nodes.filter { processes.withLock { $0 }[$0.index] != nil }
-        for node in live {
-            let probe = "probe/settled/n\(node.index)"
-            let address = ["-V", "mqttv311", "-h", "127.0.0.1", "-p", "\(node.mqttPort)", "-t", probe]
-            while true {
-                // Each wait is longer than NATS's JetStream API timeout (5 s): a request that went to a stream
-                // leader that is gone ends, and the next one finds the new leader.
-                let published =
-                    (try? await TestBroker.run(
-                        "/usr/bin/timeout", ["8", "/usr/bin/mosquitto_pub"] + address + ["-q", "1", "-r", "-m", "x"]))
-                    != nil
-                if published,
-                    let read = try? await TestBroker.run("/usr/bin/mosquitto_sub", address + ["-C", "1", "-W", "8"]),
-                    read.contains("x")
-                {
-                    break
-                }
-                guard ContinuousClock.now < deadline else {
-                    throw TestBrokerError.commandFailed(
-                        command: "nats-server n\(node.index)",
-                        output: "retained reads not served again in \(timeout) s: \(log(of: node.index))")
-                }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-        }
-    }
-
     /// Starts a node that was killed again, on its ports and store, and waits until it is ready.
     public func restart(node index: Int, timeout: Double = 30) async throws {
         let executable = try await Self.resolveExecutable()

@@ -54,15 +54,20 @@ struct NATSClusterTests {
         await writer.disconnect()
 
         cluster.kill(node: 1)
-        // The cluster recovers first: until then NATS may drop a connect or a retained read (settle(), and
-        // docs/research/nats-cluster.md); the test is that the state is readable once it has.
-        try await cluster.settle()
         let reader = try await client(cluster.nodes[2], id: "reader")
         // QoS 0: while a node is down NATS refuses a third to a half of new QoS 1 subscriptions (each is a
         // replicated JetStream consumer; docs/research/nats-cluster.md), never a QoS 0 one. Retained messages
-        // come either way.
-        try await reader.subscribe("ridestatus/state/+", qos: .atMostOnce)
-        let state = try await receive(reader, timeout: .seconds(15))
+        // come either way, but on 2.15 the first read after a node's loss can go to the dead stream leader,
+        // wait out JetStream's API timeout (5 s) and deliver nothing: a subscription made again reads them.
+        var state: [MQTTMessage] = []
+        var attempts = 0
+        while state.isEmpty, attempts < 4 {
+            attempts += 1
+            try await reader.subscribe("ridestatus/state/+", qos: .atMostOnce)
+            state = (try? await receive(reader, timeout: .seconds(8))) ?? []
+            if state.isEmpty { try await reader.unsubscribe("ridestatus/state/+") }
+        }
+        print("node-loss: the retained state read on attempt \(attempts)")
         #expect(state.first?.payload == "state-1".bytes, "retained state survives the loss of a node")
 
         // A publish through the first node reaches the subscriber on the third (the lost node's first
