@@ -268,7 +268,11 @@ extension RideStatusService {
             arriving.contains(Ownership.bucket(of: $0)) && core.engine.ride($0) == nil
         }
         for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
-        guard !rides.isEmpty else {
+        // Not in MQTT 3.1.1 mode (NATS): a NATS node loads each subscription's retained messages in the
+        // connection's read loop, and after a node's loss each such load can wait out JetStream's API timeout
+        // (5 s, docs/research/nats-cluster.md), stalling the worker's connection for a ride each. There the
+        // rides start from their states (at most a block of statuses old).
+        guard !rides.isEmpty, settings.protocolVersion == .v5 else {
             return carryOut(
                 core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970),
                 now: now, core: &core)
