@@ -20,6 +20,8 @@ struct GroupBenchmark: AsyncParsableCommand {
 
     @Option(help: "Active rides.") var rides = 30_000
     @Option(help: "Seconds between two fixes of a vehicle (each ride has its own vehicle).") var fixEvery = 10.0
+    @Option(help: "A setting for every worker, as KEY=VALUE (repeatable), e.g. worker.takeoverReadsStatuses=false.")
+    var set: [String] = []
     @Option(help: "Seconds between statuses of a ride (C1).") var interval = 5.0
     @Option(
         help:
@@ -328,7 +330,7 @@ struct GroupBenchmark: AsyncParsableCommand {
                 "--broker", broker.url, "--worker-id", id, "--update-interval", "\(interval)", "--state-dir",
                 broker.directory.appendingPathComponent("state-\(id)").path, "--metrics-port", "\(port)",
                 "--log-level", "warning",
-            ],
+            ] + set.flatMap { ["--set", $0] },
             output: broker.directory.appendingPathComponent("\(id).log"))
         try await waitFor("\(id) ready", timeout: 60) { httpGet(port: port, path: "/readyz")?.status == 200 }
         return Worker(id: id, process: process, port: port)

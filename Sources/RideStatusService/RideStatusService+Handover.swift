@@ -263,16 +263,19 @@ extension RideStatusService {
         guard parts.count == 2, parts[0] == core.handover.markerNonce, let generation = Int(parts[1]) else { return }
         if statuses { return statusesRead(generation: generation, now: now, core: &core) }
         guard let buckets = core.handover.loads.removeValue(forKey: generation) else { return }
-        let arriving = Set(buckets)
+        // A bucket its previous owner released comes with each ride's last state, written at the release: only
+        // the others (a dead owner's, a SIGTERM's, a read again) may lag a block behind the rider's screen.
+        let machine = core.handover.machine
+        let lagging = Set(buckets.filter { !machine.arrivesReleased($0) })
         let rides = core.handover.staged.keys.filter {
-            arriving.contains(Ownership.bucket(of: $0)) && core.engine.ride($0) == nil
+            lagging.contains(Ownership.bucket(of: $0)) && core.engine.ride($0) == nil
         }
         for filter in loadFilters(buckets) { subscriptions.unsubscribe(filter) }
         // Not in MQTT 3.1.1 mode (NATS): a NATS node loads each subscription's retained messages in the
         // connection's read loop, and after a node's loss each such load can wait out JetStream's API timeout
         // (5 s, docs/research/nats-cluster.md), stalling the worker's connection for a ride each. There the
         // rides start from their states (at most a block of statuses old).
-        guard !rides.isEmpty, settings.protocolVersion == .v5 else {
+        guard !rides.isEmpty, settings.protocolVersion == .v5, settings.takeoverReadsStatuses else {
             return carryOut(
                 core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970),
                 now: now, core: &core)

@@ -35,6 +35,9 @@ public struct WorkerSettings: Sendable {
     public var tileAttribution = "© OpenStreetMap contributors"
     /// Whether the HTTP server serves the live map and the read API `/v1` beside `/metrics` and the probes.
     public var readAPI = true
+    /// G3, V5: a new owner reads the retained statuses of the rides it loads before it serves them (MQTT 5 only),
+    /// so its first status shows what the old owner last published; false starts them from their states.
+    public var takeoverReadsStatuses = true
     public var sessionExpiry: UInt32 = 86_400
     /// MQTT 5 (default), or 3.1.1 for brokers that speak nothing newer (a NATS cluster): no user properties
     /// (G2), no no-local, no request/response (L7, 3.4) there.
@@ -87,6 +90,13 @@ public struct WorkerSettings: Sendable {
             case "true", "yes": settings.ride.dotsInTopics = true
             case "false", "no": settings.ride.dotsInTopics = false
             default: throw Problem(key: "broker.dotsInTopics", message: "'\(value)' is not true or false")
+            }
+        },
+        "worker.takeoverReadsStatuses": { settings, value in
+            switch value.lowercased() {
+            case "true", "yes": settings.takeoverReadsStatuses = true
+            case "false", "no": settings.takeoverReadsStatuses = false
+            default: throw Problem(key: "worker.takeoverReadsStatuses", message: "'\(value)' is not true or false")
             }
         },
         "worker.id": { $0.workerID = $1 },

@@ -40,6 +40,8 @@ public struct Handover: Sendable {
         var since: Double
         /// The load that reads this bucket; nil while it waits for the previous owner's release.
         var generation: Int?
+        /// The previous owner released it: it wrote each ride's last state first (G3), so the states are fresh.
+        var released = false
     }
 
     public let selfID: String
@@ -70,6 +72,10 @@ public struct Handover: Sendable {
 
     /// Whether `bucket` is gained and not yet served (without sorting ``pending``: called per message).
     public func isArriving(_ bucket: Int) -> Bool { arriving[bucket] != nil }
+
+    /// Whether `bucket` is arriving from a previous owner that released it (its rides' last states are fresh),
+    /// rather than from one that died, left without releasing, or was waited for no more.
+    public func arrivesReleased(_ bucket: Int) -> Bool { arriving[bucket]?.released == true }
 
     /// Whether `bucket` is served and its states are being read again (``reclaim(_:now:)``).
     public func isReclaiming(_ bucket: Int) -> Bool { reclaiming[bucket] != nil }
@@ -140,7 +146,10 @@ public struct Handover: Sendable {
 
     /// `worker` released these buckets: their last states are written (the release notice follows them).
     public mutating func released(_ buckets: [Int], by worker: String, now: Double) -> [Action] {
-        for bucket in buckets where arriving[bucket]?.previousOwner == worker { arriving[bucket]?.previousOwner = nil }
+        for bucket in buckets where arriving[bucket]?.previousOwner == worker {
+            arriving[bucket]?.previousOwner = nil
+            arriving[bucket]?.released = true
+        }
         return loadReady() + serveReady(now: now)
     }
 

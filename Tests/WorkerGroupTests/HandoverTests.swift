@@ -209,4 +209,28 @@ struct HandoverTests {
         #expect(!worker.isReclaiming(lost) && worker.isReclaiming(kept))
         #expect(resumed(worker.loaded([lost, kept], generation: generation(read), now: 2)) == [kept])
     }
+
+    @Test("G3, V5: a bucket its live previous owner released arrives released; one from a dead owner does not")
+    func arrivesReleased() {
+        // w-b joins w-a: w-a is alive, so w-b waits for its release of each bucket.
+        var joining = Handover(selfID: "w-b", releaseTimeout: 6)
+        _ = joining.membersChanged(["w-a"], now: 0)
+        let waiting = joining.membersChanged(["w-a", "w-b"], now: 1)
+        #expect(loads(waiting).isEmpty, "a live previous owner is waited for")
+        let mine = buckets(of: "w-b", among: ["w-a", "w-b"])
+        let half = Array(mine.prefix(mine.count / 2))
+        let actions = joining.released(half, by: "w-a", now: 2)
+        #expect(Set(loads(actions)) == Set(half))
+        #expect(half.allSatisfy(joining.arrivesReleased))
+        #expect(!mine.dropFirst(mine.count / 2).contains(where: joining.arrivesReleased), "not released yet")
+        // The rest is waited for no more: loaded from states that may lag, not released.
+        let late = joining.tick(now: 8)
+        #expect(Set(loads(late)) == Set(mine.dropFirst(mine.count / 2)))
+        #expect(!mine.dropFirst(mine.count / 2).contains(where: joining.arrivesReleased))
+        // w-a dies while w-b and w-c serve: its buckets arrive at w-b from no release.
+        var survivor = servingAlone("w-b")
+        _ = survivor.membersChanged(["w-a", "w-b"], now: 10)
+        let death = survivor.membersChanged(["w-b"], now: 20)
+        #expect(!loads(death).isEmpty && !loads(death).contains(where: survivor.arrivesReleased))
+    }
 }
