@@ -133,8 +133,9 @@ bench-subscribe: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench subscribe
 
-## bench-group: a group of release workers on mosquitto (issue 13): 10,000 rides, one worker then three (rides moved
-## per join, the cost of membership against one worker), then SIGKILL and SIGTERM (handover p50 and p99)
+## bench-group: a group of release workers on mosquitto (issues 13, 28): 30,000 rides with a fix per vehicle every 10 s,
+## one worker then three (rides moved per join, the cost of membership against one worker), then SIGKILL and SIGTERM;
+## per handover: time until every moved ride publishes again, largest gap, statuses without a location, state writes
 bench-group: deps
 	$(SWIFT) build -c release --product ride-bench
 	$(SWIFT) build -c release --product ride-status-worker
