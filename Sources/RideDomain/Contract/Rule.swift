@@ -12,10 +12,12 @@
 /// | L1-L8 | `Lifecycle/` (engine), `Storage/` (durable state, L5) |
 /// | 3.4 quotes | `Quotes/` |
 /// | A1, A2 | `Contract/Contract.swift` (reply topics), `Storage/Ride+Restore.swift` |
-/// | G1-G4 | not built yet (issue 13) |
+/// | A3 | pending (issue 30) |
+/// | G1-G4 | `Sources/WorkerGroup/` (ownership, membership, handover); the service carries them out |
 ///
-/// The service, the MQTT side and the HTTP side are in `Sources/RideStatusService`; the README's layout
-/// section follows one fix through them.
+/// The service, the MQTT side and the HTTP side are in `Sources/RideStatusService/`; `docs/architecture.md`
+/// follows one fix through them. `RuleTableTests` keeps this table, the contract's ids and the tests' citations
+/// in step.
 // swift-format-ignore: AlwaysUseLowerCamelCase
 public enum Rule: String, CaseIterable, Sendable, CustomStringConvertible {
     case I1, I2, I3
@@ -26,7 +28,7 @@ public enum Rule: String, CaseIterable, Sendable, CustomStringConvertible {
     case V1, V2, V3, V4, V5, V6, V7
     case L1, L2, L3, L4, L5, L6, L7, L8
     case G1, G2, G3, G4
-    case A1, A2
+    case A1, A2, A3
     /// Section 3.5: a payload that breaks no numbered rule but is not what its topic takes.
     case deadLetters = "3.5"
 
