@@ -54,17 +54,17 @@ test: deps
 ## (debug builds); a screenshot goes to .build/test-output/browser
 test-browser: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
-	python3 tests/browser/test_map.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+	python3 Tests/Python/browser/test_map.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-ops: promtool over the alert rules (and their unit tests) and a real scrape; the dashboard's metrics exist
 test-ops: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
-	python3 tests/ops/test_ops.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+	python3 Tests/Python/ops/test_ops.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-api: schemathesis over web/openapi.json against a running worker with rides (mosquitto, fleet-sim)
 test-api: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
-	python3 tests/api/test_api.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+	python3 Tests/Python/api/test_api.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-cluster: the real 3-node NATS cluster suites (MQTT 3.1.1) on the pinned nats-server (scripts/nats-server.sh),
 ## one process each, one after the other; RUNS=10 repeats both and stops at the first failure

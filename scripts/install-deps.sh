@@ -6,8 +6,8 @@ set -euo pipefail
 
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
 # libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
-# chromium, chromium-driver: the map's test in a real browser (tests/browser, with Selenium from PyPI);
-# prometheus: promtool, which checks the alert rules and a real scrape (tests/ops).
+# chromium, chromium-driver: the map's test in a real browser (Tests/Python/browser, with Selenium from PyPI);
+# prometheus: promtool, which checks the alert rules and a real scrape (Tests/Python/ops).
 packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl libjs-leaflet
     chromium chromium-driver prometheus)
 missing=()

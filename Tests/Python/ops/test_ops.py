@@ -8,7 +8,7 @@
   - the Grafana dashboard is JSON with a query in every panel;
   - the terminal view (ride-watch --plain) shows the rides' statuses, the workers and the dead letters.
 
-Usage: tests/ops/test_ops.py [--bin-dir .build/debug]
+Usage: Tests/Python/ops/test_ops.py [--bin-dir .build/debug]
 """
 import argparse
 import json

@@ -10,7 +10,7 @@ Checks, in order:
   - the ride panel shows the ride's status (L7, through /v1/rides/{id}).
 A screenshot goes to the output folder (default .build/test-output/browser).
 
-Usage: tests/browser/test_map.py [--bin-dir .build/debug] [--output DIR]
+Usage: Tests/Python/browser/test_map.py [--bin-dir .build/debug] [--output DIR]
 """
 import argparse
 import os

@@ -6,7 +6,7 @@ then
   - schemathesis over the OpenAPI document the worker serves (/v1/openapi.json): every documented operation
     with generated inputs, every check (status codes, content types, response schemas, negative inputs).
 
-Usage: tests/api/test_api.py [--bin-dir .build/debug] [--examples N]
+Usage: Tests/Python/api/test_api.py [--bin-dir .build/debug] [--examples N]
 """
 import argparse
 import os
