@@ -23,7 +23,9 @@ extension RideStatusService {
         var legacy: Set<String> = []
         /// Tells this worker's load markers from those of its life before a rejoin, whose generations start
         /// again at 0 (a marker still in flight must not complete a new load of the same number).
-        var markerNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        var markerNonce = Self.newMarkerNonce()
+
+        static func newMarkerNonce() -> String { String(UInt32.random(in: 0...UInt32.max), radix: 36) }
         /// Loads waiting for their marker: generation to buckets.
         var loads: [Int: [Int]] = [:]
         /// Control messages for rides not served here, replayed when their bucket is served (G3).
@@ -72,8 +74,6 @@ extension RideStatusService {
             var released = 0
             var gained = 0
             var fenced = 0
-            /// G3, V5: rides taken over whose retained status added to their state.
-            var statusesMerged = 0
         }
 
         init(selfID: String, releaseTimeout: Double) {
@@ -131,7 +131,7 @@ extension RideStatusService {
         core.handover.reclaimed = [:]
         for (_, read) in core.handover.statusReads { forgetStatusReads(of: read.rides, core: &core) }
         core.handover.statusReads = [:]
-        core.handover.markerNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        core.handover.markerNonce = HandoverState.newMarkerNonce()
         logger.warning(
             "this worker was declared dead while cut off (its will was published); rejoining as a newcomer (G3, G4)",
             metadata: [
@@ -295,16 +295,12 @@ extension RideStatusService {
     /// (the last location, sequence and time, as at a recovery, L5), then the rides are served.
     private func statusesRead(generation: Int, now: Date, core: inout Core) {
         guard let (buckets, rides) = core.handover.statusReads.removeValue(forKey: generation) else { return }
-        var merged = 0
         for ride in rides {
             core.handover.readingStatus.remove(ride)
-            guard let retained = core.handover.retainedStatuses.removeValue(forKey: ride) else { continue }
-            if core.handover.staged[ride] != nil {
-                core.handover.staged[ride]!.merge(retained)
-                merged += 1
+            if let retained = core.handover.retainedStatuses.removeValue(forKey: ride) {
+                core.handover.staged[ride]?.merge(retained)
             }
         }
-        core.handover.counts.statusesMerged += merged
         // Served first, so the rides' vehicle subscriptions are queued before the status unsubscribes.
         carryOut(
             core.handover.machine.loaded(buckets, generation: generation, now: now.timeIntervalSince1970), now: now,
@@ -332,15 +328,26 @@ extension RideStatusService {
             if let kept = core.handover.retainedStatuses[ride], kept.sequence >= read.sequence { return }
             core.handover.retainedStatuses[ride] = read
         } catch {
-            logger.error(
+            refuseReadBack(
+                message, error,
                 "retained ride status refused at a takeover (A2); the ride is served from its state alone",
-                metadata: [
-                    "topic": "\(message.topic)", "reason": "\(error.reason.rawValue)", "detail": "\(error.detail)",
-                ])
-            executor.execute(
-                core.engine.reject(error, topic: message.topic, payload: message.payload, now: now),
-                engine: &core.engine, now: now)
+                now: now, core: &core)
         }
+    }
+
+    /// A2: something read back from the broker failed the checks of fresh input: logged with the rule and
+    /// dead-lettered; it stays retained for a person to look at.
+    private func refuseReadBack(
+        _ message: MQTTMessage, _ error: Rejection, _ consequence: Logger.Message, now: Date, core: inout Core
+    ) {
+        logger.error(
+            consequence,
+            metadata: [
+                "topic": "\(message.topic)", "reason": "\(error.reason.rawValue)", "detail": "\(error.detail)",
+            ])
+        executor.execute(
+            core.engine.reject(error, topic: message.topic, payload: message.payload, now: now),
+            engine: &core.engine, now: now)
     }
 
     /// G3: serves these buckets' loaded rides, each under a new epoch and above its last sequence (C5), at once
@@ -413,14 +420,9 @@ extension RideStatusService {
             if let current = core.handover.staged[id], !ride.isNewer(than: current) { return }
             core.handover.staged[id] = ride
         } catch {
-            logger.error(
-                "ride state refused (A2); it stays retained and the ride is not resumed",
-                metadata: [
-                    "topic": "\(message.topic)", "reason": "\(error.reason.rawValue)", "detail": "\(error.detail)",
-                ])
-            executor.execute(
-                core.engine.reject(error, topic: message.topic, payload: message.payload, now: now),
-                engine: &core.engine, now: now)
+            refuseReadBack(
+                message, error, "ride state refused (A2); it stays retained and the ride is not resumed", now: now,
+                core: &core)
         }
     }
 

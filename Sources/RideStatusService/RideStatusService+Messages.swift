@@ -13,7 +13,6 @@ extension RideStatusService {
         for await event in transport.events {
             switch event {
             case .connected(let sessionPresent):
-                readiness.withLock { $0.connected = true }
                 metrics.connects.increment()
                 switch core.withLock({ $0.lifecycle.connected(nonce: UUID().uuidString) }) {
                 case .startRecovery(let nonce):
@@ -70,10 +69,7 @@ extension RideStatusService {
     private func disconnected() {
         core.withLock { core in
             core.lifecycle.disconnected()
-            readiness.withLock {
-                $0.connected = false
-                $0.announced = false
-            }
+            announced.withLock { $0 = false }
         }
     }
 
@@ -176,7 +172,7 @@ extension RideStatusService {
             logger.error("the presence was refused; not online (L8)", metadata: ["error": "\(error)"])
             return
         }
-        readiness.withLock { $0.announced = true }
+        announced.withLock { $0 = true }
         logger.info(
             "online: the broker acknowledged every control and request subscription (L8)",
             metadata: ["incarnation": "\(incarnation)", "rides": "\(core.engine.activeRideCount)"])

@@ -25,7 +25,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let metrics = WorkerMetrics()
     let decoder: InputDecoder
     let core: Locked<Core>
-    let readiness = Locked(Readiness())
+    /// L8: this connection's `online` went out, so every control and request subscription is acknowledged
+    /// (`/readyz`); cleared with the connection.
+    let announced = Locked(false)
     let subscriptions = SubscriptionQueue()
     let executor: ActionExecutor<Transport>
     let responder: QuoteResponder<Transport>
@@ -54,12 +56,6 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         var lastHeartbeat = Date.distantPast
         /// When the cadence loop wakes next; an input that makes a ride due earlier wakes it.
         var plannedWake = Date.distantFuture
-    }
-
-    struct Readiness {
-        var connected = false
-        /// L8: this connection's `online` went out: every control and request subscription is acknowledged.
-        var announced = false
     }
 
     /// L8: control and request subscriptions to make, each until the broker acknowledges it.
@@ -111,7 +107,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
 
     /// Whether the worker is connected, has recovered its rides and announced itself `online`, which it does
     /// only once the broker acknowledged every control and request subscription (`/readyz`, L8).
-    package var isReady: Bool { readiness.withLock { $0.connected && $0.announced } }
+    package var isReady: Bool { announced.withLock { $0 } }
 
     /// The connection as a `Service` to run before this one: it connects at start and disconnects when the
     /// group shuts down, after this worker has said goodbye (L8).
