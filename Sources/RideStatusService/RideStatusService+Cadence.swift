@@ -107,7 +107,7 @@ extension RideStatusService {
             metrics.ridesFenced.increment(by: counts.fenced - reported.fenced)
             core.handover.reported = counts
             metrics.bucketsArriving.record(core.handover.machine.pendingCount)
-            metrics.bucketsServed.record(core.handover.machine.serving.count)
+            metrics.bucketsServed.record(core.handover.machine.servingCount)
             metrics.controlsKept.record(core.handover.recent.count)
             if core.quoter != nil {
                 // Positions older than availabilityMaxAge no longer count: memory follows the live fleet.

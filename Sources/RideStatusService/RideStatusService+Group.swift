@@ -60,7 +60,7 @@ extension RideStatusService {
     /// G1: the members changed (a presence, or a member's silence): logged with the rides that move, and the
     /// handover follows once the first view is formed.
     func groupChanged(_ change: GroupMembership.Change, previousMembers: [String], now: Date, core: inout Core) {
-        guard core.handover.viewFormed else { return }
+        guard core.handover.machine.viewFormed else { return membersChanged(now: now, core: &core) }
         let served = core.engine.activeRideCount
         let before = Ownership(members: previousMembers)
         let after = Ownership(members: change.members)

@@ -98,8 +98,8 @@ extension RideStatusService {
     /// unsubscribe takes effect.
     private func chooseRead(nonce: String, core: inout Core) {
         let topics = settings.topics
-        core.handover.fullRead = core.group.members.count == 1
-        if core.handover.fullRead {
+        let read = core.handover.machine.chooseRead(members: core.group.members)
+        if read == .everything {
             subscriptions.subscribe(topics.stateFilter)
             subscriptions.subscribe(topics.statusFilter, options: MQTTSubscribeOptions(noLocal: true))
         } else {
@@ -110,7 +110,7 @@ extension RideStatusService {
             "first view of the group formed (G1)",
             metadata: [
                 "members": "\(core.group.members)",
-                "reading": "\(core.handover.fullRead ? "every ride state (alone)" : "by bucket (in a group)")",
+                "reading": "\(read == .everything ? "every ride state (alone)" : "by bucket (in a group)")",
             ])
     }
 
@@ -121,7 +121,7 @@ extension RideStatusService {
         subscriptions.subscribe(
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
-        if core.handover.fullRead {
+        if core.handover.machine.fullRead {
             subscriptions.unsubscribe(topics.statusFilter)
         } else {
             subscriptions.unsubscribe(topics.legacyStateFilter)
@@ -215,7 +215,8 @@ extension RideStatusService {
                     return published
                 case .restore(let message):
                     switch parsed {
-                    case .state(let ride, let legacy): stage(message, ride: ride, legacy: legacy, now: now, core: &core)
+                    case .state(let ride, let legacy):
+                        stageRecovered(message, ride: ride, legacy: legacy, now: now, core: &core)
                     case .status(let ride): readBack(message, ride: ride, now: now, core: &core)
                     case .presence(let worker): receivePresence(message, worker: worker, now: now, core: &core)
                     default: break
@@ -253,12 +254,12 @@ extension RideStatusService {
     func handle(_ message: MQTTMessage, parsed: Topics.Parsed, now: Date, core: inout Core) -> Bool {
         switch parsed {
         case .control(_, let ride)
-        where !core.handover.serves(ride: ride)
-            || (core.handover.isFencedAway(ride: ride) && core.engine.ride(ride) == nil):
+        where !core.handover.machine.serves(ride: ride)
+            || (core.handover.machine.isFencedAway(ride: ride) && core.engine.ride(ride) == nil):
             // G1: another worker's ride, or one on its way here (or fenced off here, its bucket maybe coming
             // back): kept a while in case its bucket arrives (G3).
             core.handover.recent.append(message, bucket: Ownership.bucket(of: ride), now: now.timeIntervalSince1970)
-        case .statusRequest(let ride) where !core.handover.serves(ride: ride):
+        case .statusRequest(let ride) where !core.handover.machine.serves(ride: ride):
             break  // G1: its owner answers (L7).
         case .statusRequest(let ride):
             if let refused = responder.reply(to: message, payload: core.engine.statusReply(for: ride)) {
@@ -284,14 +285,10 @@ extension RideStatusService {
         case .status(let ride):
             takeOverStatus(message, ride: ride, now: now, core: &core)
         case .state(let ride, let legacy):
-            if let current = core.engine.ride(ride), !legacy {
-                // Another client's write (no local): a new owner's (G4), or one to undo (A2).
-                guard core.watchingStates else { return false }
-                stateWritten(by: message, ride: current, now: now, core: &core)
-            } else {
-                if core.handover.reads(ride: ride) { stage(message, ride: ride, legacy: legacy, now: now, core: &core) }
-                if !legacy { noteFencedState(message, ride: ride, now: now, core: &core) }
-            }
+            // Another client's write (no local): of a ride held here, a new owner's (G4) or one to undo (A2),
+            // once the worker watches its rides' states.
+            if !legacy, core.engine.ride(ride) != nil, !core.watchingStates { return false }
+            stateSeen(message, ride: ride, legacy: legacy, now: now, core: &core)
         default:
             return executor.execute(
                 core.engine.receive(parsed, topic: message.topic, payload: message.payload, now: now),

@@ -95,7 +95,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
                 quoter: settings.catalog.map { RideOptionQuoter(catalog: $0, configuration: settings.ride) },
                 group: GroupMembership(selfID: identity.id, silenceLimit: Self.silenceLimit),
-                handover: HandoverState(selfID: identity.id, releaseTimeout: settings.ride.updateInterval)))
+                handover: HandoverState(selfID: identity.id, settings: settings)))
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
             changes: subscriptions, vehicleQoS: settings.manySubscriptionsQoS)

@@ -1,190 +1,589 @@
-/// Which buckets of rides this worker serves as the group changes (G3, G4): a pure state machine, member
-/// changes, loaded states, releases and the clock in, actions out. The service carries the actions out; this
-/// decides them, and is tested alone.
-///
-/// - A bucket this worker no longer owns is released at once: its rides write their last state, marked
-///   released, and stop (G4: a worker that is no longer the owner stops publishing).
-/// - A bucket it gains is loaded (its rides' durable states), then served. If the previous owner is still a
-///   member (a join moved the bucket), the new owner waits for that owner's release before loading, so the two
-///   never publish the same ride at once and the load reads the released states, which carry the last sequence
-///   published (C5); if the release does not come within `releaseTimeout` (the old owner died without its will
-///   yet), it loads and serves anyway, which G4 allows for at most one interval. If the previous owner is gone
-///   (a leave or a death), the load starts at once.
-///
-/// The first view must be complete: the service forms it from every retained presence, closed by a marker it
-/// publishes to itself after subscribing (as the recovery of L5 is), so a live owner is never mistaken for
-/// none.
-public struct Handover: Sendable {
-    /// What the service does for the state machine.
-    public enum Action: Sendable, Equatable {
-        /// Stop serving these buckets' rides: write each one's last state, marked released, and forget it.
-        case release([Int])
-        /// Read these buckets' durable states (subscribe to them); report ``loaded(_:generation:now:)`` with
-        /// this generation when done (a report of an earlier load of a bucket lost and gained again since
-        /// does not count).
-        case load([Int], generation: Int)
-        /// Forget what was loaded of these buckets without writing anything: they were lost before being served.
-        case drop([Int])
-        /// Serve these buckets' loaded rides: each continues above its last sequence under a new epoch.
-        case serve([Int])
-        /// Serve again the loaded rides of these buckets, served here all along, that are not held here any
-        /// more (``reclaim(_:now:)``); the rides still held stay as they are.
-        case resume([Int])
+/// What the handover compares of two copies of a ride's durable state (G2, G3, G4): the owner's epoch first,
+/// then whatever orders copies under one epoch. The machine holds these keys, never the rides themselves
+/// (`RideDomain` depends on this module, not the other way round).
+public protocol HandoverVersion: Comparable, Sendable {
+    /// G2: the epoch of the owner that wrote the copy.
+    var epoch: UInt32 { get }
+}
+
+/// G3: the version of a ride's durable state: its epoch, the highest sequence it reserved (the ceiling, or the
+/// sequence if that is higher), and its sequence. Of two copies read during a handover, the greater is served.
+/// A release write ties with the block write before it on epoch and ceiling (it reserves nothing new): the
+/// sequence breaks the tie, so the copy with the last status's numbers wins.
+public struct StateVersion: HandoverVersion, Hashable, CustomStringConvertible {
+    public var epoch: UInt32
+    public var ceiling: Int
+    public var sequence: Int
+
+    public init(epoch: UInt32, ceiling: Int, sequence: Int) {
+        self.epoch = epoch
+        self.ceiling = ceiling
+        self.sequence = sequence
     }
 
-    /// A bucket on its way to this worker.
-    struct Arrival: Sendable, Equatable {
-        /// The owner before, while it is still a member and has not released the bucket.
-        var previousOwner: String?
-        var loaded = false
-        var since: Double
-        /// The load that reads this bucket; nil while it waits for the previous owner's release.
-        var generation: Int?
-        /// The previous owner released it: it wrote each ride's last state first (G3), so the states are fresh.
-        var released = false
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.epoch, lhs.ceiling, lhs.sequence) < (rhs.epoch, rhs.ceiling, rhs.sequence)
+    }
+
+    public var description: String { "\(epoch)/\(ceiling)/\(sequence)" }
+}
+
+/// One copy of something read from the broker, as the handover sees it.
+public enum Seen<Version: Sendable & Equatable>: Sendable, Equatable {
+    /// A zero-length retained message: the ride was stopped and its state deleted.
+    case deleted
+    /// A payload that fails the checks of A2.
+    case unreadable
+    /// A copy that reads, with its version.
+    case read(Version)
+
+    var version: Version? {
+        if case .read(let version) = self { return version }
+        return nil
+    }
+}
+
+/// G3, G4: the whole handover of one worker's rides as the group changes: which buckets it releases, loads and
+/// serves (``BucketHandover``), which copies of ride states it keeps while a bucket arrives, which rides it stops
+/// publishing because another worker writes them under a newer epoch (fencing), when it reads a bucket again to
+/// take such rides back (reclaim), and the markers that close each read. Events in, actions out: no I/O and
+/// no clock (each event brings `now`, in seconds).
+///
+/// The service carries the actions out, and keeps the payloads (the rides and statuses read) in a plain store
+/// that follows them: ``Action/stage(_:)`` keeps the state just seen, ``Action/unstage(_:)`` forgets, and so on.
+/// The machine keeps only the payloads' versions, generic over ``HandoverVersion``.
+public struct Handover<Version: HandoverVersion>: Sendable {
+    public enum Action: Sendable, Equatable {
+        // Rides held here.
+        /// G3, G4: stop serving the held rides of these buckets, writing each one's last state (marked
+        /// released), then publish the release notice for the buckets.
+        case release([Int])
+        /// G3: publish a release notice for these buckets: they were only on their way here, nothing of them
+        /// was served (their new owner may count on this worker as their previous owner).
+        case notice([Int])
+        /// G4: another worker wrote this held ride under a newer epoch: stop publishing it at once, writing
+        /// nothing. (Whether its state is kept follows as ``keepFenced(_:)``.)
+        case fence(String)
+        /// A2: another client wrote this held ride's state (a deletion, an older owner's last write, a
+        /// forgery): write this worker's own state over it, so that a restart does not lose the ride.
+        case rewrite(String)
+        /// G3, G4: this worker was declared dead while cut off (its own will came back): stop serving every held
+        /// ride without writing anything; the buckets come back by the handover.
+        case dropAll
+
+        // Reads.
+        /// G3: subscribe to these buckets' durable states, then publish `marker` on this worker's load marker
+        /// topic (the broker sends it after their retained states): ``Handover/markerReturned(_:now:held:)``.
+        case load([Int], marker: String)
+        /// The states of these buckets are in: their subscriptions go.
+        case endLoad([Int])
+        /// G3, V5: subscribe to these rides' retained statuses, then publish `marker` on the load marker topic.
+        case readStatuses([String], marker: String)
+        /// The statuses of these rides are read, or their read is given up: their subscriptions go, with any
+        /// status kept of them.
+        case endStatusReads([String])
+        /// G4: a previous owner did not release these buckets within one interval: they load anyway.
+        case waitedOut([Int])
+
+        // The store of payloads.
+        /// Keep the state just seen as this ride's staged copy (the newest read for a bucket on its way here).
+        case stage(String)
+        /// Keep the state just seen as this ride's fenced copy (the newest seen of a ride fenced off here).
+        case keepFenced(String)
+        /// Keep the status just read as this ride's retained status.
+        case keepStatus(String)
+        /// A2: the payload just seen fails its checks: dead-letter it; it stays retained for a person to see.
+        case refuse
+        /// Forget the staged copies of these rides.
+        case unstage([String])
+        /// Forget the fenced copies of these rides.
+        case unfence([String])
+        /// The fenced copy of this ride (seen live) is newer than the staged one (read again): it replaces it.
+        case promote(String)
+        /// V5: each of these rides' staged copy takes what its retained status adds (location, sequence, time).
+        case mergeStatuses([String])
+
+        // Serving.
+        /// G3: serve the staged copies of these rides, then replay the controls kept for the buckets.
+        case serve(Serve)
+    }
+
+    /// G3: what one ``Action/serve(_:)`` serves.
+    public struct Serve: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable {
+            /// L5: a worker alone in its first view resumes every ride it read at its recovery: each continues
+            /// just above its ceiling (the retained status read with it brings the last sequence the broker kept).
+            case recovery
+            /// G3: buckets taken over from the group: each ride continues a block above its ceiling.
+            case takeover
+            /// G3, G4: buckets served here all along whose fenced rides come back (``Handover/releaseNoticed``).
+            case resume
+        }
+
+        public var buckets: [Int]
+        /// The rides to serve, in order (the service skips any it holds already).
+        public var rides: [String]
+        /// Of those, the ones read on the topic of releases before groups: moved under their bucket once served.
+        public var legacy: [String]
+        public var kind: Kind
+        /// G3: for a takeover, the longest any bucket waited from the view that gave it here (seconds).
+        public var waited: Double?
+
+        public init(buckets: [Int], rides: [String], legacy: [String], kind: Kind, waited: Double?) {
+            self.buckets = buckets
+            self.rides = rides
+            self.legacy = legacy
+            self.kind = kind
+            self.waited = waited
+        }
+    }
+
+    /// What the recovery reads, once the first view of the group is formed.
+    public enum Read: Sendable, Equatable {
+        /// Alone: every ride state and status (the worker will own every ride).
+        case everything
+        /// In a group: only the earlier layout's states; the buckets come by the handover.
+        case legacyOnly
     }
 
     public let selfID: String
-    /// How long a live previous owner may take to release a bucket, in seconds (about one interval).
-    public let releaseTimeout: Double
-    /// The owners in the last view; nil before the first (``membersChanged(_:now:)``).
-    public private(set) var ownership: Ownership?
-    /// Buckets served now.
-    public private(set) var serving: Set<Int> = []
-    private(set) var arriving: [Int: Arrival] = [:]
-    /// G3: for the last ``Action/serve(_:)``, the longest any of its buckets waited from the view that gave it
-    /// to this worker to being served, in seconds (the handover's duration, for `/metrics`).
-    public private(set) var lastServeWait: Double?
-    /// Numbers the loads, so that a late report of an earlier load is told apart.
-    private var loads = 0
-    /// Served buckets whose states are read again (``reclaim(_:now:)``): that load's generation and start, by bucket.
-    private var reclaiming: [Int: (generation: Int, since: Double)] = [:]
+    /// MQTT 3.1.1 has no no-local: this worker's own state writes come back, under its own epoch.
+    public let ownEchoes: Bool
+    /// V5: whether a load of buckets a previous owner did not release reads the rides' retained statuses too.
+    public let readsStatuses: Bool
+    /// How long a release of a served bucket is remembered for a fence that comes after it (seconds).
+    public let releaseMemory: Double
 
-    /// A worker that serves nothing until its first view of the group, which the service forms from the
-    /// retained presences before it reads any ride state.
-    public init(selfID: String, releaseTimeout: Double) {
+    public private(set) var buckets: BucketHandover
+    /// False until the first view of the group is formed at the end of the recovery (L5, G1).
+    public private(set) var viewFormed = false
+    /// Whether the recovery reads every ride state (the worker was alone in its first view).
+    public private(set) var fullRead = false
+    /// The live members in the last view.
+    private var members: [String] = []
+    /// Tells this worker's load markers from those of its life before a rejoin.
+    public private(set) var markerNonce: String
+
+    /// Versions of the staged copies, by ride: states read for buckets on their way here (or read again).
+    private var staged: [String: Version] = [:]
+    /// Staged rides read on the earlier layout's topic.
+    private var legacy: Set<String> = []
+    /// Loads waiting for their marker: generation to buckets.
+    private var loads: [Int: [Int]] = [:]
+    /// G4: rides fenced off here in buckets this worker still serves, with the newest version seen, by bucket.
+    private var fenced: [Int: [String: Version]] = [:]
+    /// Which worker last released a bucket this worker serves, and when.
+    private var releasedHere: [Int: (worker: String, at: Double)] = [:]
+    /// The rides a read again of their bucket is for: those fenced off before it began.
+    private var reclaimed: [Int: Set<String>] = [:]
+    /// G3, V5: loads whose rides' statuses are being read, by generation.
+    private var statusReads: [Int: (buckets: [Int], rides: [String])] = [:]
+    /// The rides whose statuses are read, with the sequence of the status kept of each.
+    private var readingStatus: [String: Int?] = [:]
+
+    public init(
+        selfID: String, releaseTimeout: Double, releaseMemory: Double, markerNonce: String, ownEchoes: Bool,
+        readsStatuses: Bool
+    ) {
         self.selfID = selfID
-        self.releaseTimeout = releaseTimeout
+        self.releaseMemory = releaseMemory
+        self.markerNonce = markerNonce
+        self.ownEchoes = ownEchoes
+        self.readsStatuses = readsStatuses
+        buckets = BucketHandover(selfID: selfID, releaseTimeout: releaseTimeout)
     }
+
+    // MARK: Queries
+
+    /// Whether this worker serves `ride`'s bucket now.
+    public func serves(ride: String) -> Bool { buckets.serving.contains(Ownership.bucket(of: ride)) }
+
+    /// Whether `ride` was fenced off here and its bucket may come back (its controls are kept meanwhile).
+    public func isFencedAway(ride: String) -> Bool { fenced[Ownership.bucket(of: ride)]?[ride] != nil }
+
+    /// Whether a state of `ride` read now is kept for serving: its bucket arrives, or is read again.
+    func reads(ride: String) -> Bool {
+        let bucket = Ownership.bucket(of: ride)
+        return buckets.isArriving(bucket) || buckets.isReclaiming(bucket)
+    }
+
+    /// Whether a state of `ride` (not held here) matters to the handover: its bucket is read, or it was fenced
+    /// off here. The service need not decode the others' states.
+    public func watches(ride: String) -> Bool { reads(ride: ride) || isFencedAway(ride: ride) }
+
+    /// Whether `ride`'s retained status is being read for its takeover (V5).
+    public func readsStatus(ofRide ride: String) -> Bool { readingStatus[ride] != nil }
 
     /// Buckets gained but not yet served.
-    public var pending: [Int] { arriving.keys.sorted() }
+    public var pendingCount: Int { buckets.pendingCount }
 
-    /// Whether `bucket` is gained and not yet served (without sorting ``pending``: called per message).
-    public func isArriving(_ bucket: Int) -> Bool { arriving[bucket] != nil }
+    /// Buckets served now.
+    public var servingCount: Int { buckets.serving.count }
 
-    /// Whether `bucket` is arriving from a previous owner that released it (its rides' last states are fresh),
-    /// rather than from one that died, left without releasing, or was waited for no more.
-    public func arrivesReleased(_ bucket: Int) -> Bool { arriving[bucket]?.released == true }
+    /// How long a release of a served bucket is remembered for a fence that comes after it: the notice and the
+    /// fencing state travel on different subscriptions, which a clustered broker may deliver seconds apart.
+    public static func releaseMemory(interval: Double) -> Double { max(10, 3 * interval) }
 
-    /// Whether `bucket` is served and its states are being read again (``reclaim(_:now:)``).
-    public func isReclaiming(_ bucket: Int) -> Bool { reclaiming[bucket] != nil }
+    /// Whether a release notice of `worker` counts (another worker's, once the first view is formed).
+    public func hearsReleases(from worker: String) -> Bool { worker != selfID && viewFormed }
 
-    /// How many buckets are gained and not yet served.
-    public var pendingCount: Int { arriving.count }
+    // MARK: Events
 
-    /// The live members changed (``GroupMembership``).
+    /// L5, G1: the recovery's view marker came back with these members: what it reads next.
+    public mutating func chooseRead(members: [String]) -> Read {
+        fullRead = members.count == 1
+        return fullRead ? .everything : .legacyOnly
+    }
+
+    /// L5, G1: the recovery's read is complete: the first view decides which of the states read this worker
+    /// serves at once (alone, all of them: a load is complete at once), which wait for a live owner's
+    /// release, and which are another's (forgotten).
+    public mutating func formFirstView(members: [String], now: Double) -> [Action] {
+        viewFormed = true
+        self.members = members
+        var actions = carryOut(buckets.membersChanged(members, now: now), now: now, recovering: fullRead)
+        let foreign = staged.keys.filter { !buckets.isArriving(Ownership.bucket(of: $0)) }.sorted()
+        if !foreign.isEmpty {
+            for ride in foreign { staged[ride] = nil }
+            actions.append(.unstage(foreign))
+        }
+        return actions
+    }
+
+    /// G1, G3: the members changed in this worker's view; once the first view is formed, the buckets follow.
     public mutating func membersChanged(_ members: [String], now: Double) -> [Action] {
-        // Before its first view this worker was not in the group: the group's owners were the others'.
-        let before = ownership ?? Ownership(members: members.filter { $0 != selfID })
-        let after = Ownership(members: members)
-        ownership = after
-        let mine = Set(after.buckets(of: selfID))
-        var actions: [Action] = []
-        let lost = (serving.union(arriving.keys)).subtracting(mine).sorted()
-        if !lost.isEmpty {
-            let wasServing = lost.filter { serving.contains($0) }
-            let wasArriving = lost.filter { arriving[$0] != nil }
-            for bucket in lost {
-                serving.remove(bucket)
-                arriving[bucket] = nil
-                reclaiming[bucket] = nil
-            }
-            if !wasServing.isEmpty { actions.append(.release(wasServing)) }
-            if !wasArriving.isEmpty { actions.append(.drop(wasArriving)) }
-        }
-        let gained = mine.subtracting(serving).subtracting(arriving.keys).sorted()
-        for bucket in gained {
-            let previous = before.owner(ofBucket: bucket)
-            let stillMember = previous.map { $0 != selfID && members.contains($0) } ?? false
-            arriving[bucket] = Arrival(previousOwner: stillMember ? previous : nil, since: now)
-        }
-        // A previous owner that has left since: nothing to wait for any more.
-        for (bucket, arrival) in arriving {
-            if let previous = arrival.previousOwner, !members.contains(previous) {
-                arriving[bucket]?.previousOwner = nil
-            }
-        }
-        return actions + loadReady() + serveReady(now: now)
+        self.members = members
+        guard viewFormed else { return [] }
+        return carryOut(buckets.membersChanged(members, now: now), now: now)
     }
 
-    /// The durable states of these buckets, asked for by the load of `generation`, are in.
-    public mutating func loaded(_ buckets: [Int], generation: Int, now: Double) -> [Action] {
-        for bucket in buckets where arriving[bucket]?.generation == generation { arriving[bucket]?.loaded = true }
-        let resumed = buckets.filter { reclaiming[$0]?.generation == generation }
-        for bucket in resumed { reclaiming[bucket] = nil }
-        return (resumed.isEmpty ? [] : [.resume(resumed.sorted())]) + serveReady(now: now)
-    }
-
-    /// G3, G4: buckets this worker serves, and whose rides another worker may have served meanwhile: that
-    /// worker's view of the group lacked this one for a while (as a broker cluster losing a node can make
-    /// happen), it took these buckets over under newer epochs, which fenced their rides off here, and it has
-    /// released them since. Their states are read again; then the rides not held here any more are served again
-    /// (``Action/resume(_:)``), each above the sequence the other reached. Without this those rides belonged to
-    /// nobody until the next change of the group. Buckets not served, or already being read, are left alone.
-    public mutating func reclaim(_ buckets: [Int], now: Double) -> [Action] {
-        let ready = Set(buckets.filter { serving.contains($0) && reclaiming[$0] == nil }).sorted()
-        guard !ready.isEmpty else { return [] }
-        loads += 1
-        for bucket in ready { reclaiming[bucket] = (loads, now) }
-        return [.load(ready, generation: loads)]
-    }
-
-    /// A read again that has not ended after this many release timeouts (its marker lost with a connection, or
-    /// a clustered broker that does not answer) is asked for anew.
-    static let reclaimRetry = 5.0
-
-    /// `worker` released these buckets: their last states are written (the release notice follows them).
-    public mutating func released(_ buckets: [Int], by worker: String, now: Double) -> [Action] {
-        for bucket in buckets where arriving[bucket]?.previousOwner == worker {
-            arriving[bucket]?.previousOwner = nil
-            arriving[bucket]?.released = true
+    /// G3, G4: this worker's own will, of an earlier connection, came back: while it was cut off the others
+    /// declared it dead and took its rides over (under higher epochs). It stops serving every ride without
+    /// writing anything and starts again as a newcomer, with a new marker nonce (its load generations start
+    /// again): its buckets come back by the handover, each above the sequence the others reached. Alone in
+    /// its view nobody took anything over: nothing happens (an empty list).
+    public mutating func rejoin(members: [String], nonce: String, now: Double) -> [Action] {
+        guard viewFormed, members.count > 1 else { return [] }
+        self.members = members
+        var actions: [Action] = [.dropAll]
+        if !staged.isEmpty { actions.append(.unstage(staged.keys.sorted())) }
+        let fencedRides = fenced.values.flatMap(\.keys).sorted()
+        if !fencedRides.isEmpty { actions.append(.unfence(fencedRides)) }
+        for generation in statusReads.keys.sorted() {
+            if let rides = statusReads[generation]?.rides, !rides.isEmpty { actions.append(.endStatusReads(rides)) }
         }
-        return loadReady() + serveReady(now: now)
+        buckets = BucketHandover(selfID: selfID, releaseTimeout: buckets.releaseTimeout)
+        staged = [:]
+        loads = [:]
+        fenced = [:]
+        releasedHere = [:]
+        reclaimed = [:]
+        statusReads = [:]
+        readingStatus = [:]
+        markerNonce = nonce
+        return actions + carryOut(buckets.membersChanged(members, now: now), now: now)
     }
 
-    /// Time passes: a live previous owner that has not released within `releaseTimeout` is waited for no more.
+    /// Time passes: a live previous owner that never releases is waited for no more (G4: one interval at
+    /// most); a read again that does not end is asked for anew.
     public mutating func tick(now: Double) -> [Action] {
-        for (bucket, arrival) in arriving where arrival.previousOwner != nil && now - arrival.since >= releaseTimeout {
-            arriving[bucket]?.previousOwner = nil
+        guard viewFormed else { return [] }
+        let bucketActions = buckets.tick(now: now)
+        var actions: [Action] = []
+        for case .load(let loading, _) in bucketActions where loading.first.map(buckets.isArriving) == true {
+            actions.append(.waitedOut(loading))
         }
-        let stuck = reclaiming.filter { now - $0.value.since >= Self.reclaimRetry * releaseTimeout }.keys.sorted()
-        var again: [Action] = []
-        if !stuck.isEmpty {
-            loads += 1
-            for bucket in stuck { reclaiming[bucket] = (loads, now) }
-            again = [.load(stuck, generation: loads)]
-        }
-        return again + loadReady() + serveReady(now: now)
+        return actions + carryOut(bucketActions, now: now)
     }
 
-    /// One load for every arriving bucket that waits for nobody and has not been asked for yet.
-    private mutating func loadReady() -> [Action] {
-        let ready = arriving.filter { $0.value.previousOwner == nil && $0.value.generation == nil }.keys.sorted()
-        guard !ready.isEmpty else { return [] }
-        loads += 1
-        for bucket in ready { arriving[bucket]?.generation = loads }
-        return [.load(ready, generation: loads)]
+    /// L5: one ride state read by the recovery (before the first view): the newer copy is kept.
+    public mutating func stateRecovered(ride: String, legacy: Bool, _ seen: Seen<Version>) -> [Action] {
+        stage(ride: ride, legacy: legacy, seen)
     }
 
-    private mutating func serveReady(now: Double) -> [Action] {
-        let ready = arriving.filter { $0.value.loaded && $0.value.previousOwner == nil }.keys.sorted()
-        guard !ready.isEmpty else { return [] }
-        lastServeWait = ready.compactMap { arriving[$0].map { now - $0.since } }.max()
-        for bucket in ready {
-            arriving[bucket] = nil
-            serving.insert(bucket)
+    /// G3, G4, A2: one ride state that another client wrote, live or retained at a load, of a ride this worker
+    /// does not hold (`held` nil) or holds under `held`.
+    /// - A ride not held: kept if its bucket is on its way here or read again (``Action/stage(_:)``), and kept
+    ///   as the newest seen of a ride fenced off here (``Action/keepFenced(_:)``).
+    /// - A ride held: under a higher epoch it is a new owner's: this worker stops publishing it at once
+    ///   (``Action/fence(_:)``), and takes it back when that owner releases the bucket. Under its own epoch it
+    ///   is this worker's own retained copy (a read again), or its echo under MQTT 3.1.1. Anything else is
+    ///   written over (``Action/rewrite(_:)``).
+    public mutating func stateSeen(
+        ride: String, legacy: Bool, _ seen: Seen<Version>, held: Version?, now: Double
+    ) -> [Action] {
+        guard let held, !legacy else {
+            var actions = reads(ride: ride) ? stage(ride: ride, legacy: legacy, seen) : []
+            if !legacy { actions += noteFenced(ride: ride, seen) }
+            return actions
         }
-        return [.serve(ready)]
+        let other = seen.version
+        let bucket = Ownership.bucket(of: ride)
+        // A bucket read again brings this worker's own retained states back (MQTT 5's No Local spares no
+        // retained message): nothing to undo.
+        if let other, other.epoch == held.epoch, buckets.isReclaiming(bucket) { return [] }
+        if let other, other.epoch > held.epoch {
+            var actions: [Action] = [.fence(ride)]
+            guard buckets.serving.contains(bucket) else { return actions }
+            actions += keepFenced(ride: ride, other, bucket: bucket)
+            if recentlyReleased(bucket, now: now) { actions += startReclaim([bucket], now: now) }
+            return actions
+        }
+        if ownEchoes, let other, other.epoch == held.epoch { return [] }
+        return [.rewrite(ride)]
+    }
+
+    /// G3: another worker's release notice (``hearsReleases(from:)``): the buckets it lists have their last
+    /// states written. Those arriving here load now. Those served here all along were served by that worker
+    /// too for a while (its view lacked this one): the ones of which it fenced a ride off here are read again,
+    /// and the rides served again; the release is remembered a while for a fence that comes after it (the
+    /// notice and the state travel on different subscriptions, which a clustered broker may deliver apart).
+    public mutating func releaseNoticed(_ released: [Int], by worker: String, now: Double) -> [Action] {
+        guard hearsReleases(from: worker) else { return [] }
+        let served = released.filter { buckets.serving.contains($0) }
+        var actions = carryOut(buckets.released(released, by: worker, now: now), now: now)
+        for bucket in served { releasedHere[bucket] = (worker, now) }
+        actions += startReclaim(served.filter { fenced[$0] != nil }, now: now)
+        return actions
+    }
+
+    /// G3: a marker on this worker's load marker topic came back. `{nonce}:{generation}`: that load's states
+    /// are all in; its rides' retained statuses are read next where the previous owner did not release the
+    /// bucket (it may lag a block behind the rider's screen), else the rides are served.
+    /// `s{nonce}:{generation}`: those statuses are in: merged, then the rides are served. A marker of another
+    /// nonce (this worker's life before a rejoin) or of a load asked for anew since does nothing.
+    /// - Parameter held: whether the worker holds a ride (a bucket read again keeps those it holds).
+    public mutating func markerReturned(_ marker: String, now: Double, held: (String) -> Bool) -> [Action] {
+        let statuses = marker.hasPrefix("s")
+        let parts = marker.dropFirst(statuses ? 1 : 0).split(separator: ":")
+        guard parts.count == 2, parts[0] == markerNonce, let generation = Int(parts[1]) else { return [] }
+        if statuses { return statusesRead(generation: generation, now: now) }
+        guard let loaded = loads.removeValue(forKey: generation) else { return [] }
+        // A bucket its previous owner released comes with each ride's last state, written at the release: only
+        // the others (a dead owner's, a SIGTERM's, a read again) may lag a block behind the rider's screen.
+        let lagging = Set(loaded.filter { !buckets.arrivesReleased($0) })
+        let rides = staged.keys.filter { lagging.contains(Ownership.bucket(of: $0)) && !held($0) }.sorted()
+        var actions: [Action] = [.endLoad(loaded)]
+        guard !rides.isEmpty, readsStatuses else {
+            return actions + carryOut(buckets.loaded(loaded, generation: generation, now: now), now: now)
+        }
+        statusReads[generation] = (loaded, rides)
+        for ride in rides { readingStatus[ride] = .some(nil) }
+        actions.append(.readStatuses(rides, marker: "s\(markerNonce):\(generation)"))
+        return actions
+    }
+
+    /// G3, V5, A2: a retained status of `ride`, of sequence `seen`: kept if the ride's status is being read
+    /// and it is newer than the one kept; what fails the checks is refused (the ride is served from its state
+    /// alone). A deleted status changes nothing.
+    public mutating func statusSeen(ride: String, _ seen: Seen<Int>) -> [Action] {
+        guard let kept = readingStatus[ride] else { return [] }
+        switch seen {
+        case .deleted: return []
+        case .unreadable: return [.refuse]
+        case .read(let sequence):
+            if let kept, kept >= sequence { return [] }
+            readingStatus[ride] = sequence
+            return [.keepStatus(ride)]
+        }
+    }
+
+    // MARK: The policy behind the events
+
+    /// Carries out the bucket machine's actions. `recovering`: the recovery has read every state already, so a
+    /// load is complete at once.
+    private mutating func carryOut(
+        _ bucketActions: [BucketHandover.Action], now: Double, recovering: Bool = false
+    ) -> [Action] {
+        var actions: [Action] = []
+        for action in bucketActions {
+            switch action {
+            case .release(let lost):
+                actions.append(.release(lost))
+                actions += forgetReclaims(of: lost)
+            case .resume(let reread):
+                actions += resume(reread, now: now)
+            case .load(let loading, let generation):
+                if recovering {
+                    actions += carryOut(
+                        buckets.loaded(loading, generation: generation, now: now), now: now, recovering: true)
+                } else {
+                    actions += load(loading, generation: generation)
+                }
+            case .drop(let lost):
+                actions += unstage(buckets: Set(lost))
+                actions.append(.notice(lost))
+            case .serve(let gained):
+                let waited = recovering ? nil : buckets.lastServeWait.flatMap { $0 >= 0 && $0 < 86_400 ? $0 : nil }
+                actions += serve(gained, kind: recovering ? .recovery : .takeover, waited: waited)
+            }
+        }
+        return actions
+    }
+
+    /// The staged copies of these buckets' rides, forgotten (except, with `keepingLegacy`, those of the
+    /// earlier layout: no load reads that layout, and L5 upgrades keep rides).
+    private mutating func unstage(buckets lost: Set<Int>, keepingLegacy: Bool = false) -> [Action] {
+        let rides = staged.keys.filter {
+            lost.contains(Ownership.bucket(of: $0)) && !(keepingLegacy && legacy.contains($0))
+        }.sorted()
+        guard !rides.isEmpty else { return [] }
+        for ride in rides { staged[ride] = nil }
+        return [.unstage(rides)]
+    }
+
+    /// G3: reads these buckets' durable states. What was read of them before is stale (a ride the previous
+    /// owner stopped since has no state any more). A load asked for anew replaces the one before for its
+    /// buckets (that one's marker may never come), and so does its read of statuses.
+    private mutating func load(_ loading: [Int], generation: Int) -> [Action] {
+        let set = Set(loading)
+        var actions = unstage(buckets: set, keepingLegacy: true)
+        loads = loads.compactMapValues { earlier in
+            let rest = earlier.filter { !set.contains($0) }
+            return rest.isEmpty ? nil : rest
+        }
+        for earlier in statusReads.keys.sorted() {
+            guard let read = statusReads[earlier] else { continue }
+            let overtaken = read.rides.filter { set.contains(Ownership.bucket(of: $0)) }
+            guard !overtaken.isEmpty else { continue }
+            for ride in overtaken { readingStatus[ride] = nil }
+            statusReads[earlier]?.rides.removeAll { set.contains(Ownership.bucket(of: $0)) }
+            actions.append(.endStatusReads(overtaken))
+        }
+        loads[generation] = loading
+        actions.append(.load(loading, marker: "\(markerNonce):\(generation)"))
+        return actions
+    }
+
+    /// G3, V5: the retained statuses of a load's rides are in: merged into the staged copies, the rides served
+    /// (first, so that their vehicle subscriptions are queued before the statuses' go), the reads ended.
+    private mutating func statusesRead(generation: Int, now: Double) -> [Action] {
+        guard let (loaded, rides) = statusReads.removeValue(forKey: generation) else { return [] }
+        for ride in rides { readingStatus[ride] = nil }
+        var actions: [Action] = rides.isEmpty ? [] : [.mergeStatuses(rides)]
+        actions += carryOut(buckets.loaded(loaded, generation: generation, now: now), now: now)
+        if !rides.isEmpty { actions.append(.endStatusReads(rides)) }
+        return actions
+    }
+
+    /// G3: serves these buckets' staged rides (with `resuming`, only those of it: a bucket read again serves
+    /// only the rides fenced off before the read began; the others' copies are forgotten).
+    private mutating func serve(
+        _ gained: [Int], kind: Serve.Kind, waited: Double?, resuming: Set<String>? = nil
+    ) -> [Action] {
+        let set = Set(gained)
+        let rides = staged.keys.filter { set.contains(Ownership.bucket(of: $0)) }.sorted()
+        var serving: [String] = []
+        var forgotten: [String] = []
+        for ride in rides {
+            staged[ride] = nil
+            if let resuming, !resuming.contains(ride) { forgotten.append(ride) } else { serving.append(ride) }
+        }
+        let moved = serving.filter { legacy.remove($0) != nil }
+        var actions: [Action] = forgotten.isEmpty ? [] : [.unstage(forgotten)]
+        actions.append(
+            .serve(Serve(buckets: gained, rides: serving, legacy: moved, kind: kind, waited: waited)))
+        return actions
+    }
+
+    /// L5, G3, A2: one state read for a bucket on its way here (or read again): the newer copy is kept; a
+    /// deleted state removes the ride (it was stopped); one that fails the checks is refused.
+    private mutating func stage(ride: String, legacy isLegacy: Bool, _ seen: Seen<Version>) -> [Action] {
+        switch seen {
+        case .deleted:
+            guard !isLegacy, staged.removeValue(forKey: ride) != nil else { return [] }
+            return [.unstage([ride])]
+        case .unreadable:
+            return [.refuse]
+        case .read(let version):
+            if isLegacy { legacy.insert(ride) }
+            if let current = staged[ride], !(version > current) { return [] }
+            staged[ride] = version
+            return [.stage(ride)]
+        }
+    }
+
+    /// G4: a later state of a ride fenced off here (the fencing worker's release write, say): kept if newer. A
+    /// deleted state (the ride was stopped meanwhile) forgets the ride.
+    private mutating func noteFenced(ride: String, _ seen: Seen<Version>) -> [Action] {
+        guard isFencedAway(ride: ride) else { return [] }
+        let bucket = Ownership.bucket(of: ride)
+        switch seen {
+        case .deleted:
+            forgetFenced(ride, bucket: bucket)
+            return [.unfence([ride])]
+        case .unreadable:
+            return []
+        case .read(let version):
+            return keepFenced(ride: ride, version, bucket: bucket)
+        }
+    }
+
+    private mutating func keepFenced(ride: String, _ version: Version, bucket: Int) -> [Action] {
+        if let kept = fenced[bucket]?[ride], !(version > kept) { return [] }
+        fenced[bucket, default: [:]][ride] = version
+        return [.keepFenced(ride)]
+    }
+
+    @discardableResult
+    private mutating func forgetFenced(_ ride: String, bucket: Int) -> Version? {
+        let kept = fenced[bucket]?.removeValue(forKey: ride)
+        if fenced[bucket]?.isEmpty == true { fenced[bucket] = nil }
+        return kept
+    }
+
+    /// Whether a member released this served bucket within ``releaseMemory``.
+    private func recentlyReleased(_ bucket: Int, now: Double) -> Bool {
+        guard let release = releasedHere[bucket] else { return false }
+        return now - release.at <= releaseMemory && members.contains(release.worker)
+    }
+
+    /// Reads these served buckets again for the rides fenced off in them so far.
+    private mutating func startReclaim(_ reread: [Int], now: Double) -> [Action] {
+        guard !reread.isEmpty else { return [] }
+        let bucketActions = buckets.reclaim(reread, now: now)
+        for case .load(let reading, _) in bucketActions {
+            for bucket in reading { reclaimed[bucket] = fenced[bucket].map { Set($0.keys) } }
+        }
+        return carryOut(bucketActions, now: now)
+    }
+
+    /// G3, G4: a read again ended: the rides fenced off before it began are served again from the newer of
+    /// what the read found and what was seen of them live (a clustered broker's retained copy can lag). A ride
+    /// the read did not find ended meanwhile (its state deleted): it stays ended. Rides fenced off during the
+    /// read, after a release still remembered, are read again for themselves.
+    private mutating func resume(_ reread: [Int], now: Double) -> [Action] {
+        var rides: Set<String> = []
+        var actions: [Action] = []
+        var unfenced: [String] = []
+        for bucket in reread {
+            let ids = reclaimed.removeValue(forKey: bucket) ?? []
+            rides.formUnion(ids)
+            for id in ids.sorted() {
+                guard let seen = forgetFenced(id, bucket: bucket) else { continue }
+                if let read = staged[id], seen > read {
+                    staged[id] = seen
+                    actions.append(.promote(id))
+                }
+                unfenced.append(id)
+            }
+        }
+        if !unfenced.isEmpty { actions.append(.unfence(unfenced)) }
+        actions += serve(reread, kind: .resume, waited: nil, resuming: rides)
+        let again = reread.filter { fenced[$0] != nil && recentlyReleased($0, now: now) }
+        actions += startReclaim(again, now: now)
+        return actions
+    }
+
+    /// Buckets lost: nothing of them is waited for or read again here any more.
+    private mutating func forgetReclaims(of lost: [Int]) -> [Action] {
+        var forgotten: [String] = []
+        for bucket in lost {
+            forgotten += fenced.removeValue(forKey: bucket)?.keys.sorted() ?? []
+            releasedHere[bucket] = nil
+            reclaimed[bucket] = nil
+        }
+        // Only a bucket read again has staged states while served.
+        return (forgotten.isEmpty ? [] : [.unfence(forgotten)]) + unstage(buckets: Set(lost))
     }
 }

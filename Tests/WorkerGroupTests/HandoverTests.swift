@@ -1,236 +1,291 @@
 import Testing
 import WorkerGroup
 
-/// G3, G4: which buckets a worker serves as members join, leave and die, decided alone with a hand-driven clock.
-@Suite("Handover: buckets released, loaded and served as the group changes (G3, G4)")
+/// G3, G4: the whole handover decided alone: staging, fencing, reclaim, release and the markers, with the clock
+/// and the rides held given by the test. Each case the in-memory service tests cover is here as a unit test.
+@Suite("Handover: staging, fencing, reclaim and release decided in one machine (G3, G4)")
 struct HandoverTests {
-    /// The buckets `member` owns among `members`.
-    func buckets(of member: String, among members: [String]) -> [Int] {
-        Ownership(members: members).buckets(of: member)
+    typealias Machine = Handover<StateVersion>
+    typealias Action = Machine.Action
+
+    func v(_ epoch: UInt32, _ ceiling: Int, _ sequence: Int) -> StateVersion {
+        StateVersion(epoch: epoch, ceiling: ceiling, sequence: sequence)
     }
 
-    func released(_ actions: [Handover.Action]) -> [Int] {
-        var result: [Int] = []
-        for case .release(let buckets) in actions { result += buckets }
-        return result
-    }
-    func loads(_ actions: [Handover.Action]) -> [Int] {
-        var result: [Int] = []
-        for case .load(let buckets, _) in actions { result += buckets }
-        return result
-    }
-    func dropped(_ actions: [Handover.Action]) -> [Int] {
-        var result: [Int] = []
-        for case .drop(let buckets) in actions { result += buckets }
-        return result
-    }
-    /// The generation of the load in `actions`.
-    func generation(_ actions: [Handover.Action]) -> Int {
-        for case .load(_, let generation) in actions { return generation }
-        return -1
-    }
-    func served(_ actions: [Handover.Action]) -> [Int] {
-        var result: [Int] = []
-        for case .serve(let buckets) in actions { result += buckets }
-        return result
-    }
-    func resumed(_ actions: [Handover.Action]) -> [Int] {
-        var result: [Int] = []
-        for case .resume(let buckets) in actions { result += buckets }
-        return result
+    func machine(
+        _ id: String = "w-a", ownEchoes: Bool = false, readsStatuses: Bool = true
+    ) -> Machine {
+        Machine(
+            selfID: id, releaseTimeout: 6, releaseMemory: 15, markerNonce: "n1", ownEchoes: ownEchoes,
+            readsStatuses: readsStatuses)
     }
 
-    @Test("G1: a worker serves nothing before its first view; alone, every bucket once loaded")
-    func alone() {
-        var handover = Handover(selfID: "w-a", releaseTimeout: 6)
-        #expect(handover.serving.isEmpty)
-        let actions = handover.membersChanged(["w-a"], now: 0)
-        #expect(loads(actions).count == Ownership.bucketCount)
-        #expect(served(actions).isEmpty, "not before the states are loaded")
-        #expect(
-            served(handover.loaded(loads(actions), generation: generation(actions), now: 0.1)).count
-                == Ownership.bucketCount)
-        #expect(handover.pending.isEmpty)
+    /// A ride whose bucket `owner` owns among `members`, its name starting with `prefix`.
+    func ride(ownedBy owner: String, among members: [String], prefix: String = "r") -> String {
+        let ownership = Ownership(members: members)
+        return (0...).lazy.map { "\(prefix)-\($0)" }.first { ownership.owner(ofRide: $0) == owner }!
     }
 
-    /// A worker that serves every bucket, alone.
-    func servingAlone(_ id: String) -> Handover {
-        var handover = Handover(selfID: id, releaseTimeout: 6)
-        let actions = handover.membersChanged([id], now: 0)
-        _ = handover.loaded(loads(actions), generation: generation(actions), now: 0)
+    /// w-a, alone at its recovery, then beside w-b: it serves its own buckets.
+    func besideOther(ownEchoes: Bool = false, readsStatuses: Bool = true) -> Machine {
+        var handover = machine(ownEchoes: ownEchoes, readsStatuses: readsStatuses)
+        #expect(handover.chooseRead(members: ["w-a"]) == .everything)
+        _ = handover.formFirstView(members: ["w-a"], now: 0)
+        _ = handover.membersChanged(["w-a", "w-b"], now: 1)
         return handover
     }
 
-    @Test("G3, G4: on a join the old owner releases exactly the buckets the newcomer wins, at once")
-    func joinReleases() {
-        var old = servingAlone("w-a")
-        let actions = old.membersChanged(["w-a", "w-b"], now: 1)
-        let moved = buckets(of: "w-b", among: ["w-a", "w-b"])
-        #expect(released(actions) == moved, "G4: it stops serving them at once")
-        #expect(loads(actions).isEmpty && served(actions).isEmpty)
-        #expect(old.serving == Set(buckets(of: "w-a", among: ["w-a", "w-b"])))
+    func marker(_ actions: [Action]) -> String? {
+        for case .load(_, let marker) in actions { return marker }
+        return nil
     }
 
-    @Test("G3, C5: a newcomer waits for the old owner's release, then loads the released states; or a timeout")
-    func joinWaitsForRelease() {
-        var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
-        // Its first view already holds w-a, which serves everything: what w-b wins comes from a live owner.
-        let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
-        let mine = buckets(of: "w-b", among: ["w-a", "w-b"])
-        #expect(actions.isEmpty, "nothing loaded before w-a has written its last states: \(actions)")
-        #expect(newcomer.pending == mine)
-        let first = newcomer.released([mine[0]], by: "w-a", now: 1.5)
-        #expect(loads(first) == [mine[0]] && served(first).isEmpty, "the released bucket is loaded, not yet served")
-        #expect(newcomer.released([mine[1]], by: "w-x", now: 1.5).isEmpty, "only the previous owner releases")
-        #expect(served(newcomer.loaded([mine[0]], generation: generation(first), now: 1.6)) == [mine[0]])
-        #expect(newcomer.membersChanged(["w-b", "w-a"], now: 2).isEmpty, "the same members again: nothing")
-        // The rest never come: after the timeout it loads them anyway (G4: one interval at most).
-        #expect(newcomer.tick(now: 6.9).isEmpty)
-        let late = newcomer.tick(now: 7.0)
-        #expect(loads(late) == Array(mine.dropFirst()))
-        #expect(newcomer.tick(now: 7.1).isEmpty, "asked for once")
-        #expect(served(newcomer.loaded(loads(late), generation: generation(late), now: 7.2)) == Array(mine.dropFirst()))
-        #expect(newcomer.lastServeWait == 6.2, "from the view at 1 to the serve at 7.2")
-        #expect(newcomer.pending.isEmpty)
-        #expect(newcomer.serving == Set(mine))
+    func serve(_ actions: [Action]) -> Machine.Serve? {
+        for case .serve(let serve) in actions { return serve }
+        return nil
     }
 
-    @Test("G3: after a death (the will) the survivors serve the dead worker's buckets as soon as they are loaded")
-    func deathServesAfterLoad() {
-        var survivor = Handover(selfID: "w-a", releaseTimeout: 6)
-        #expect(survivor.membersChanged(["w-a", "w-b", "w-c"], now: 0).isEmpty, "w-b and w-c serve them now")
-        let late = survivor.tick(now: 6)
-        _ = survivor.loaded(loads(late), generation: generation(late), now: 6)
-        let before = survivor.serving
-        #expect(before == Set(buckets(of: "w-a", among: ["w-a", "w-b", "w-c"])))
-        let actions = survivor.membersChanged(["w-a", "w-c"], now: 10)
-        let gained = Set(buckets(of: "w-a", among: ["w-a", "w-c"])).subtracting(before)
-        #expect(Set(loads(actions)) == gained)
-        #expect(released(actions).isEmpty, "a leave never takes buckets from a member that stays")
-        let three = Ownership(members: ["w-a", "w-b", "w-c"])
-        #expect(gained.allSatisfy { three.owner(ofBucket: $0) == "w-b" }, "only the dead worker's buckets move")
+    @Test("L5, G1: alone at the recovery, every state read is served at once, just above its ceiling")
+    func recoveryAlone() throws {
+        var handover = machine()
+        #expect(handover.chooseRead(members: ["w-a"]) == .everything)
+        #expect(handover.stateRecovered(ride: "r-1", legacy: false, .read(v(1, 24, 13))) == [.stage("r-1")])
+        #expect(handover.stateRecovered(ride: "r-1", legacy: false, .read(v(1, 24, 12))).isEmpty, "older")
+        #expect(handover.stateRecovered(ride: "r-old", legacy: true, .read(v(1, 12, 3))) == [.stage("r-old")])
+        #expect(handover.stateRecovered(ride: "r-bad", legacy: false, .unreadable) == [.refuse], "A2")
+        let actions = handover.formFirstView(members: ["w-a"], now: 0)
+        let served = try #require(serve(actions))
+        #expect(served.kind == .recovery && served.waited == nil)
+        #expect(served.rides == ["r-1", "r-old"] && served.legacy == ["r-old"])
+        #expect(served.buckets.count == Ownership.bucketCount)
+        #expect(marker(actions) == nil, "no subscription: the recovery read everything")
+        #expect(handover.servingCount == Ownership.bucketCount && handover.serves(ride: "r-1"))
+    }
+
+    @Test("G1, L5: in a group the first view forgets the states read of other workers' buckets")
+    func firstViewForgetsForeign() {
+        var handover = machine()
+        #expect(handover.chooseRead(members: ["w-a", "w-b"]) == .legacyOnly)
+        let theirs = ride(ownedBy: "w-b", among: ["w-a", "w-b"])
+        _ = handover.stateRecovered(ride: theirs, legacy: true, .read(v(1, 12, 3)))
+        let actions = handover.formFirstView(members: ["w-a", "w-b"], now: 0)
+        #expect(actions.contains(.unstage([theirs])))
+        #expect(marker(actions) == nil, "w-a waits for w-b's release of every bucket it gains")
+    }
+
+    @Test("G3, C5: a newcomer loads what the old owner released, keeps the newest copy, and serves a block above")
+    func takeoverAfterRelease() throws {
+        var newcomer = machine("w-b")
+        _ = newcomer.chooseRead(members: ["w-a", "w-b"])
+        #expect(newcomer.formFirstView(members: ["w-a", "w-b"], now: 0).isEmpty, "waits for w-a's release")
+        let mine = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
+        let r = ride(ownedBy: "w-b", among: ["w-a", "w-b"])
+        let released = newcomer.releaseNoticed(mine, by: "w-a", now: 2)
+        let load = try #require(marker(released))
+        #expect(load == "n1:1")
+        #expect(newcomer.stateSeen(ride: r, legacy: false, .read(v(1, 24, 13)), held: nil, now: 2.1) == [.stage(r)])
+        #expect(newcomer.stateSeen(ride: r, legacy: false, .read(v(1, 24, 12)), held: nil, now: 2.1).isEmpty)
+        #expect(newcomer.stateSeen(ride: r, legacy: false, .unreadable, held: nil, now: 2.1) == [.refuse], "A2")
+        let done = newcomer.markerReturned(load, now: 2.5) { _ in false }
+        #expect(done.first == .endLoad(mine))
+        let served = try #require(serve(done))
+        #expect(served.kind == .takeover && served.rides == [r] && served.waited == 2.5)
+        #expect(!done.contains { if case .readStatuses = $0 { true } else { false } }, "released: states are fresh")
+        #expect(newcomer.markerReturned(load, now: 3) { _ in false }.isEmpty, "a marker counts once")
+    }
+
+    @Test("G3, V5: a dead owner's rides read their retained statuses; the newest kept, one failing A2 refused")
+    func takeoverReadsStatuses() throws {
+        var survivor = besideOther()
+        let theirs = ride(ownedBy: "w-b", among: ["w-a", "w-b"])
+        let died = survivor.membersChanged(["w-a"], now: 5)
+        let load = try #require(marker(died))
+        _ = survivor.stateSeen(ride: theirs, legacy: false, .read(v(1, 24, 13)), held: nil, now: 5.1)
+        let states = survivor.markerReturned(load, now: 5.2) { _ in false }
+        let buckets = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
+        #expect(states == [.endLoad(buckets), .readStatuses([theirs], marker: "s" + load)])
+        #expect(survivor.readsStatus(ofRide: theirs))
+        #expect(survivor.statusSeen(ride: theirs, .read(20)) == [.keepStatus(theirs)])
+        #expect(survivor.statusSeen(ride: theirs, .read(19)).isEmpty, "older than the one kept")
+        #expect(survivor.statusSeen(ride: theirs, .deleted).isEmpty)
+        #expect(survivor.statusSeen(ride: theirs, .unreadable) == [.refuse], "A2")
+        #expect(survivor.statusSeen(ride: "r-other", .read(30)).isEmpty, "not read")
+        let done = survivor.markerReturned("s" + load, now: 5.3) { _ in false }
+        #expect(done.first == .mergeStatuses([theirs]) && done.last == .endStatusReads([theirs]))
+        #expect(try #require(serve(done)).rides == [theirs])
+
+        var plain = besideOther(readsStatuses: false)
+        let load2 = try #require(marker(plain.membersChanged(["w-a"], now: 5)))
+        _ = plain.stateSeen(ride: theirs, legacy: false, .read(v(1, 24, 13)), held: nil, now: 5.1)
+        #expect(try #require(serve(plain.markerReturned(load2, now: 5.2) { _ in false })).rides == [theirs])
+    }
+
+    @Test("A2, G4: a write over a held ride: a newer epoch fences it; its own epoch is an echo or a read again")
+    func writesOverHeld() {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        var handover = besideOther()
+        let held = v(1, 24, 13)
+        for other: Seen<StateVersion> in [.read(v(1, 24, 13)), .read(v(1, 12, 2)), .deleted, .unreadable] {
+            #expect(handover.stateSeen(ride: r, legacy: false, other, held: held, now: 2) == [.rewrite(r)], "A2")
+        }
+        var echoing = besideOther(ownEchoes: true)
+        #expect(echoing.stateSeen(ride: r, legacy: false, .read(v(1, 12, 2)), held: held, now: 2).isEmpty, "3.1.1")
+        #expect(echoing.stateSeen(ride: r, legacy: false, .read(v(0, 12, 2)), held: held, now: 2) == [.rewrite(r)])
         #expect(
-            Set(served(survivor.loaded(Array(gained), generation: generation(actions), now: 10.3))) == gained,
-            "no release to wait for")
-    }
-
-    @Test("G3: a previous owner that leaves while the newcomer waits for it is waited for no more")
-    func ownerLeavesWhileWaiting() {
-        var newcomer = Handover(selfID: "w-b", releaseTimeout: 6)
-        let actions = newcomer.membersChanged(["w-a", "w-b"], now: 1)
-        #expect(actions.isEmpty)
-        let waiting = newcomer.pending
-        // w-a's SIGTERM: it released its rides, then its goodbye; here only the goodbye is seen.
-        let after = newcomer.membersChanged(["w-b"], now: 2)
-        #expect(Set(loads(after)) == Set(0..<Ownership.bucketCount), "every bucket, the waited-for ones too")
-        #expect(Set(waiting).isSubset(of: Set(loads(after))))
-        #expect(served(after).isEmpty)
-        _ = newcomer.loaded(loads(after), generation: generation(after), now: 2.2)
-        #expect(newcomer.serving.count == Ownership.bucketCount)
-    }
-
-    @Test("G4: a bucket lost while still arriving is dropped without a release; never two owners by this worker")
-    func lostWhileArriving() {
-        var worker = Handover(selfID: "w-b", releaseTimeout: 6)
-        _ = worker.membersChanged(["w-a", "w-b"], now: 1)
-        let first = worker.released(worker.pending, by: "w-a", now: 1.05)
-        let gained = loads(first)
-        // w-c joins before the load is done and wins some of those buckets.
-        let actions = worker.membersChanged(["w-a", "w-b", "w-c"], now: 1.1)
-        let toC = Set(gained).intersection(buckets(of: "w-c", among: ["w-a", "w-b", "w-c"]))
-        #expect(!toC.isEmpty)
-        #expect(released(actions).isEmpty, "nothing of them was served")
-        #expect(Set(dropped(actions)) == toC, "what was loaded of them is forgotten, nothing written")
-        #expect(Set(worker.pending).isDisjoint(with: toC))
-        let served = served(worker.loaded(gained, generation: generation(first), now: 1.2) + worker.tick(now: 20))
-        #expect(Set(served).isDisjoint(with: toC))
-        #expect(worker.serving == Set(buckets(of: "w-b", among: ["w-a", "w-b", "w-c"])))
-    }
-
-    @Test("G3, C5: a late report of an earlier load does not count for a bucket lost and gained again since")
-    func staleLoad() {
-        var worker = Handover(selfID: "w-b", releaseTimeout: 6)
-        let first = worker.membersChanged(["w-b"], now: 0)
-        // w-c joins and leaves again before the first load is done: the buckets it held are loaded anew.
-        _ = worker.membersChanged(["w-b", "w-c"], now: 0.1)
-        let again = worker.membersChanged(["w-b"], now: 0.2)
-        let reloaded = loads(again)
-        #expect(!reloaded.isEmpty && generation(again) != generation(first))
-        let early = served(worker.loaded(loads(first), generation: generation(first), now: 0.3))
-        #expect(Set(early).isDisjoint(with: reloaded), "the first load's report does not serve the reloaded buckets")
-        #expect(Set(served(worker.loaded(reloaded, generation: generation(again), now: 0.4))) == Set(reloaded))
-        #expect(worker.serving.count == Ownership.bucketCount)
+            handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: held, now: 2)
+                == [.fence(r), .keepFenced(r)], "G4")
+        #expect(handover.isFencedAway(ride: r) && handover.watches(ride: r))
     }
 
     @Test(
-        "G3, G4: a served bucket another worker released here is read again, then its missing rides served again; once"
+        "G3, G4, C5: a ride fenced off is served again when the fencing worker releases its bucket, whichever comes first",
+        arguments: ["fence first", "notice first"])
+    func fencedThenReleasedBack(order: String) throws {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        let bucket = Ownership.bucket(of: r)
+        var handover = besideOther()
+        let fence: [Action]
+        if order == "notice first" {
+            #expect(handover.releaseNoticed([bucket], by: "w-b", now: 2).isEmpty, "nothing fenced yet")
+            fence = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 3)
+        } else {
+            fence = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+            #expect(fence == [.fence(r), .keepFenced(r)])
+            let notice = handover.releaseNoticed([bucket], by: "w-b", now: 3)
+            #expect(notice == [.load([bucket], marker: "n1:2")])
+        }
+        if order == "notice first" { #expect(fence == [.fence(r), .keepFenced(r), .load([bucket], marker: "n1:2")]) }
+        // The read brings w-b's release write; a ride of the bucket still held here comes back as it is.
+        let held = ride(ownedBy: "w-a", among: ["w-a", "w-b"], prefix: "held-\(bucket)")
+        #expect(
+            handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 490)), held: nil, now: 3.1)
+                == [.stage(r), .keepFenced(r)])
+        let states = handover.markerReturned("n1:2", now: 3.2) { $0 == held }
+        #expect(states == [.endLoad([bucket]), .readStatuses([r], marker: "sn1:2")])
+        let done = handover.markerReturned("sn1:2", now: 3.3) { $0 == held }
+        let expected = Machine.Serve(buckets: [bucket], rides: [r], legacy: [], kind: .resume, waited: nil)
+        #expect(done == [.mergeStatuses([r]), .unfence([r]), .serve(expected), .endStatusReads([r])])
+        #expect(!handover.isFencedAway(ride: r))
+    }
+
+    @Test("G3, G4, C5: a retained copy that lags what was seen live: the ride continues above what was seen")
+    func laggingRetainedCopy() throws {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        let bucket = Ownership.bucket(of: r)
+        var handover = besideOther(readsStatuses: false)
+        _ = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+        let load = try #require(marker(handover.releaseNoticed([bucket], by: "w-b", now: 3)))
+        // The node answers the read with this worker's own older state.
+        #expect(handover.stateSeen(ride: r, legacy: false, .read(v(1, 24, 13)), held: nil, now: 3.1) == [.stage(r)])
+        let done = handover.markerReturned(load, now: 3.2) { _ in false }
+        #expect(done.contains(.promote(r)), "what was seen live replaces the lagging copy")
+        #expect(try #require(serve(done)).rides == [r])
+    }
+
+    @Test("G3, G4: a fenced ride that ended meanwhile (its state deleted) stays ended when its bucket comes back")
+    func fencedThenEnded() throws {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        let bucket = Ownership.bucket(of: r)
+        var before = besideOther()
+        _ = before.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+        #expect(before.stateSeen(ride: r, legacy: false, .deleted, held: nil, now: 2.5) == [.unfence([r])])
+        #expect(before.releaseNoticed([bucket], by: "w-b", now: 3).isEmpty, "nothing to read again")
+
+        // Ended during the read: the read finds no state.
+        var during = besideOther(readsStatuses: false)
+        _ = during.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+        let load = try #require(marker(during.releaseNoticed([bucket], by: "w-b", now: 3)))
+        #expect(during.stateSeen(ride: r, legacy: false, .deleted, held: nil, now: 3.1) == [.unfence([r])])
+        let done = during.markerReturned(load, now: 3.2) { _ in false }
+        #expect(try #require(serve(done)).rides.isEmpty, "it stays ended")
+    }
+
+    @Test(
+        "G3, G4: a second ride fenced off after the read again ended is read again for itself; a release is remembered only a while"
     )
-    func reclaim() {
-        // w-a serves its buckets beside w-b; w-b's view lacked w-a for a while, and it served some of them.
-        var worker = servingAlone("w-a")
-        _ = worker.membersChanged(["w-a", "w-b"], now: 1)
-        let mine = buckets(of: "w-a", among: ["w-a", "w-b"])
-        let theirs = buckets(of: "w-b", among: ["w-a", "w-b"])
-        let fenced = [mine[3], mine[1], mine[1]]
-        let read = worker.reclaim(fenced + [theirs[0]], now: 1.5)
-        #expect(loads(read) == [mine[1], mine[3]], "only served buckets, each once, in order")
-        #expect(worker.isReclaiming(mine[1]) && !worker.isReclaiming(theirs[0]) && !worker.isReclaiming(mine[0]))
-        #expect(worker.reclaim([mine[1]], now: 1.6).isEmpty, "a bucket already being read is not read twice")
-        #expect(worker.serving == Set(mine), "the bucket stays served meanwhile: its other rides go on")
-        #expect(worker.pending.isEmpty, "nothing arrives")
-        // A report of another load does not end the read.
-        #expect(resumed(worker.loaded([mine[1]], generation: generation(read) + 1, now: 2)).isEmpty)
-        let done = worker.loaded([mine[1], mine[3]], generation: generation(read), now: 2.1)
-        #expect(resumed(done) == [mine[1], mine[3]] && served(done).isEmpty)
-        #expect(!worker.isReclaiming(mine[1]) && worker.serving == Set(mine))
-        #expect(resumed(worker.loaded([mine[1]], generation: generation(read), now: 2.2)).isEmpty, "once")
+    func releaseRemembered() throws {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        let bucket = Ownership.bucket(of: r)
+        let second = (0...).lazy.map { "r-two-\($0)" }.first { Ownership.bucket(of: $0) == bucket }!
+        var handover = besideOther(readsStatuses: false)
+        _ = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+        let load = try #require(marker(handover.releaseNoticed([bucket], by: "w-b", now: 3)))
+        _ = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 490)), held: nil, now: 3.1)
+        // The second ride is held here: the read brings its own retained copy back, which undoes nothing.
+        #expect(
+            handover.stateSeen(ride: second, legacy: false, .read(v(1, 24, 7)), held: v(1, 24, 7), now: 3.1).isEmpty)
+        _ = handover.markerReturned(load, now: 3.2) { $0 == second }
+        let late = handover.stateSeen(ride: second, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 7), now: 10)
+        #expect(late == [.fence(second), .keepFenced(second), .load([bucket], marker: "n1:3")])
+        // Past the memory (15 s here) a fence stays: two views that differ do not pass a ride back and forth.
+        var later = besideOther()
+        _ = later.releaseNoticed([bucket], by: "w-b", now: 3)
+        #expect(
+            later.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 18.1)
+                == [.fence(r), .keepFenced(r)])
+        // Nor from a worker that is no longer a member.
+        var gone = besideOther()
+        _ = gone.releaseNoticed([bucket], by: "w-b", now: 3)
+        _ = gone.membersChanged(["w-a"], now: 3.5)
+        #expect(
+            gone.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 4) == [.fence(r)] + [
+                .keepFenced(r)
+            ])
     }
 
-    @Test("G3, G4: a read again that does not end is asked for anew after five release timeouts, not left for ever")
-    func reclaimRetried() {
-        var worker = servingAlone("w-a")
-        let first = worker.reclaim([7], now: 10)
-        #expect(loads(worker.tick(now: 10 + 5 * 6 - 0.1)).isEmpty, "not before")
-        let again = worker.tick(now: 10 + 5 * 6)
-        #expect(loads(again) == [7] && generation(again) != generation(first))
-        #expect(resumed(worker.loaded([7], generation: generation(first), now: 41)).isEmpty, "the first read is over")
-        #expect(resumed(worker.loaded([7], generation: generation(again), now: 41)) == [7])
+    @Test("G3, G4: a read again whose marker is lost is asked for anew; the lost marker, late, does nothing")
+    func lostMarker() throws {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        let bucket = Ownership.bucket(of: r)
+        var handover = besideOther(readsStatuses: false)
+        _ = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+        let first = try #require(marker(handover.releaseNoticed([bucket], by: "w-b", now: 3)))
+        #expect(handover.tick(now: 3 + 29).isEmpty, "not before five release timeouts")
+        let again = handover.tick(now: 3 + 30)
+        let second = try #require(marker(again))
+        #expect(second != first)
+        #expect(handover.markerReturned(first, now: 34) { _ in false }.isEmpty, "overtaken")
+        _ = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 490)), held: nil, now: 34)
+        #expect(try #require(serve(handover.markerReturned(second, now: 34.1) { _ in false })).rides == [r])
     }
 
-    @Test("G3, G4: a bucket lost while it is read again is released; a late report of that read resumes nothing")
-    func reclaimLost() {
-        var worker = servingAlone("w-a")
-        let lost = buckets(of: "w-b", among: ["w-a", "w-b"])[0]
-        let kept = buckets(of: "w-a", among: ["w-a", "w-b"])[0]
-        let read = worker.reclaim([lost, kept], now: 0.5)
-        #expect(Set(loads(read)) == [lost, kept])
-        let actions = worker.membersChanged(["w-a", "w-b"], now: 1)
-        #expect(released(actions).contains(lost), "a served bucket lost is released as any other")
-        #expect(!worker.isReclaiming(lost) && worker.isReclaiming(kept))
-        #expect(resumed(worker.loaded([lost, kept], generation: generation(read), now: 2)) == [kept])
+    @Test("G4: a previous owner that never releases is waited for one interval, then loaded anyway")
+    func waitedOut() {
+        var newcomer = machine("w-b")
+        _ = newcomer.chooseRead(members: ["w-a", "w-b"])
+        _ = newcomer.formFirstView(members: ["w-a", "w-b"], now: 0)
+        let mine = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
+        #expect(newcomer.tick(now: 5.9).isEmpty)
+        let late = newcomer.tick(now: 6)
+        #expect(late == [.waitedOut(mine), .load(mine, marker: "n1:1")])
     }
 
-    @Test("G3, V5: a bucket its live previous owner released arrives released; one from a dead owner does not")
-    func arrivesReleased() {
-        // w-b joins w-a: w-a is alive, so w-b waits for its release of each bucket.
-        var joining = Handover(selfID: "w-b", releaseTimeout: 6)
-        _ = joining.membersChanged(["w-a"], now: 0)
-        let waiting = joining.membersChanged(["w-a", "w-b"], now: 1)
-        #expect(loads(waiting).isEmpty, "a live previous owner is waited for")
-        let mine = buckets(of: "w-b", among: ["w-a", "w-b"])
-        let half = Array(mine.prefix(mine.count / 2))
-        let actions = joining.released(half, by: "w-a", now: 2)
-        #expect(Set(loads(actions)) == Set(half))
-        #expect(half.allSatisfy(joining.arrivesReleased))
-        #expect(!mine.dropFirst(mine.count / 2).contains(where: joining.arrivesReleased), "not released yet")
-        // The rest is waited for no more: loaded from states that may lag, not released.
-        let late = joining.tick(now: 8)
-        #expect(Set(loads(late)) == Set(mine.dropFirst(mine.count / 2)))
-        #expect(!mine.dropFirst(mine.count / 2).contains(where: joining.arrivesReleased))
-        // w-a dies while w-b and w-c serve: its buckets arrive at w-b from no release.
-        var survivor = servingAlone("w-b")
-        _ = survivor.membersChanged(["w-a", "w-b"], now: 10)
-        let death = survivor.membersChanged(["w-b"], now: 20)
-        #expect(!loads(death).isEmpty && !loads(death).contains(where: survivor.arrivesReleased))
+    @Test("G3, G4: declared dead while cut off, a worker drops every ride and rejoins as a newcomer")
+    func rejoin() throws {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        var handover = besideOther()
+        _ = handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: v(1, 24, 13), now: 2)
+        let actions = handover.rejoin(members: ["w-a", "w-b"], nonce: "n2", now: 3)
+        #expect(actions == [.dropAll, .unfence([r])], "it waits for w-b's release of its buckets")
+        #expect(handover.servingCount == 0 && handover.pendingCount > 0 && !handover.isFencedAway(ride: r))
+        let mine = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-a")
+        let load = try #require(marker(handover.releaseNoticed(mine, by: "w-b", now: 4)))
+        #expect(load == "n2:1", "a new nonce: a marker of its life before does not count")
+        #expect(handover.markerReturned("n1:1", now: 4.1) { _ in false }.isEmpty)
+
+        var alone = machine()
+        _ = alone.chooseRead(members: ["w-a"])
+        _ = alone.formFirstView(members: ["w-a"], now: 0)
+        #expect(alone.rejoin(members: ["w-a"], nonce: "n2", now: 1).isEmpty, "alone, nobody took anything over")
+    }
+
+    @Test("G3: a release notice from this worker itself, or before the first view, counts for nothing")
+    func noticesHeard() {
+        var handover = machine()
+        #expect(!handover.hearsReleases(from: "w-b"), "before the first view")
+        _ = handover.chooseRead(members: ["w-a"])
+        _ = handover.formFirstView(members: ["w-a"], now: 0)
+        #expect(handover.hearsReleases(from: "w-b") && !handover.hearsReleases(from: "w-a"))
+        #expect(handover.releaseNoticed([1, 2], by: "w-a", now: 1).isEmpty)
     }
 }

@@ -1,4 +1,5 @@
 package import Foundation
+package import WorkerGroup
 
 // MARK: - Restoring durable state (L5, A2)
 
@@ -188,8 +189,10 @@ extension Ride {
     /// newer is served.
     /// A release write ties with the block write before it on epoch and ceiling (it reserves nothing new): the
     /// sequence breaks the tie, so the copy with the last status's numbers wins.
-    package func isNewer(than other: Ride) -> Bool {
-        (epoch, max(sequence, sequenceCeiling), sequence)
-            > (other.epoch, max(other.sequence, other.sequenceCeiling), other.sequence)
+    package func isNewer(than other: Ride) -> Bool { version > other.version }
+
+    /// G3: this copy's version, as the handover compares copies (``StateVersion``).
+    package var version: StateVersion {
+        StateVersion(epoch: epoch, ceiling: max(sequence, sequenceCeiling), sequence: sequence)
     }
 }
