@@ -25,6 +25,14 @@ let package = Package(
         // For consumers (rider apps, Intents extensions, dashboards): the contract's payloads; nothing third-party.
         .library(name: "RideStatusKit", targets: ["RideStatusKit"]),
     ],
+    traits: [
+        .trait(
+            name: "UnbufferedIO",
+            description: """
+                Builds the MQTT client without its read buffer under libmosquitto (no patching of libmosquitto's \
+                imports of read and write): the path every platform but Linux with glibc takes. CI builds it.
+                """)
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -47,7 +55,8 @@ let package = Package(
         // A read buffer under libmosquitto's socket reads (its imports of `read` and `write`, patched; measured:
         // 3.9 reads and 2.0 writes per received message, see mosquitto_io.h)
         .target(
-            name: "CMosquittoIO"
+            name: "CMosquittoIO",
+            cSettings: [.define("MOSQUITTO_IO_DISABLED", .when(traits: ["UnbufferedIO"]))]
         ),
 
         // MARK: The one lock type (ThreadSanitizer sees it; see Locked.swift)

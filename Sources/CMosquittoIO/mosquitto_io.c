@@ -1,14 +1,24 @@
 #define _GNU_SOURCE
 #include "mosquitto_io.h"
 
-#include <elf.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
+
+/* The patch reads the ELF64 dynamic section of a shared libmosquitto through glibc's dl_iterate_phdr: Linux,
+ * glibc, x86-64 or arm64 only. Elsewhere, or built with MOSQUITTO_IO_DISABLED (the package trait
+ * `UnbufferedIO`), this module still builds, installs nothing (reason 5), and the client reads unbuffered. */
+#if defined(__linux__) && defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(MOSQUITTO_IO_DISABLED)
+#define MOSQUITTO_IO_PATCHES 1
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#else
+#define MOSQUITTO_IO_PATCHES 0
+#endif
 
 struct mosquitto_io_buffer {
     int fd;
@@ -113,6 +123,8 @@ ssize_t mosquitto_io_write(int fd, const void *source, size_t count) {
 
 /* MARK: Patching libmosquitto's imports */
 
+#if MOSQUITTO_IO_PATCHES
+
 /* glibc stores the dynamic section's addresses relocated; some loaders leave them relative to the base. */
 static const void *dynamic_address(ElfW(Addr) base, ElfW(Addr) value) {
     return (const void *)(value < base ? base + value : value);
@@ -215,3 +227,13 @@ int mosquitto_io_install(void) {
     pthread_once(&install_once, install);
     return install_result;
 }
+
+int mosquitto_io_available(void) { return 1; }
+
+#else
+
+int mosquitto_io_install(void) { return 5; }
+
+int mosquitto_io_available(void) { return 0; }
+
+#endif

@@ -198,14 +198,19 @@ extension MQTTClient {
             // After the wake-up is consumed: a publish queued from now on signals again.
             if outbox.withLock({ $0.count > 0 }) { state.withLock { drainOutbox(state: &$0, onNetworkThread: true) } }
         }
-        var on: Int32 = 1
-        var off: Int32 = 0
-        setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))
+        // Linux: the burst's packets leave in as few segments as fit (TCP_CORK); elsewhere as they are written.
+        #if os(Linux)
+            var on: Int32 = 1
+            var off: Int32 = 0
+            setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &on, socklen_t(MemoryLayout<Int32>.size))
+        #endif
         defer {
-            // A failed loop closes the socket (its number may already be another file's): uncork only the same.
-            if mosquitto_socket(handle) == socket {
-                setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
-            }
+            #if os(Linux)
+                // A failed loop closes the socket (its number may already be another file's): uncork only the same.
+                if mosquitto_socket(handle) == socket {
+                    setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &off, socklen_t(MemoryLayout<Int32>.size))
+                }
+            #endif
             flushAcknowledgements()
             buffer.endOfBurst()
         }

@@ -169,7 +169,7 @@ extension MQTTClient {
     ) throws(MQTTError) {
         let list = configuration.protocolVersion == .v5 ? try state.encodedProperties.list(for: properties) : nil
         var mid: Int32 = 0
-        let rc = SocketReadBuffer.queueing {
+        let rc = readBuffer.queueing {
             mosquitto_publish_v5(
                 handle, &mid, topic, Int32(payload.count), payload.baseAddress, qos.rawValue, retain, list)
         }

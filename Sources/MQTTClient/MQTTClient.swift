@@ -30,7 +30,11 @@ public final class MQTTClient: @unchecked Sendable {
     /// Wakes the network thread when another thread queues a packet.
     let wake = NetworkWake()
     /// Buffers the network thread's reads of the connection under libmosquitto.
-    let readBuffer = SocketReadBuffer()
+    let readBuffer: SocketReadBuffer
+
+    /// Whether this client's reads and wake-ups go through `CMosquittoIO`'s patch of libmosquitto: worth 7.4 to
+    /// 1.1 system calls per received message (docs/performance.md). Applications log and export it.
+    public var ioInterposition: MQTTIOInterposition { readBuffer.interposition }
     /// Publish acknowledgements noted by libmosquitto's callback, not yet handled (network thread only; the
     /// lock is never contended): ``flushAcknowledgements()``.
     let acknowledgements = Locked<[(mid: Int32, reasonCode: Int32)]>([])
@@ -102,6 +106,7 @@ public final class MQTTClient: @unchecked Sendable {
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "mqtt")) throws(MQTTError) {
         _ = Self.libraryInitialised
         self.configuration = configuration
+        readBuffer = SocketReadBuffer(enabled: configuration.interposeIO)
         var logger = logger
         logger[metadataKey: "mqtt.client"] = .string(configuration.clientID)
         self.logger = logger

@@ -91,6 +91,11 @@ public struct MQTTConfiguration: Sendable {
     /// leave in order as acknowledgements make room: a slow or frozen broker cannot grow libmosquitto's queue
     /// without bound. 1,000 keeps 25 ms of a 40,000 messages a second stream in flight.
     public var maxInFlight = 1000
+    /// Whether the client buffers its reads under libmosquitto and skips libmosquitto's wake-up bytes
+    /// (`CMosquittoIO` patches libmosquitto's imports of `read` and `write`; Linux with glibc only): 7.4 system
+    /// calls per received message without, 1.1 with (docs/performance.md). Off, libmosquitto is left as it is.
+    /// ``MQTTClient/ioInterposition`` says what the client got.
+    public var interposeIO = true
     /// MQTT 5 Receive Maximum sent with CONNECT: QoS 1 messages the broker may send before this client
     /// acknowledges them. Unset, MQTT 5 means 65,535, and mosquitto 2.0 then keeps that many in flight and
     /// searches them on every PUBACK: draining 151,000 queued messages the broker spent a core while the

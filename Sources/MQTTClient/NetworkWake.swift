@@ -26,8 +26,21 @@ final class NetworkWake: Sendable {
         // A socket pair rather than a pipe: it is made non-blocking and close-on-exec in one call (Swift's
         // Glibc module has no `pipe2`), so no child started meanwhile inherits it.
         var ends: [Int32] = [-1, -1]
-        let type = Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
-        if socketpair(AF_UNIX, type, 0, &ends) != 0 { ends = [-1, -1] }
+        #if os(Linux)
+            let type = Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
+            if socketpair(AF_UNIX, type, 0, &ends) != 0 { ends = [-1, -1] }
+        #else
+            // No SOCK_NONBLOCK or SOCK_CLOEXEC in socket types here: set after (a child started in between would
+            // inherit the pair, which costs it two descriptors and nothing else).
+            if socketpair(AF_UNIX, SOCK_STREAM, 0, &ends) == 0 {
+                for end in ends {
+                    _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+                    _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                }
+            } else {
+                ends = [-1, -1]
+            }
+        #endif
         (readEnd, writeEnd) = (ends[0], ends[1])
     }
 

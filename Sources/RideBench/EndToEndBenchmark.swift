@@ -36,6 +36,8 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     var drainRounds = 3
     @Option(help: "After the cadence phase, freeze the broker (SIGSTOP) this many seconds; 0: no freeze.")
     var freezeSeconds = 0.0
+    @Option(help: "A setting for the worker, as KEY=VALUE (repeatable), e.g. broker.interposeIO=false.")
+    var set: [String] = []
 
     struct Step {
         var offered: Double
@@ -607,7 +609,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
                 "--broker", broker.url, "--worker-id", "bench", "--update-interval", "\(interval)", "--state-dir",
                 broker.directory.appendingPathComponent("state").path, "--metrics-port", "\(port)", "--log-level",
                 "error",
-            ] + (sequenceBlock.map { ["--set", "rides.sequenceBlock=\($0)"] } ?? []),
+            ] + (sequenceBlock.map { ["--set", "rides.sequenceBlock=\($0)"] } ?? []) + set.flatMap { ["--set", $0] },
             output: broker.directory.appendingPathComponent("worker.log"))
         let worker = Worker(process: process, metricsPort: port)
         // Under a profiler the start takes far longer.

@@ -42,12 +42,12 @@ extension RideStatusService: FleetReader {
     }
 
     package func summaries(of rides: [String]) -> [RideSummary] {
-        let now = Date()
+        let now = time.now
         return core.withLock { $0.engine.summaries(of: rides, now: now) }
     }
 
     package func summaries(from start: Int, limit: Int) -> (summaries: [RideSummary], next: Int?) {
-        let now = Date()
+        let now = time.now
         return core.withLock { $0.engine.summaries(from: start, limit: limit, now: now) }
     }
 

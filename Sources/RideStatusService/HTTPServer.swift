@@ -30,12 +30,12 @@ struct WorkerHTTPServer: Service {
 
     init(
         host: String, port: Int, logger: Logger, isReady: @escaping @Sendable () -> Bool,
-        metricsText: @escaping @Sendable () -> String, reader: any FleetReader, content: Content
+        metricsText: @escaping @Sendable () -> String, reader: any FleetReader, content: Content, time: WorkerTime
     ) {
         self.host = host
         self.port = port
         let api = ReadAPI(reader: reader)
-        let feed = LiveFeed(reader: reader)
+        let feed = LiveFeed(reader: reader, time: time)
         self.feed = feed
         // HEAD answers wherever GET does (the 405s say `Allow: GET, HEAD`).
         let router = Router(options: .autoGenerateHeadEndpoints)

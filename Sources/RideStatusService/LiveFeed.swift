@@ -12,6 +12,7 @@ import ServiceLifecycle
 final class LiveFeed: Sendable {
     private let reader: any FleetReader
     private let interval: Duration
+    private let time: WorkerTime
     private let state = Locked(State())
     /// Rides per piece of the walk: about a millisecond of the lock each on this machine.
     static let piece = 2_000
@@ -24,7 +25,7 @@ final class LiveFeed: Sendable {
         /// The rides as last sent; kept only while anyone watches.
         var previous: [String: RideSummary] = [:]
         /// Refused inputs at the last tick, and when: the header's rate is over the time really elapsed.
-        var lastRejected: (count: Int, at: ContinuousClock.Instant)?
+        var lastRejected: (count: Int, at: Duration)?
         var finished = false
     }
 
@@ -33,9 +34,10 @@ final class LiveFeed: Sendable {
         var needsEverything = true
     }
 
-    init(reader: any FleetReader, interval: Duration = .seconds(1)) {
+    init(reader: any FleetReader, interval: Duration = .seconds(1), time: WorkerTime = .system) {
         self.reader = reader
         self.interval = interval
+        self.time = time
     }
 
     /// A new watcher's events (each a complete SSE frame); it ends when the server shuts down.
@@ -78,7 +80,7 @@ final class LiveFeed: Sendable {
     func run() async {
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !isFinished {
-                try? await Task.sleep(for: interval)
+                try? await time.sleep(for: interval)
                 if watcherCount > 0 { tick() }
             }
         } onGracefulShutdown: {
@@ -99,7 +101,10 @@ final class LiveFeed: Sendable {
     }
 
     /// One second's events: walks the rides, compares with what was sent, and sends.
-    func tick(now: Date = Date(), instant: ContinuousClock.Instant = .now) {
+    /// - Parameter instant: the time on the worker's clock (tests give it).
+    func tick(instant: Duration? = nil) {
+        let now = time.now
+        let instant = instant ?? time.instant
         var current: [String: RideSummary] = [:]
         var start = 0
         while true {
@@ -115,7 +120,7 @@ final class LiveFeed: Sendable {
                 state.lastRejected = (overview.rejectedInputs, instant)
             }
             guard let last = state.lastRejected else { return (state.previous, 0.0) }
-            let elapsed = last.at.duration(to: instant)
+            let elapsed = instant - last.at
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Double(max(0, overview.rejectedInputs - last.count)) * 60 / seconds : 0
             return (state.previous, rate)

@@ -9,6 +9,7 @@ struct QuoteResponder<Transport: WorkerTransport>: Sendable {
     let topics: Topics
     let decoder: InputDecoder
     let metrics: WorkerMetrics
+    let time: WorkerTime
 
     /// 3.4: a quote from the catalog and the live fleet, or a failure reply that says why. Returns what to
     /// dead-letter (3.5): a malformed request, a reply topic that A1 refuses.
@@ -21,7 +22,7 @@ struct QuoteResponder<Transport: WorkerTransport>: Sendable {
     private func quote(
         _ request: MQTTMessage, quoter: RideOptionQuoter?, now: Date, rejected: (Rejection) -> Void
     ) -> RideOptionsReply {
-        let started = ContinuousClock.now
+        let started = time.instant
         let answer: RideOptionsReply
         if let quoter {
             do throws(Rejection) {
@@ -37,7 +38,7 @@ struct QuoteResponder<Transport: WorkerTransport>: Sendable {
                 code: .failureServiceTemporarilyUnavailable, expirationDate: now.addingTimeInterval(60),
                 reason: "noCatalog", detail: "this worker has no ride-option catalog")
         }
-        metrics.quoteDuration.record(ContinuousClock.now - started)
+        metrics.quoteDuration.record(time.instant - started)
         metrics.quoteAnswered(answer.code)
         return answer
     }

@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import Locking
 import Logging
+import MQTTClient
 import RideDomain
 import WorkerGroup
 
@@ -16,8 +17,8 @@ extension RideStatusService {
     /// falls behind, due rides simply stay due, so nothing piles up in memory; when it takes messages again
     /// each publishes once, its newest status (the coalescing happens at the source), oldest due first.
     func runCadence() async {
-        var nextReport = ContinuousClock.now + reportInterval
-        var waitingSince: ContinuousClock.Instant?
+        var nextReport = time.instant + reportInterval
+        var waitingSince: Duration?
         while !Task.isCancelled {
             var more = true
             var blocked = false
@@ -30,26 +31,26 @@ extension RideStatusService {
                 more = core.withLock { core in
                     // L8, G3: a worker leaving publishes no more statuses: its rides' new owners take over.
                     guard core.lifecycle.recovered, core.lifecycle.state != .draining else { return false }
-                    let now = Date()
+                    let now = time.now
                     executor.execute(core.engine.tick(now: now, limit: limit), engine: &core.engine, now: now)
                     return core.engine.hasDue(now: now)
                 }
-                if ContinuousClock.now >= nextReport {
-                    nextReport = ContinuousClock.now + reportInterval
+                if time.instant >= nextReport {
+                    nextReport = time.instant + reportInterval
                     report()
                 }
                 if more { await Task.yield() }
             }
             waitingSince = noteBackpressure(blocked: blocked, since: waitingSince)
-            if ContinuousClock.now >= nextReport {
-                nextReport = ContinuousClock.now + reportInterval
+            if time.instant >= nextReport {
+                nextReport = time.instant + reportInterval
                 report()
             }
-            let untilReport = nextReport - ContinuousClock.now
+            let untilReport = nextReport - time.instant
             let untilDue: Duration? = core.withLock { core in
                 planWake(&core)
                 guard core.lifecycle.recovered, let due = core.engine.nextDueDate() else { return nil }
-                return .milliseconds(Int64(max(0, due.timeIntervalSinceNow) * 1000) + 1)
+                return .milliseconds(Int64(max(0, due.timeIntervalSince(time.now)) * 1000) + 1)
             }
             // Waiting for room: look again shortly (acknowledgements make room; no signal reaches this loop).
             let wait = blocked ? .milliseconds(10) : (untilDue ?? untilReport)
@@ -64,8 +65,8 @@ extension RideStatusService {
 
     /// Logs when the cadence starts waiting for the broker (after a second of it, so a brief full window is
     /// not news) and when it stops; returns since when it has been waiting.
-    private func noteBackpressure(blocked: Bool, since: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
-        let now = ContinuousClock.now
+    private func noteBackpressure(blocked: Bool, since: Duration?) -> Duration? {
+        let now = time.instant
         guard blocked else {
             if let since, now - since >= .seconds(1) {
                 logger.notice(
@@ -98,8 +99,9 @@ extension RideStatusService {
             metrics.report(core.engine.counters, previous: core.reportedCounters, engine: core.engine)
             core.reportedCounters = core.engine.counters
             metrics.groupMembers.record(core.group.members.count)
-            heartbeat(now: Date(), core: &core)
-            handoverTick(now: Date(), core: &core)
+            let now = time.now
+            heartbeat(now: now, core: &core)
+            handoverTick(now: now, core: &core)
             let counts = core.handover.counts
             let reported = core.handover.reported
             metrics.ridesGained.increment(by: counts.gained - reported.gained)
@@ -111,13 +113,14 @@ extension RideStatusService {
             metrics.controlsKept.record(core.handover.recent.count)
             if core.quoter != nil {
                 // Positions older than availabilityMaxAge no longer count: memory follows the live fleet.
-                core.quoter!.pruneFleet(now: Date())
+                core.quoter!.pruneFleet(now: now)
                 metrics.availableVehicles.record(core.quoter!.fleet.count)
             }
         }
         metrics.reconnects.record(transport.reconnectCount)
         metrics.droppedMessages.record(transport.droppedMessages)
         metrics.publishRoom.record(transport.publishRoom)
+        metrics.ioInterposed.record(transport.ioInterposition == .installed ? 1 : 0)
     }
 }
 
@@ -130,6 +133,9 @@ final class Wakeup: Sendable {
     }
 
     private let state = Locked(State())
+    private let time: WorkerTime
+
+    init(time: WorkerTime) { self.time = time }
 
     func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -149,7 +155,7 @@ final class Wakeup: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    try await Task.sleep(for: duration)
+                    try await self.time.sleep(for: duration)
                     self.signal()
                 } catch {}
             }

@@ -116,7 +116,7 @@ extension RideStatusService {
 extension Presence {
     /// G1, A2: a presence read from the broker: nil for a deleted one (a zero-length retained message); an
     /// `incarnation` absent (releases before groups) reads as 0.
-    static func member(from payload: [UInt8], decoder: InputDecoder = InputDecoder(), now: Date = Date())
+    static func member(from payload: [UInt8], decoder: InputDecoder = InputDecoder(), now: Date)
         throws(Rejection) -> GroupMembership.Presence?
     {
         guard !payload.isEmpty else { return nil }

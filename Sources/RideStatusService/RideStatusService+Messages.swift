@@ -19,7 +19,7 @@ extension RideStatusService {
                     await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
                 case .republishAll:
                     let count = core.withLock { core in
-                        core.engine.makeAllDue(now: Date())
+                        core.engine.makeAllDue(now: time.now)
                         planWake(&core)
                         return core.engine.activeRideCount
                     }
@@ -130,7 +130,7 @@ extension RideStatusService {
         subscriptions.subscribe(loadMarker)
         // L8: `online` and `/readyz` wait for these SUBACKs: a booking published after `online` is never lost.
         controlSubscriptions.continuation.yield(.recovery(controlFilters(quoting: core.quoter != nil)))
-        let now = Date()
+        let now = time.now
         // G1, G3: the first view decides which of the states read are this worker's to serve now.
         let read = core.handover.staged.count
         formFirstView(now: now, core: &core)
@@ -161,7 +161,7 @@ extension RideStatusService {
         // A drop the event stream has not brought yet: the client would hold this birth and send it at the next
         // CONNACK, before that connection's subscriptions are back. The next restoration announces instead.
         guard transport.isConnected, transport.incarnation == incarnation else { return }
-        let now = Date()
+        let now = time.now
         core.onlineSince = now
         core.lastHeartbeat = now
         do {
@@ -182,8 +182,8 @@ extension RideStatusService {
 
     func consumeMessages() async {
         for await message in transport.messages {
-            let received = ContinuousClock.now
-            let now = Date()
+            let received = time.instant
+            let now = time.now
             if message.topic == settings.topics.rideOptionsRequest,
                 case .some(let quoter) = core.withLock({ $0.lifecycle.recovered ? Optional($0.quoter) : nil })
             {
@@ -230,7 +230,7 @@ extension RideStatusService {
                 }
                 return false
             }
-            if published { metrics.inputToStatus.record(ContinuousClock.now - received) }
+            if published { metrics.inputToStatus.record(time.instant - received) }
         }
     }
 

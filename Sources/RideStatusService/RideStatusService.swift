@@ -32,7 +32,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let executor: ActionExecutor<Transport>
     let responder: QuoteResponder<Transport>
     /// Wakes the cadence loop when a ride comes due before the time it sleeps until.
-    let wakeup = Wakeup()
+    let wakeup: Wakeup
+    /// The worker's clock and wall time: it reads no other (``WorkerTime``).
+    let time: WorkerTime
     /// How often counters and gauges are reported, whatever the load: a saturated cadence is exactly when
     /// an operator looks at `/metrics`.
     let reportInterval: Duration
@@ -71,18 +73,20 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     /// A worker on any transport; the worker id comes from the settings or the state directory.
     package convenience init(
         settings: WorkerSettings, transport: Transport, version: String, logger: Logger,
-        reportInterval: Duration = .seconds(1)
+        reportInterval: Duration = .seconds(1), time: WorkerTime = .system
     ) throws {
         try self.init(
             settings: settings, identity: WorkerIdentity(settings: settings, version: version), transport: transport,
-            logger: logger, reportInterval: reportInterval)
+            logger: logger, reportInterval: reportInterval, time: time)
     }
 
     init(
         settings: WorkerSettings, identity: WorkerIdentity, transport: Transport, logger: Logger,
-        reportInterval: Duration = .seconds(1)
+        reportInterval: Duration = .seconds(1), time: WorkerTime = .system
     ) {
         self.reportInterval = reportInterval
+        self.time = time
+        wakeup = Wakeup(time: time)
         self.settings = settings
         self.identity = identity
         self.transport = transport
@@ -99,7 +103,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
             changes: subscriptions, vehicleQoS: settings.manySubscriptionsQoS)
-        responder = QuoteResponder(transport: transport, topics: settings.topics, decoder: decoder, metrics: metrics)
+        responder = QuoteResponder(
+            transport: transport, topics: settings.topics, decoder: decoder, metrics: metrics, time: time)
     }
 
     /// The worker id on the broker (L6, L8).
@@ -135,7 +140,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             isReady: { [weak self] in self?.isReady ?? false }, metricsText: metricsText, reader: self,
             content: .init(
                 webRoot: settings.webRoot, leafletDirectory: settings.leafletDirectory, tileURL: settings.tileURL,
-                tileAttribution: settings.tileAttribution, readAPI: settings.readAPI, openAPIDocument: openAPI))
+                tileAttribution: settings.tileAttribution, readAPI: settings.readAPI, openAPIDocument: openAPI),
+            time: time)
     }
 
     public func run() async throws {
@@ -159,7 +165,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 "shutting down: presence offline, flushing QoS 1 messages",
                 metadata: ["members.staying": "\(others)"])
             try? transport.publish(
-                identity.presenceTopic, identity.presence(online: false, incarnation: transport.incarnation),
+                identity.presenceTopic,
+                identity.presence(online: false, incarnation: transport.incarnation, now: time.now),
                 retain: true)
             let flushed = await transport.flush(timeout: .seconds(3))
             subscriptions.finish()
@@ -179,6 +186,18 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 "config": "\(settings.configurationFile ?? "none: built-in defaults")",
             ])
         for warning in settings.warnings { logger.warning("\(warning)") }
+        switch transport.ioInterposition {
+        case .installed:
+            logger.info("MQTT reads buffered under libmosquitto (broker.interposeIO)", metadata: ["io": "installed"])
+        case .disabled:
+            logger.notice(
+                "MQTT reads unbuffered: broker.interposeIO is false (about 7 system calls per received message, not 1)",
+                metadata: ["io": "disabled"])
+        case .unavailable(let reason):
+            logger.warning(
+                "MQTT reads unbuffered: libmosquitto could not be patched here (about 7 system calls per received message, not 1)",
+                metadata: ["io": "unavailable", "reason": "\(reason)"])
+        }
         if let catalog = settings.catalog {
             logger.info(
                 "ride options from the catalog (3.4)",
@@ -237,7 +256,7 @@ extension RideStatusService {
                     logger.error(
                         "the broker refused a control subscription; not online until it is acknowledged (L8)",
                         metadata: ["filters": "\(filters)", "error": "\(error)", "retry.in": "\(pause)"])
-                    try? await Task.sleep(for: pause)
+                    try? await time.sleep(for: pause)
                     pause = min(pause * 2, .seconds(30))
                 }
             }

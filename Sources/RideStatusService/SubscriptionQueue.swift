@@ -24,7 +24,8 @@ final class SubscriptionQueue: Sendable {
     }
 
     private let queue = Locked((changes: [Change](), finished: false))
-    private let wakeup = Wakeup()
+    /// Waits without a deadline (its waits are for changes, never for time): no clock is needed.
+    private let wakeup = Wakeup(time: .system)
 
     func subscribe(
         _ filter: String, qos: MQTTQoS = .atLeastOnce, options: MQTTSubscribeOptions = MQTTSubscribeOptions()

@@ -24,7 +24,7 @@ struct WorkerIdentity: Sendable {
 
     /// The presence payload, `online` or `offline`, as of now, for the connection's `incarnation` (G1).
     /// - Parameter since: when the worker came online (a heartbeat repeats its birth's); `now` by default.
-    func presence(online: Bool, incarnation: UInt64, since: Date? = nil, now: Date = Date()) -> [UInt8] {
+    func presence(online: Bool, incarnation: UInt64, since: Date? = nil, now: Date) -> [UInt8] {
         Presence(
             state: online ? "online" : "offline", since: since ?? now, version: version, incarnation: incarnation,
             at: now

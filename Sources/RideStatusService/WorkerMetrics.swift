@@ -9,6 +9,10 @@ package struct WorkerMetrics: Sendable {
     let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
     /// Publishes the connection takes now without holding them back (0: disconnected or the broker behind).
     let publishRoom = Gauge(label: "ridestatus_mqtt_publish_room")
+    /// 1 when the MQTT client's reads go through `CMosquittoIO`'s patch of libmosquitto, else 0 (disabled by
+    /// `broker.interposeIO`, or unavailable: then a distribution's libmosquitto no longer takes it, unseen
+    /// otherwise).
+    let ioInterposed = Gauge(label: "ridestatus_mqtt_io_interposed")
     let deadLetters = Counter(label: "ridestatus_dead_letters_sent_total")
     let inputToStatus = Timer(label: "ridestatus_input_to_status_seconds", preferredDisplayUnit: .seconds)
     let cadenceGap = Timer(label: "ridestatus_cadence_gap_seconds", preferredDisplayUnit: .seconds)
@@ -78,6 +82,8 @@ extension WorkerMetrics {
         "ridestatus_mqtt_dropped_messages": "Messages libmosquitto dropped for lack of room in its queue.",
         "ridestatus_mqtt_publish_room":
             "Publishes the connection takes now without holding them back (0: down or full).",
+        "ridestatus_mqtt_io_interposed":
+            "1 when the MQTT client's reads are buffered under libmosquitto (broker.interposeIO), else 0.",
         "ridestatus_dead_letters_sent_total":
             "Dead letters published on the dead-letter topic (3.5), after its rate limit.",
         "ridestatus_inputs_rejected_total":

@@ -24,6 +24,9 @@ public protocol WorkerTransport: AnyObject, Sendable {
     /// How many more publishes the connection takes now without holding them back (0 while disconnected
     /// or while the broker falls behind): the cadence publishes only into this room.
     var publishRoom: Int { get }
+    /// Whether the connection's reads go through `CMosquittoIO`'s patch of libmosquitto (logged at start and
+    /// exported as `ridestatus_mqtt_io_interposed`).
+    var ioInterposition: MQTTIOInterposition { get }
 
     /// Connects in the background and keeps reconnecting.
     func start()

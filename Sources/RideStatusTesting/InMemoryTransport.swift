@@ -40,6 +40,8 @@ public final class InMemoryTransport: WorkerTransport {
         var awaitingRestore: [(filters: [String], waiter: Waiter)] = []
         /// Filters the broker refuses (``refuseSubscriptions(to:)``).
         var refused: Set<String> = []
+        /// How many subscriptions the broker refused so far.
+        var refusals = 0
     }
 
     init(broker: InMemoryBroker) {
@@ -54,6 +56,9 @@ public final class InMemoryTransport: WorkerTransport {
     public var droppedMessages: Int { 0 }
     public var isConnected: Bool { state.withLock { $0.connected } }
     public var publishRoom: Int { state.withLock { $0.connected ? $0.room : 0 } }
+
+    /// No libmosquitto here.
+    public var ioInterposition: MQTTIOInterposition { .unavailable(reason: "an in-memory transport") }
 
     /// Stands in for a broker that falls behind: the room ``publishRoom`` reports while connected (publishes
     /// beyond it still go through, as the real client holds them).
@@ -103,6 +108,9 @@ public final class InMemoryTransport: WorkerTransport {
     /// The broker refuses these filters from now on (a SUBACK failure code, as an ACL or a NATS node that
     /// cannot create its consumer gives).
     public func refuseSubscriptions(to filters: Set<String>) { state.withLock { $0.refused = filters } }
+
+    /// How many SUBSCRIBE packets the broker refused a filter of so far (a retry is one more).
+    public var refusedSubscribeCount: Int { state.withLock { $0.refusals } }
 
     /// G1: connects again under an incarnation above `floor`.
     public func reconnect(incarnationAbove floor: UInt64) {
@@ -154,6 +162,7 @@ public final class InMemoryTransport: WorkerTransport {
                 broker.subscribe(id, filter: filter, options: options)
             }
         }
+        if !refused.isEmpty { state.withLock { $0.refusals += 1 } }
         return refused
     }
 

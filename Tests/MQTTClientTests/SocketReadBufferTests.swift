@@ -158,13 +158,32 @@ struct SocketReadBufferTests {
         #expect(wakeUp.unread(wakeUp.ends.1) == 2)
     }
 
+    @Test("turned off (broker.interposeIO false) a client buffers nothing and marks nothing; on, it says installed")
+    func switchedOff() throws {
+        let off = SocketReadBuffer(enabled: false)
+        #expect(off.interposition == .disabled)
+        off.reset(socket: 7)
+        #expect(off.pendingBytes == 0 && off.counters == (0, 0, 0))
+        let skipsBefore = mosquitto_io_queueing_skips()
+        let wakeUp = Pair()
+        var byte: UInt8 = 0
+        off.queueing { #expect(mosquitto_io_write(wakeUp.ends.0, &byte, 1) == 1) }
+        #expect(wakeUp.unread(wakeUp.ends.1) == 1, "the wake-up byte is written: libmosquitto as it always was")
+        #expect(mosquitto_io_queueing_skips() == skipsBefore)
+        #expect(SocketReadBuffer(enabled: true).interposition == .installed, "Debian's libmosquitto takes the patch")
+        var configuration = try MQTTConfiguration(url: "mqtt://127.0.0.1:1", clientID: "io-off")
+        configuration.interposeIO = false
+        #expect(try MQTTClient(configuration: configuration).ioInterposition == .disabled)
+        #expect(SocketReadBuffer.reason(5).contains("not built here"))
+    }
+
     @Test("a thread marked as queueing (a publish from the cadence) skips the wake-up byte; unmarked it writes it")
     func queueingSkipsWakeUp() {
         let wakeUp = Pair()
         var byte: UInt8 = 0
         var packet: [UInt8] = [0x30, 2, 0, 0]
         let skipsBefore = mosquitto_io_queueing_skips()
-        SocketReadBuffer.queueing {
+        SocketReadBuffer(enabled: true).queueing {
             #expect(mosquitto_io_write(wakeUp.ends.0, &byte, 1) == 1)
             // Anything else (a whole packet) is written even while marked.
             #expect(mosquitto_io_write(wakeUp.ends.0, &packet, packet.count) == packet.count)

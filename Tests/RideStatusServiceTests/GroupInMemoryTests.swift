@@ -23,12 +23,12 @@ struct GroupInMemoryTests {
     }
 
     /// w-mem running beside a live w-other, with a ride of its own started and its state written.
-    static func ownRideBesideOther(prefix: String, vehicle: String) async throws -> (
+    static func ownRideBesideOther(prefix: String, vehicle: String, clock: ManualClock? = nil) async throws -> (
         running: Running, ride: String, stateTopic: String
     ) {
         let broker = InMemoryBroker()
         broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        let running = try Running(interval: 0.2, broker: broker)
+        let running = try Running(interval: 0.2, broker: broker, clock: clock)
         try await running.ready()
         let ride = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: prefix)
         broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: vehicle))
@@ -94,7 +94,7 @@ struct GroupInMemoryTests {
 
     @Test("G4: a state written under a newer epoch by another worker stops this worker publishing the ride at once")
     func fencedByNewerEpoch() async throws {
-        let running = try Running(interval: 0.2)
+        let running = try Running(interval: 0.2, clock: ManualClock())
         try await running.ready()
         running.broker.publish("rides/r-f/start", booking(ride: "r-f", vehicle: nil))
         let topic = Topics().state(ride: "r-f")
@@ -110,10 +110,10 @@ struct GroupInMemoryTests {
         }
         let newer = retained().replacingOccurrences(of: #""epoch":1"#, with: #""epoch":2"#)
         running.broker.publish(topic, newer, retain: true)
-        try await Task.sleep(for: .milliseconds(100))
+        try await running.handled()
         let count = running.statuses("r-f").count
-        try await Task.sleep(for: .seconds(1))
-        #expect(running.statuses("r-f").count == count, "G4: no status after the newer epoch was seen")
+        try await running.advance(.seconds(1))
+        #expect(running.statuses("r-f").count == count, "G4: no status in 5 intervals after the newer epoch was seen")
         #expect(retained() == newer, "the new owner's state stays")
         await running.stop()
     }
@@ -130,6 +130,10 @@ struct GroupInMemoryTests {
         broker.publish(topic, "", retain: true)
         broker.publish(
             "ridestatus/workers/w-other/released", #"{"buckets":[\#(Ownership.bucket(of: mine))],"incarnation":1}"#)
+        // A read again would go through a load's marker, a round trip with nothing to observe when it does not
+        // happen: a real second (this test does not run on the manual clock, whose run of it lost a cadence
+        // wake-up in a full suite: docs/architecture.md, "Time").
+        try await running.handled()
         try await Task.sleep(for: .seconds(1))
         #expect(!running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }, "not served again")
         #expect(broker.retained(topic) == nil, "and no state written for it")

@@ -11,13 +11,15 @@ import WorkerGroup
 @Suite("Presence read back for the group (G1, L8, A2)")
 struct PresenceTests {
     func read(_ text: String) throws(Rejection) -> GroupMembership.Presence? {
-        try Presence.member(from: Array(text.utf8))
+        try Presence.member(from: Array(text.utf8), now: Date())
     }
 
     @Test("G1: what this release writes reads back: state and incarnation")
     func roundTrip() throws {
         let written = Presence(state: "offline", since: .now, version: "1.0", incarnation: 1_795_600_000_123)
-        #expect(try Presence.member(from: written.encoded()) == .init(online: false, incarnation: 1_795_600_000_123))
+        #expect(
+            try Presence.member(from: written.encoded(), now: Date())
+                == .init(online: false, incarnation: 1_795_600_000_123))
         #expect(
             try read(#"{"state":"online","since":"2026-11-25T09:00:00.000Z","version":"0.1.0"}"#)
                 == .init(online: true, incarnation: 0), "a release before groups: incarnation 0")
@@ -63,13 +65,14 @@ struct PresenceTests {
                 var settings = WorkerSettings(); settings.workerID = "w-1"; return settings
             }(), version: "1.0")
         let documents = [
-            identity.presence(online: true, incarnation: 1_795_600_000_123),
-            identity.presence(online: true, incarnation: 1_795_600_000_123, since: .now.addingTimeInterval(-30)),
+            identity.presence(online: true, incarnation: 1_795_600_000_123, now: Date()),
+            identity.presence(
+                online: true, incarnation: 1_795_600_000_123, since: .now.addingTimeInterval(-30), now: Date()),
             Presence(state: "offline", since: .now, version: "1.0", incarnation: 7).encoded(),
         ]
         let (code, output) = try await validateJSON(schema: "presence.schema.json", documents: documents)
         #expect(code == 0, Comment(rawValue: output))
-        let heartbeat = try #require(try Presence.member(from: documents[1]))
+        let heartbeat = try #require(try Presence.member(from: documents[1], now: Date()))
         #expect(heartbeat.online && heartbeat.seenAt != nil, "a heartbeat says when it was sent")
     }
 }

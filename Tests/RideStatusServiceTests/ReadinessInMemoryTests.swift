@@ -36,7 +36,8 @@ struct ReadinessInMemoryTests {
 
     @Test("L8, L6: with SUBACKs held, a drop mid-recovery and a clean-session reconnect, online waits for them")
     func onlineWaitsForSubscriptions() async throws {
-        let running = try Running(prepare: { $0.holdAcknowledgements() })
+        let clock = ManualClock()
+        let running = try Running(clock: clock, prepare: { $0.holdAcknowledgements() })
         // Recovery goes on as its own SUBACKs are released, until the control subscriptions are in flight.
         try await release(until: "rides/+/start", running)
         #expect(births(running).isEmpty, "L8: no online while the control subscriptions are in flight")
@@ -47,8 +48,8 @@ struct ReadinessInMemoryTests {
         try await running.waitFor("the restoration in flight") {
             Set(running.transport.filtersInFlight).isSuperset(of: Self.controls)
         }
-        // A while: still nothing announced, nothing ready (the lifecycle's tests cover the heartbeat's rule).
-        try await Task.sleep(for: .milliseconds(200))
+        // A while, a heartbeat's interval (10 s) and more: still nothing announced, nothing ready.
+        try await clock.advance(by: .seconds(11))
         #expect(births(running).isEmpty, "L8: no online before the restoration is acknowledged")
         #expect(!running.worker.isReady)
         running.transport.holdAcknowledgements(false)
@@ -68,7 +69,7 @@ struct ReadinessInMemoryTests {
         try await running.waitFor("the restoration in flight") { !running.transport.filtersInFlight.isEmpty }
         // The worker hears of the drop through its event stream: /readyz turns false then, and stays false.
         try await running.waitFor("not ready") { !running.worker.isReady }
-        try await Task.sleep(for: .milliseconds(200))
+        try await clock.advance(by: .seconds(11))
         #expect(!running.worker.isReady, "L8: /readyz is false until this connection's subscriptions are back")
         #expect(births(running) == [2])
         running.transport.holdAcknowledgements(false)
@@ -82,14 +83,19 @@ struct ReadinessInMemoryTests {
 
     @Test("L8: a refused control subscription keeps the worker offline; it is tried again until acknowledged")
     func refusedControlIsRetried() async throws {
-        let running = try Running(prepare: { $0.refuseSubscriptions(to: ["rides/+/start"]) })
+        let clock = ManualClock()
+        let running = try Running(clock: clock, prepare: { $0.refuseSubscriptions(to: ["rides/+/start"]) })
         try await running.waitFor("the control subscriptions tried") {
             running.broker.subscribedFilters.contains("rides/+/stop")
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Retried after 0.25 s, then 0.5 s, 1 s, 2 s: refused each time.
+        try await clock.advance(by: .seconds(4))
+        #expect(running.transport.refusedSubscribeCount >= 4, "tried again while refused")
         #expect(births(running).isEmpty, "L8: not online while the broker refuses rides/+/start")
         #expect(!running.worker.isReady)
         running.transport.refuseSubscriptions(to: [])
+        // The next retry, 4 s after the last (the pause doubles).
+        try await clock.advance(by: .seconds(8))
         try await running.waitFor("online after the retry") { !births(running).isEmpty }
         #expect(running.broker.subscribedFilters.contains("rides/+/start"))
         running.broker.publish("rides/r-1/start", booking(ride: "r-1", vehicle: "v-1"))
@@ -99,10 +105,13 @@ struct ReadinessInMemoryTests {
         running.transport.refuseSubscriptions(to: ["rides/+/cancel"])
         running.transport.drop()
         running.transport.reconnect()
-        try await Task.sleep(for: .milliseconds(300))
+        // The worker hears of the drop through its event stream; then the retries, all refused.
+        try await running.waitFor("not ready") { !running.worker.isReady }
+        try await clock.advance(by: .seconds(4))
         #expect(births(running) == [1], "no birth for the connection that lacks rides/+/cancel")
         #expect(!running.worker.isReady)
         running.transport.refuseSubscriptions(to: [])
+        try await clock.advance(by: .seconds(8))
         try await running.waitFor("online after the retry") { births(running) == [1, 2] }
         await running.stop()
     }

@@ -19,12 +19,17 @@ struct ServiceInMemoryTests {
         let worker: RideStatusService<InMemoryTransport>
         let group: ServiceGroup
         let task: Task<Void, any Error>
+        /// The worker's clock when the test drives it (``advance(_:)``); real time otherwise.
+        let clock: ManualClock?
 
         /// - Parameter prepare: runs on the worker's transport before the worker starts.
+        /// - Parameter clock: a manual clock for the worker's time: it moves only in ``advance(_:)`` and, a little
+        ///   at each look, in ``waitFor(_:timeout:_:)``.
         init(
             interval: Double = 20, broker: InMemoryBroker = InMemoryBroker(), reportInterval: Duration = .seconds(1),
-            prepare: (InMemoryTransport) -> Void = { _ in }
+            clock: ManualClock? = nil, prepare: (InMemoryTransport) -> Void = { _ in }
         ) throws {
+            self.clock = clock
             var settings = WorkerSettings()
             settings.workerID = "w-mem"
             settings.ride.updateInterval = interval
@@ -33,8 +38,11 @@ struct ServiceInMemoryTests {
             prepare(transport)
             worker = try RideStatusService(
                 settings: settings, transport: transport, version: "test",
-                logger: Logger(label: "mem", factory: { _ in SwiftLogNoOpLogHandler() }), reportInterval: reportInterval
-            )
+                logger: ProcessInfo.processInfo.environment["RUNNING_LOG"] == nil
+                    ? Logger(label: "mem", factory: { _ in SwiftLogNoOpLogHandler() })
+                    : Logger(label: "mem", factory: { StreamLogHandler.standardError(label: $0) }),
+                reportInterval: reportInterval,
+                time: clock?.workerTime ?? .system)
             group = ServiceGroup(
                 configuration: .init(
                     services: [.init(service: worker.connection), .init(service: worker)],
@@ -61,7 +69,36 @@ struct ServiceInMemoryTests {
             let deadline = Date().addingTimeInterval(timeout)
             while !condition() {
                 guard Date() < deadline else { throw TimedOut(what: what) }
-                try await Task.sleep(for: .milliseconds(5))
+                if let clock {
+                    // The worker's time moves on a little at each look, about as fast as real time (a group's
+                    // silence limit is 30 s: a test must not outrun it).
+                    try await clock.advance(by: .milliseconds(5))
+                    try await Task.sleep(for: .milliseconds(1))
+                } else {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+        }
+
+        /// Moves the worker's manual clock on by `duration` (its cadence, heartbeat and handover ticks run at
+        /// each of their times), after every message published so far is handled.
+        func advance(_ duration: Duration) async throws {
+            guard let clock else { preconditionFailure("advance needs a Running made with a ManualClock") }
+            try await handled()
+            try await clock.advance(by: duration)
+        }
+
+        /// Waits until every message published to the worker so far is handled: a quote request travels the
+        /// same stream, in order, and is answered on its own response topic (A1) once the worker reaches it.
+        func handled() async throws {
+            let topic = "replies/probe/\(UUID().uuidString)"
+            broker.publish(
+                Topics().rideOptionsRequest, Array("{}".utf8),
+                properties: MQTTProperties(responseTopic: topic, correlationData: [1]))
+            let deadline = Date().addingTimeInterval(30)
+            while !broker.published.contains(where: { $0.topic == topic }) {
+                guard Date() < deadline else { throw TimedOut(what: "the worker reached the probe") }
+                try await Task.sleep(for: .milliseconds(1))
             }
         }
 
@@ -92,7 +129,7 @@ struct ServiceInMemoryTests {
             broker.publish(
                 "fleet/vehicles/v-1/position",
                 fix("v-1", pickupPoint.moved(metres: 100, bearing: 90), at: time, speed: 8))
-            try await Task.sleep(for: .milliseconds(10))
+            try await running.handled()
         }
         #expect(running.statuses("r-1").last?["phase"]?.stringValue == "approachingPickup")
         await running.stop()
@@ -156,21 +193,27 @@ struct ServiceInMemoryTests {
 
     @Test("C1, C5: a broker that takes nothing holds the cadence back, not memory; then each ride publishes its newest")
     func backpressure() async throws {
-        let running = try Running(interval: 0.2)
+        let running = try Running(interval: 0.2, clock: ManualClock())
         try await running.ready()
         let rides = (1...20).map { "r-\($0)" }
         for ride in rides { running.broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: nil)) }
         try await running.waitFor("every ride's cadence") { rides.allSatisfy { running.statuses($0).count >= 3 } }
         // The broker falls behind: no room to publish. Many intervals pass; nothing is produced to wait anywhere.
         running.transport.setPublishRoom(0)
-        try await Task.sleep(for: .milliseconds(300))
+        try await running.advance(.milliseconds(300))
         // Rides' messages only: the presence heartbeat (G1, every 10 s) goes whatever the room, and under
         // ThreadSanitizer this test runs long enough for one to fall here (a CI run caught it).
         let presences = "\(Topics().serviceName)/workers/"
-        func ridesPublished() -> Int { running.broker.published.filter { !$0.topic.hasPrefix(presences) }.count }
+        func ridesPublished() -> Int {
+            // Not the presences, nor the replies to the probes of ``Running/handled()``.
+            running.broker.published.filter {
+                !$0.topic.hasPrefix(presences) && !$0.topic.hasPrefix("replies/")
+                    && $0.topic != Topics().rideOptionsRequest
+            }.count
+        }
         let before = ridesPublished()
         let statusesBefore = running.broker.published.filter { $0.topic.hasSuffix("/status") }.count
-        try await Task.sleep(for: .seconds(1.5))
+        try await running.advance(.seconds(1.5))
         #expect(ridesPublished() == before, "\(ridesPublished() - before) published")
         // A little room, all of it inside the reserve the cadence leaves to inputs: the cadence still waits,
         // and a phase change (C2) goes out at once.
@@ -179,13 +222,13 @@ struct ServiceInMemoryTests {
         try await running.waitFor("the cancellation") {
             running.statuses("r-1").last?["phase"]?.stringValue == "completed"
         }
-        try await Task.sleep(for: .seconds(0.5))
+        try await running.advance(.seconds(0.5))
         let statusesNow = running.broker.published.filter { $0.topic.hasSuffix("/status") }.count
         #expect(statusesNow == statusesBefore + 1, "the cancellation's status and no cadence")
         // No room at all: a new booking's first status waits as its ride, not as a message (its state too).
         running.transport.setPublishRoom(0)
         running.broker.publish("rides/r-21/start", booking(ride: "r-21", vehicle: nil))
-        try await Task.sleep(for: .seconds(0.5))
+        try await running.advance(.seconds(0.5))
         #expect(running.statuses("r-21").isEmpty)
         #expect(!running.broker.published.contains { $0.topic == Topics().state(ride: "r-21") })
         // Room again: every ride publishes, once, its newest status, in sequence order (C5); the booking
@@ -247,6 +290,8 @@ struct ServiceInMemoryTests {
         // Metrics reports 60 s apart: the only thing that can wake the idle loop in time is the start itself.
         let running = try Running(interval: 0.3, reportInterval: .seconds(60))
         try await running.ready()
+        // On real time: the loop must be asleep when the start comes (a manual clock's run of this test still
+        // loses the wake-up in a full suite, not yet understood: docs/architecture.md, "Time").
         try await Task.sleep(for: .milliseconds(100))
         running.broker.publish("rides/r-1/start", booking(ride: "r-1", vehicle: nil))
         try await running.waitFor("five statuses", timeout: 20) { running.statuses("r-1").count >= 5 }

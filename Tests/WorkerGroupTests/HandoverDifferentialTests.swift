@@ -77,6 +77,8 @@ struct HandoverDifferentialTests {
         case booking(ride: String)
         case tick
         case rejoin
+        /// A fence, a release of the ride's bucket by w-b, and the read again's marker, one after the other.
+        case takenBack(ride: String, StateVersion)
     }
 
     // MARK: - The service's handover before the machine (transcribed; I/O written down)
@@ -530,7 +532,7 @@ struct HandoverDifferentialTests {
         case 0..<6:
             // w-a and any of the others.
             return .members(["w-a"] + [["w-b"], ["w-c"], ["w-b", "w-c"], []][pick % 4])
-        case 6..<36: return .state(ride: name, legacy: pick == 7, state)
+        case 6..<33: return .state(ride: name, legacy: pick == 7, state)
         case 36..<50:
             let buckets = Array(
                 Set(
@@ -542,8 +544,10 @@ struct HandoverDifferentialTests {
         case 50..<75: return .marker(index: index, garbage: pick == 0)
         case 75..<83: return .status(ride: name, status)
         case 83..<92: return .booking(ride: name)
-        case 92..<98: return .tick
-        default: return .rejoin
+        case 92..<95: return .tick
+        case 95..<97: return .rejoin
+        case 33..<36, 97..<100: return .takenBack(ride: name, StateVersion(epoch: 3, ceiling: 48, sequence: 40))
+        default: return .tick
         }
     }
     static let runGen = zip(
@@ -615,8 +619,8 @@ struct HandoverDifferentialTests {
                 state: seen.versionForTest)
         }
 
-        for (step, event) in events.enumerated() {
-            now += gaps[step]
+        /// One event to both paths; false once they differ.
+        func apply(_ event: Event, step: Int) -> Bool {
             broker.follow(new.effects)
             switch event {
             case .members(let members):
@@ -631,7 +635,7 @@ struct HandoverDifferentialTests {
                 new.carryOut(new.machine.releaseNoticed(buckets, by: worker, now: now))
             case .marker(let index, let garbage):
                 let markers = new.effects.compactMap { if case .marker(let text) = $0 { text } else { nil } }
-                guard !markers.isEmpty || garbage else { continue }
+                guard !markers.isEmpty || garbage else { return true }
                 let text = garbage ? "x:1" : markers[pick(index, of: markers.count)]
                 // A load's retained states come before its marker.
                 for (ride, seen) in broker.states(for: text) { state(ride, legacy: false, seen) }
@@ -653,21 +657,39 @@ struct HandoverDifferentialTests {
                 nonces += 1
                 if compare { old.rejoin(nonce: "n\(nonces)", now: now) }
                 new.carryOut(new.machine.rejoin(members: new.members, nonce: "n\(nonces)", now: now))
+            case .takenBack(let ride, let version):
+                // w-b writes the ride under a newer epoch, releases its bucket, and the read again ends.
+                for part: Event in [
+                    .state(ride: ride, legacy: false, .read(version)),
+                    .release([Ownership.bucket(of: ride)], by: "w-b"), .marker(index: 0, garbage: false),
+                ] {
+                    guard apply(part, step: step) else { return false }
+                }
+                return true
             }
-            guard compare else { continue }
+            guard compare else { return true }
             #expect(
                 old.effects == new.effects,
                 "step \(step) (\(event)): before \(old.effects.suffix(6)), now \(new.effects.suffix(6))")
             #expect(old.engine.held == new.engine.held, "step \(step): the rides held")
             #expect(old.staged == new.staged, "step \(step): the states staged")
-            if old.effects != new.effects || old.staged != new.staged || old.engine.held != new.engine.held { break }
+            return old.effects == new.effects && old.staged == new.staged && old.engine.held == new.engine.held
+        }
+
+        for (step, event) in events.enumerated() {
+            now += gaps[step]
+            guard apply(event, step: step) else { break }
         }
         return new.effects
     }
 
     @Test("G3, G4: on random runs the machine and the service's former handover do the same, step by step")
     func sameAsBefore() async {
-        await propertyCheck(count: 150, input: Self.runGen) { run in _ = Self.run(run, compare: true) }
+        await propertyCheck(count: 40, input: Self.runGen) { run in
+            // Each run is a few dozen milliseconds of work on the shared pool: let the other tests in between.
+            await Task.yield()
+            _ = Self.run(run, compare: true)
+        }
     }
 
     @Test("G3, G4: the random runs reach the cases that matter: fences, reads again, resumes, takeovers, rejoins")
@@ -678,7 +700,8 @@ struct HandoverDifferentialTests {
         var restored = 0
         var statusReads = 0
         var rejoined = 0
-        await propertyCheck(count: 150, input: Self.runGen) { run in
+        await propertyCheck(count: 40, input: Self.runGen) { run in
+            await Task.yield()
             var fencedRides: Set<String> = []
             for effect in Self.run(run, compare: false) {
                 switch effect {
@@ -695,7 +718,7 @@ struct HandoverDifferentialTests {
             }
         }
         #expect(
-            fenced > 10 && restored > 90 && resumed > 3 && statusReads > 15 && rejoined > 25,
+            fenced > 3 && restored > 30 && resumed > 0 && statusReads > 5 && rejoined > 3,
             "fenced \(fenced), restored \(restored), served again \(resumed), status reads \(statusReads), rejoins \(rejoined)"
         )
     }

@@ -12,7 +12,7 @@
  * and one for the rest: three or four system calls for a fix (four for the project's fixes of about 260 bytes,
  * with two length bytes). It also writes one byte to an internal socket pair for every packet it queues, each
  * PUBACK included. Measured on the drain of `make bench-e2e` (151,000 queued QoS 1 fixes, `perf stat` of the
- * worker's system calls over the whole drain): see README.md, "Scaling". This module points libmosquitto's
+ * worker's system calls over the whole drain): see docs/performance.md. This module points libmosquitto's
  * imports of `read` and `write` (its GOT slots, and only its own) at the two functions below. While a network
  * thread has entered with a buffer, a read of that buffer's socket is served from one large `read`; outside,
  * and for any other file, they call the system's.
@@ -33,8 +33,12 @@ typedef struct {
 
 /** Patches libmosquitto's imports of `read` and `write` once per process. Returns 0 when at least one points
  *  at this module, or a positive reason: 1 libmosquitto is not loaded as a shared library, 2 its dynamic
- *  section cannot be read, 3 it imports neither, 4 a slot could not be made writable. */
+ *  section cannot be read, 3 it imports neither, 4 a slot could not be made writable, 5 the patch is not
+ *  built here (not Linux with glibc on x86-64 or arm64, or built with MOSQUITTO_IO_DISABLED). */
 int mosquitto_io_install(void);
+
+/** 1 when the patch is built into this module (see `mosquitto_io_install`), else 0. */
+int mosquitto_io_available(void);
 
 /** A buffer of `capacity` bytes (at least 4,096), for no socket yet; NULL when out of memory. */
 mosquitto_io_buffer *mosquitto_io_buffer_create(size_t capacity);
