@@ -51,10 +51,12 @@ extension MQTTClient {
                 state.lastError = error.description
                 if permanent { state.refusal = error }
             }
-            logger.error("MQTT connection refused", metadata: ["reason": "\(error)"])
+            logger.debug("MQTT connection refused", metadata: ["reason": "\(error)"])
             if permanent {
                 failConnectWaiters(with: error)
                 eventContinuation.yield(.refused(error))
+            } else {
+                eventContinuation.yield(.trouble(.connectionRefused(error)))
             }
             return
         }
@@ -122,7 +124,7 @@ extension MQTTClient {
             if state.resend.connected(inFlight: state.inFlightQoS1) { releaseHeld(state: &state) }
             noteRoom(state)
         }
-        logger.info(
+        logger.debug(
             isReconnect ? "MQTT reconnected" : "MQTT connected", metadata: ["session.present": "\(flags & 1 == 1)"])
         for waiter in waiters { waiter.resume() }
         eventContinuation.yield(.connected(sessionPresent: flags & 1 == 1))

@@ -50,7 +50,7 @@ extension MQTTClient {
             }
             answerLostSubscriptionChanges()
             if wasConnected && !state.withLock({ $0.stopping }) {
-                logger.info("MQTT connection lost", metadata: ["reason": "\(Self.describe(rc))"])
+                logger.debug("MQTT connection lost", metadata: ["reason": "\(Self.describe(rc))"])
             }
             if state.withLock({ $0.stopping || $0.refusal != nil }) { break }
             sleep(for: delay)
@@ -115,7 +115,8 @@ extension MQTTClient {
                     handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos.rawValue, will.retain, nil)
             }
             if rc != MOSQ_ERR_SUCCESS.rawValue {
-                logger.error("will not set for this connection", metadata: ["reason": "\(Self.describe(rc))"])
+                logger.debug("will not set for this connection", metadata: ["reason": "\(Self.describe(rc))"])
+                eventContinuation.yield(.trouble(.willNotSet(reason: Self.describe(rc))))
             }
         }
         var properties: OpaquePointer? = nil
@@ -159,9 +160,11 @@ extension MQTTClient {
         }
         for waiter in expired { waiter.resume(throwing: MQTTError.connectTimeout(lastError: lastError)) }
         if let outstanding {
-            logger.warning(
+            logger.debug(
                 "resends after reconnecting not acknowledged in time; held publishes sent anyway",
                 metadata: ["unacknowledged": "\(outstanding)", "timeout": "\(configuration.orderedResendTimeout)"])
+            eventContinuation.yield(
+                .trouble(.resendsUnacknowledged(count: outstanding, timeout: configuration.orderedResendTimeout)))
         }
         return flags
     }

@@ -117,9 +117,10 @@ extension MQTTClient {
         if state.stopping || state.stopped {
             let error = state.refusal ?? .shutDown
             for entry in batch.entries { entry.waiter?.resume(throwing: error) }
-            logger.notice(
+            logger.debug(
                 "publishes made while the client stopped were not sent",
                 metadata: ["publishes": "\(batch.entries.count)", "reason": "\(error)"])
+            eventContinuation.yield(.trouble(.publishesNotSent(count: batch.entries.count, reason: "\(error)")))
             return
         }
         var published = false
@@ -150,7 +151,7 @@ extension MQTTClient {
                 }
             }
         }
-        refused.log(to: logger, "publishes refused by libmosquitto")
+        refused.report(to: logger, events: eventContinuation, "publishes refused by libmosquitto")
         if published && !onNetworkThread { wake.signal() }
     }
 
@@ -198,7 +199,7 @@ extension MQTTClient {
             }
             if case .failure(let error) = result { refused.note(error, waiter: message.waiter, topic: message.topic) }
         }
-        refused.log(to: logger, "held publishes refused by libmosquitto")
+        refused.report(to: logger, events: eventContinuation, "held publishes refused by libmosquitto")
     }
 
     /// Publishes libmosquitto refused while a batch was handed on: one with a waiter learns its error at once;
@@ -219,11 +220,15 @@ extension MQTTClient {
             if first == nil { first = (topic(), error) }
         }
 
-        func log(to logger: Logger, _ message: Logger.Message) {
+        func report(
+            to logger: Logger, events: AsyncStream<MQTTConnectionEvent>.Continuation, _ message: Logger.Message
+        ) {
             guard let first else { return }
-            logger.error(
+            logger.debug(
                 message,
                 metadata: ["publishes": "\(count)", "first.topic": "\(first.topic)", "error": "\(first.error)"])
+            events.yield(
+                .trouble(.publishesRefused(count: count, firstTopic: first.topic, error: "\(first.error)")))
         }
     }
 

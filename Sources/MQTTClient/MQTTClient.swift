@@ -10,8 +10,15 @@ public import Logging
 /// capped exponential backoff, and is the only thread on which libmosquitto calls back into Swift
 /// (`MQTTClient+Callbacks.swift`). That is the one place where C and Swift concurrency meet: callbacks
 /// copy what they need, then resume continuations, push into the ``messages`` buffer or yield
-/// ``events``. Public methods may be called from any task; they only queue packets (the handle is in
-/// threaded mode, so libmosquitto's own mutexes guard its queues) and wait for the network thread's answer.
+/// ``events``. Public methods may be called from any task. A publish goes into the client's ``Outbox``, which
+/// the network thread hands to libmosquitto in batches; after a reconnect, ``OrderedResend`` holds new
+/// publishes back until libmosquitto's resends are acknowledged (C5: in order across reconnects).
+/// Subscription changes are queued with libmosquitto (threaded mode: its mutexes guard its queues) and
+/// answered at their SUBACK.
+///
+/// ## Logs and events
+/// The client logs at debug and trace only; what an application should see comes as ``events``: the
+/// connection's changes, and ``MQTTConnectionEvent/trouble(_:)`` for what it worked around.
 ///
 /// ## Reconnection
 /// The client is the one owner of reconnection, from the very first attempt on (a broker started after

@@ -78,6 +78,35 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
     case connectFailed(reason: String, retryIn: Duration)
     /// The broker refused the credentials or the client; the client stops retrying.
     case refused(MQTTError)
+    /// Something went wrong that the client works around: the application logs it (the client itself logs at
+    /// debug and trace only).
+    case trouble(MQTTClientTrouble)
+}
+
+/// What the client worked around, for the application to log (``MQTTConnectionEvent/trouble(_:)``).
+public enum MQTTClientTrouble: Sendable, Equatable, CustomStringConvertible {
+    /// The broker refused a connection for a reason that may pass (server busy, for one); the client retries.
+    case connectionRefused(MQTTError)
+    /// libmosquitto took no will for this connection: a death goes unannounced until the next one.
+    case willNotSet(reason: String)
+    /// Resends after a reconnect were not acknowledged within `timeout`; publishes held behind them went anyway.
+    case resendsUnacknowledged(count: Int, timeout: Duration)
+    /// Publishes made while the client stopped were not sent.
+    case publishesNotSent(count: Int, reason: String)
+    /// libmosquitto refused publishes (none of them had a waiter to tell): how many, the first's topic and error.
+    case publishesRefused(count: Int, firstTopic: String, error: String)
+
+    public var description: String {
+        switch self {
+        case .connectionRefused(let error): "the broker refused the connection for now: \(error)"
+        case .willNotSet(let reason): "no will set for this connection: \(reason)"
+        case .resendsUnacknowledged(let count, let timeout):
+            "\(count) resends not acknowledged within \(timeout); held publishes sent anyway"
+        case .publishesNotSent(let count, let reason): "\(count) publishes made while stopping not sent: \(reason)"
+        case .publishesRefused(let count, let topic, let error):
+            "libmosquitto refused \(count) publishes (the first to \(topic)): \(error)"
+        }
+    }
 }
 
 /// MQTT 5 subscription options (ignored with MQTT 3.1.1, which has none).

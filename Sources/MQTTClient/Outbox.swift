@@ -10,7 +10,7 @@
 /// into one growing byte buffer under the outbox's own lock, which nothing holds for more than a copy or a
 /// swap; the network thread swaps the buffer for an empty one once per turn and publishes the batch, so
 /// libmosquitto allocates and frees on one thread and the client's lock is taken once per batch. Measured in
-/// README.md, "Scaling".
+/// docs/performance.md.
 ///
 /// A plain value: the client keeps it behind its own lock and carries out what it returns.
 struct Outbox {

@@ -75,7 +75,7 @@ final class SocketReadBuffer: @unchecked Sendable {
 
     /// Runs `body` (libmosquitto queueing a packet; the client marks its publishes) without libmosquitto's
     /// wake-up byte, on any thread: the caller signals ``NetworkWake``, once per batch of packets. Measured
-    /// at the cadence of `make bench-scale`: README.md, "Scaling".
+    /// at the cadence of `make bench-scale`: docs/performance.md.
     func queueing<Result>(_ body: () -> Result) -> Result {
         guard interposition == .installed else { return body() }
         let before = mosquitto_io_queueing(1)

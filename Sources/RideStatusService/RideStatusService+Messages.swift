@@ -61,6 +61,8 @@ extension RideStatusService {
                 logger.notice("broker not reachable yet", metadata: ["reason": "\(reason)", "retry.in": "\(retryIn)"])
             case .refused(let error):
                 logger.critical("broker refused the worker; not retrying", metadata: ["error": "\(error)"])
+            case .trouble(let trouble):
+                logger.warning("MQTT client: \(trouble)")
             }
         }
     }

@@ -5,6 +5,8 @@ import RideStatusTesting
 import Testing
 import WorkerGroup
 
+@testable import RideStatusService
+
 /// The handover's wiring in the service (G1, G3, G4), on the in-memory broker: which rides a worker serves
 /// beside another member, what it keeps for the rides it does not serve, and fencing. The real broker and
 /// real processes are in `GroupEndToEndTests`.
@@ -33,7 +35,16 @@ struct GroupInMemoryTests {
         let ride = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: prefix)
         broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: vehicle))
         let topic = Topics().state(ride: ride)
-        try await running.waitFor("its state") { broker.retained(topic) != nil }
+        do {
+            try await running.waitFor("its state") { broker.retained(topic) != nil }
+        } catch {
+            let overview = running.worker.overview()
+            let published = broker.published.map(\.topic)
+            Issue.record(
+                "no state: members \(overview.members), rides \(overview.activeRides), ready \(overview.ready); filters \(broker.subscribedFilters.sorted()); published \(published.suffix(12))"
+            )
+            throw error
+        }
         return (running, ride, topic)
     }
 

@@ -1,12 +1,15 @@
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import RideDomain
-import RideStatusService
 import RideStatusTesting
 import ServiceLifecycle
 import Synchronization
 import Testing
+import WorkerGroup
+
+@testable import RideStatusService
 
 /// The service's own logic in process, on the in-memory broker: recovery, reconnects, the cadence's
 /// wake-ups, A1, A2 and the goodbye. Fast and free of sockets, so it also runs under ThreadSanitizer.
@@ -68,7 +71,17 @@ struct ServiceInMemoryTests {
         func waitFor(_ what: String, timeout: Double = 30, _ condition: () -> Bool) async throws {
             let deadline = Date().addingTimeInterval(timeout)
             while !condition() {
-                guard Date() < deadline else { throw TimedOut(what: what) }
+                guard Date() < deadline else {
+                    // What the worker was at, for a timeout that a loaded machine cannot explain.
+                    let overview = worker.overview()
+                    let state = worker.core.withLock { core in
+                        "lifecycle \(core.lifecycle.state), view \(core.handover.machine.viewFormed), serving \(core.handover.machine.servingCount), arriving \(core.handover.machine.pendingCount), kept \(core.handover.recent.count), planned wake \(core.plannedWake)"
+                    }
+                    throw TimedOut(
+                        what:
+                            "\(what) (members \(overview.members), rides \(overview.activeRides), ready \(overview.ready); \(state); clock sleepers \(clock?.deadlines ?? []); last published \(broker.published.suffix(6).map(\.topic)))"
+                    )
+                }
                 if let clock {
                     // The worker's time moves on a little at each look, about as fast as real time (a group's
                     // silence limit is 30 s: a test must not outrun it).

@@ -685,7 +685,7 @@ struct HandoverDifferentialTests {
 
     @Test("G3, G4: on random runs the machine and the service's former handover do the same, step by step")
     func sameAsBefore() async {
-        await propertyCheck(count: 40, input: Self.runGen) { run in
+        await propertyCheck(count: 25, input: Self.runGen) { run in
             // Each run is a few dozen milliseconds of work on the shared pool: let the other tests in between.
             await Task.yield()
             _ = Self.run(run, compare: true)
@@ -700,7 +700,7 @@ struct HandoverDifferentialTests {
         var restored = 0
         var statusReads = 0
         var rejoined = 0
-        await propertyCheck(count: 40, input: Self.runGen) { run in
+        await propertyCheck(count: 25, input: Self.runGen) { run in
             await Task.yield()
             var fencedRides: Set<String> = []
             for effect in Self.run(run, compare: false) {
@@ -718,7 +718,7 @@ struct HandoverDifferentialTests {
             }
         }
         #expect(
-            fenced > 3 && restored > 30 && resumed > 0 && statusReads > 5 && rejoined > 3,
+            fenced > 2 && restored > 20 && resumed > 0 && statusReads > 3 && rejoined > 2,
             "fenced \(fenced), restored \(restored), served again \(resumed), status reads \(statusReads), rejoins \(rejoined)"
         )
     }
