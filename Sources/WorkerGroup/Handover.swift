@@ -354,9 +354,19 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// nonce (this worker's life before a rejoin) or of a load asked for anew since does nothing.
     /// - Parameter held: whether the worker holds a ride (a bucket read again keeps those it holds).
     public mutating func markerReturned(_ marker: String, now: Double, held: (String) -> Bool) -> [Action] {
-        let statuses = marker.hasPrefix("s")
-        let parts = marker.dropFirst(statuses ? 1 : 0).split(separator: ":")
-        guard parts.count == 2, parts[0] == markerNonce, let generation = Int(parts[1]) else { return [] }
+        // By the whole nonce, not a leading "s": a nonce may itself start with "s" (base 36), and then every
+        // load marker of that life was taken for a status marker and ignored, its buckets never served.
+        let parts = marker.split(separator: ":")
+        guard parts.count == 2, let generation = Int(parts[1]) else { return [] }
+        let head = String(parts[0])
+        let statuses: Bool
+        if head == markerNonce {
+            statuses = false
+        } else if head == "s" + markerNonce {
+            statuses = true
+        } else {
+            return []
+        }
         if statuses { return statusesRead(generation: generation, now: now) }
         guard let loaded = loads.removeValue(forKey: generation) else { return [] }
         // A bucket its previous owner released comes with each ride's last state, written at the release: only

@@ -279,6 +279,21 @@ struct HandoverTests {
         #expect(alone.rejoin(members: ["w-a"], nonce: "n2", now: 1).isEmpty, "alone, nobody took anything over")
     }
 
+    @Test("G3: a marker nonce that starts with 's' still completes its loads (not taken for a status marker)")
+    func nonceStartingWithS() throws {
+        var newcomer = Machine(
+            selfID: "w-b", releaseTimeout: 6, releaseMemory: 15, markerNonce: "s1x", ownEchoes: false,
+            readsStatuses: true)
+        _ = newcomer.chooseRead(members: ["w-a", "w-b"])
+        _ = newcomer.formFirstView(members: ["w-a", "w-b"], now: 0)
+        let mine = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
+        let load = try #require(marker(newcomer.releaseNoticed(mine, by: "w-a", now: 1)))
+        #expect(load == "s1x:1")
+        #expect(serve(newcomer.markerReturned(load, now: 2) { _ in false }) != nil, "served")
+        #expect(newcomer.markerReturned("ss1x:1", now: 2) { _ in false }.isEmpty, "its status marker: no read")
+        #expect(newcomer.markerReturned("1x:1", now: 2) { _ in false }.isEmpty)
+    }
+
     @Test("G3: a release notice from this worker itself, or before the first view, counts for nothing")
     func noticesHeard() {
         var handover = machine()
