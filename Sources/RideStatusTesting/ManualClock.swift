@@ -83,15 +83,6 @@ public final class ManualClock: Clock, Sendable {
         try Task.checkCancellation()
     }
 
-    /// Waits until at least `count` tasks sleep on the clock (the worker started its loops).
-    public func sleepers(atLeast count: Int, timeout: Duration = .seconds(10)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while sleeping < count {
-            guard ContinuousClock.now < deadline else { throw NotIdle(sleeping: sleeping, expected: count) }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
     /// Waits until the tasks woken went back to sleep (as many sleep as `before`), or, for one that stopped
     /// sleeping on the clock (a retry that succeeded), until the count has not changed for 50 ms.
     private func idle(before: Int, timeout: Duration = .seconds(10)) async throws {

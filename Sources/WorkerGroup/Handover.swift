@@ -37,7 +37,8 @@ public enum Seen<Version: Sendable & Equatable>: Sendable, Equatable {
     /// A copy that reads, with its version.
     case read(Version)
 
-    var version: Version? {
+    /// The version of a copy that reads; nil for a deleted or unreadable one.
+    public var version: Version? {
         if case .read(let version) = self { return version }
         return nil
     }

@@ -604,7 +604,7 @@ struct HandoverDifferentialTests {
             let ride = rides[index % rides.count]
             broker.retained[ride] = state
             old.stage(ride: ride, legacy: index == 5, state)
-            new.carryOut(new.machine.stateRecovered(ride: ride, legacy: index == 5, state), state: state.versionForTest)
+            new.carryOut(new.machine.stateRecovered(ride: ride, legacy: index == 5, state), state: state.version)
         }
         var now = 100.0
         old.formFirstView(now: now)
@@ -616,7 +616,7 @@ struct HandoverDifferentialTests {
             let held = legacy ? nil : new.engine.held[ride]
             new.carryOut(
                 new.machine.stateSeen(ride: ride, legacy: legacy, seen, held: held, now: now),
-                state: seen.versionForTest)
+                state: seen.version)
         }
 
         /// One event to both paths; false once they differ.
@@ -721,13 +721,5 @@ struct HandoverDifferentialTests {
             fenced > 2 && restored > 20 && resumed > 0 && statusReads > 3 && rejoined > 2,
             "fenced \(fenced), restored \(restored), served again \(resumed), status reads \(statusReads), rejoins \(rejoined)"
         )
-    }
-}
-
-extension Seen where Version == StateVersion {
-    /// The version a read carries, for the store.
-    var versionForTest: StateVersion? {
-        if case .read(let version) = self { return version }
-        return nil
     }
 }
