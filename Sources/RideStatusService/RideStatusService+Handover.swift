@@ -119,10 +119,11 @@ extension RideStatusService {
     }
 
     /// G3: another worker's release notice, `{serviceName}/workers/{workerId}/released`:
-    /// `{"buckets":[...],"incarnation":N}`. What does not read is dead-lettered (A2).
+    /// `{"buckets":[...],"incarnation":N,"floors":[[bucket,epoch,ceiling],...]}`. What does not read is
+    /// dead-lettered (A2).
     func receiveRelease(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
         guard core.handover.machine.hearsReleases(from: worker) else { return }
-        guard let buckets = Self.releasedBuckets(message.payload) else {
+        guard let (buckets, floors) = Self.releaseNotice(message.payload) else {
             executor.execute(
                 core.engine.reject(
                     Rejection(.invalidField, "release notice: buckets is not a list of bucket numbers (G3)"),
@@ -131,8 +132,8 @@ extension RideStatusService {
             return
         }
         carryOut(
-            core.handover.machine.releaseNoticed(buckets, by: worker, now: now.timeIntervalSince1970), now: now,
-            core: &core)
+            core.handover.machine.releaseNoticed(
+                buckets, floors: floors, by: worker, now: now.timeIntervalSince1970), now: now, core: &core)
     }
 
     /// G3: a load's marker came back (``Handover/markerReturned(_:now:held:)``).
@@ -279,6 +280,7 @@ extension RideStatusService {
     /// in order before the notice), then the release notice tells the new owner it may load them.
     private func release(_ buckets: [Int], now: Date, core: inout Core) {
         let lost = Set(buckets)
+        let floors = core.engine.sequenceFloors(in: lost)
         var count = 0
         for id in core.engine.rideIdentifiers where lost.contains(Ownership.bucket(of: id)) {
             guard let (ride, actions) = core.engine.handOver(id) else { continue }
@@ -287,7 +289,7 @@ extension RideStatusService {
             count += 1
         }
         core.handover.counts.released += count
-        publishReleaseNotice(buckets)
+        publishReleaseNotice(buckets, floors: floors)
         logger.info(
             "rides released to their new owner (G3)",
             metadata: [
@@ -295,11 +297,21 @@ extension RideStatusService {
             ])
     }
 
-    /// G3: the notice, after the last states (QoS 1, in order), that these buckets are free to load.
-    private func publishReleaseNotice(_ buckets: [Int]) {
+    /// G3: the notice, after the last states (QoS 1, in order), that these buckets are free to load, with the
+    /// floors of the rides this worker held in them (C5: ``SequenceFloor``).
+    private func publishReleaseNotice(_ buckets: [Int], floors: [Int: SequenceFloor] = [:]) {
         try? transport.publish(
             settings.topics.released(worker: identity.id),
-            Self.releaseNotice(buckets: buckets, incarnation: transport.incarnation))
+            Self.releaseNotice(buckets: buckets, incarnation: transport.incarnation, floors: floors))
+    }
+
+    /// G3, C5 on SIGTERM in a group: before its `offline` presence, a leaving worker publishes the floors of
+    /// every bucket it holds rides in, releasing no bucket (it writes no last states: the new owners read the
+    /// last state written, and continue above the floor too when the broker's copy lags).
+    func announceLeavingFloors(core: inout Core) {
+        let floors = core.engine.sequenceFloors()
+        guard !floors.isEmpty else { return }
+        publishReleaseNotice([], floors: floors)
     }
 
     /// G3: the subscriptions that read these buckets' states: one per bucket, or, past
@@ -320,10 +332,13 @@ extension RideStatusService {
     private func serve(_ serve: Handover<StateVersion>.Serve, now: Date, core: inout Core) {
         let legacy = Set(serve.legacy)
         var count = 0
+        var belowFloor = 0
         for id in serve.rides {
             // A ride held here stays as it is (a bucket's rides are never held before it is served).
             guard var ride = core.handover.staged.removeValue(forKey: id), core.engine.ride(id) == nil else { continue }
-            ride.takeOver(sequenceBlock: serve.kind == .recovery ? 0 : settings.ride.sequenceBlock)
+            let floor = serve.floors[Ownership.bucket(of: id)]
+            if let floor, floor.ceiling > ride.version.ceiling { belowFloor += 1 }
+            ride.takeOver(sequenceBlock: serve.kind == .recovery ? 0 : settings.ride.sequenceBlock, floor: floor)
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
             count += 1
             if legacy.contains(id), let current = core.engine.ride(id) {
@@ -333,6 +348,13 @@ extension RideStatusService {
             }
         }
         core.handover.counts.gained += count
+        if belowFloor > 0 {
+            // Debug: a bucket's floor is the highest of its rides', so a ride with lower numbers than another of its
+            // bucket is below it without any lag. Only one alone in its bucket says the broker's copy lagged.
+            logger.debug(
+                "ride states read below their bucket's floor; numbering continues above the floor (C5, G3)",
+                metadata: ["rides": "\(belowFloor)", "buckets": "\(serve.floors.count)"])
+        }
         let replay = core.handover.recent.take(buckets: Set(serve.buckets), now: now.timeIntervalSince1970)
         for message in replay { handle(message, parsed: settings.topics.parse(message.topic), now: now, core: &core) }
         if let wait = serve.waited { metrics.handoverDuration.recordNanoseconds(Int64(wait * 1e9)) }
@@ -370,12 +392,13 @@ extension RideStatusService {
 
     // MARK: Release notices
 
-    /// The largest release notice read: every bucket listed, with room to spare.
-    static var maximumReleaseNotice: Int { 64 * 1024 }
+    /// The largest release notice read: every bucket listed, and a floor for each, with room to spare.
+    static var maximumReleaseNotice: Int { 512 * 1024 }
 
-    /// G3: `{serviceName}/workers/{workerId}/released`: `{"buckets":[...],"incarnation":N}`.
-    static func releaseNotice(buckets: [Int], incarnation: UInt64) -> [UInt8] {
-        var writer = JSONWriter(capacity: 16 + 6 * buckets.count)
+    /// G3: `{serviceName}/workers/{workerId}/released`:
+    /// `{"buckets":[...],"incarnation":N,"floors":[[bucket,epoch,ceiling],...]}` (floors omitted when none).
+    static func releaseNotice(buckets: [Int], incarnation: UInt64, floors: [Int: SequenceFloor] = [:]) -> [UInt8] {
+        var writer = JSONWriter(capacity: 32 + 6 * buckets.count + 24 * floors.count)
         writer.beginObject()
         writer.key("buckets")
         writer.beginArray()
@@ -383,21 +406,49 @@ extension RideStatusService {
         writer.endArray()
         writer.key("incarnation")
         writer.integer(Int(clamping: incarnation))
+        if !floors.isEmpty {
+            writer.key("floors")
+            writer.beginArray()
+            for (bucket, floor) in floors.sorted(by: { $0.key < $1.key }) {
+                writer.beginArray()
+                writer.integer(bucket)
+                writer.integer(Int(floor.epoch))
+                writer.integer(floor.ceiling)
+                writer.endArray()
+            }
+            writer.endArray()
+        }
         writer.endObject()
         return writer.bytes
     }
 
-    /// G3: the buckets a release notice lists (numbers outside the buckets skipped); nil for one that does not
-    /// read. Not the input decoder: a notice lists up to 8,192 buckets (about 48 KB), above the input size limit.
-    static func releasedBuckets(_ payload: [UInt8]) -> [Int]? {
+    /// G3: the buckets a release notice lists and its floors (entries outside the buckets, epochs or sequences
+    /// skipped); nil for one that does not read. Not the input decoder: a notice lists up to 8,192 buckets and as
+    /// many floors (about 250 KB), above the input size limit.
+    static func releaseNotice(_ payload: [UInt8]) -> (buckets: [Int], floors: [Int: SequenceFloor])? {
         guard payload.count <= maximumReleaseNotice, let notice = try? JSONParser.parse(payload),
             case .array(let items)? = notice["buckets"]
         else { return nil }
-        return items.compactMap { item -> Int? in
-            guard let number = item.doubleValue, let bucket = Int(exactly: number),
-                (0..<Ownership.bucketCount).contains(bucket)
-            else { return nil }
-            return bucket
+        let buckets = items.compactMap(bucketNumber)
+        var floors: [Int: SequenceFloor] = [:]
+        if case .array(let entries)? = notice["floors"] {
+            for entry in entries {
+                guard case .array(let parts) = entry, parts.count == 3, let bucket = bucketNumber(parts[0]),
+                    let epoch = parts[1].doubleValue.flatMap({ UInt32(exactly: $0) }),
+                    let ceiling = parts[2].doubleValue.flatMap({ Int(exactly: $0) }),
+                    (0...Ride.maxSequence).contains(ceiling)
+                else { continue }
+                let floor = SequenceFloor(epoch: epoch, ceiling: ceiling)
+                floors[bucket] = floors[bucket].map { floor.merged(with: $0) } ?? floor
+            }
         }
+        return (buckets, floors)
+    }
+
+    private static func bucketNumber(_ item: JSONValue) -> Int? {
+        guard let number = item.doubleValue, let bucket = Int(exactly: number),
+            (0..<Ownership.bucketCount).contains(bucket)
+        else { return nil }
+        return bucket
     }
 }

@@ -159,7 +159,10 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             try? await gracefulShutdown()
             let others = core.withLock { core in
                 core.lifecycle.shutdown()
-                return core.group.members.count - 1
+                let others = core.group.members.count - 1
+                // G3, C5: the staying members continue above these floors whatever state they read.
+                if others > 0 { announceLeavingFloors(core: &core) }
+                return others
             }
             logger.info(
                 "shutting down: presence offline, flushing QoS 1 messages",

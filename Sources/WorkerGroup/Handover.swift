@@ -44,6 +44,29 @@ public enum Seen<Version: Sendable & Equatable>: Sendable, Equatable {
     }
 }
 
+/// C5, G2, G3: a lower bound for the rides of one bucket that a worker stopped serving, carried in its release
+/// notice: the highest epoch and the highest reserved sequence among them. A new owner continues above it
+/// whatever state it reads: a clustered broker's retained copy can lag many writes behind the last one (a NATS
+/// node whose retained-message cache stopped following its stream after another node's loss served a state 14 s
+/// old, `GroupNATSClusterTests`), while a notice travels live. Epochs and sequences only grow, so a floor never
+/// becomes wrong; at worst it skips numbers, which C5 allows.
+public struct SequenceFloor: Sendable, Hashable, CustomStringConvertible {
+    public var epoch: UInt32
+    public var ceiling: Int
+
+    public init(epoch: UInt32, ceiling: Int) {
+        self.epoch = epoch
+        self.ceiling = ceiling
+    }
+
+    /// The bound under both: each part the higher of the two.
+    public func merged(with other: SequenceFloor) -> SequenceFloor {
+        SequenceFloor(epoch: max(epoch, other.epoch), ceiling: max(ceiling, other.ceiling))
+    }
+
+    public var description: String { "\(epoch)/\(ceiling)" }
+}
+
 /// G3, G4: the whole handover of one worker's rides as the group changes: which buckets it releases, loads and
 /// serves (``BucketHandover``), which copies of ride states it keeps while a bucket arrives, which rides it stops
 /// publishing because another worker writes them under a newer epoch (fencing), when it reads a bucket again to
@@ -129,13 +152,20 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         public var kind: Kind
         /// G3: for a takeover, the longest any bucket waited from the view that gave it here (seconds).
         public var waited: Double?
+        /// C5, G2: the floors that release notices brought for these buckets (``SequenceFloor``): each ride of
+        /// such a bucket continues above its floor as well as above the state read.
+        public var floors: [Int: SequenceFloor]
 
-        public init(buckets: [Int], rides: [String], legacy: [String], kind: Kind, waited: Double?) {
+        public init(
+            buckets: [Int], rides: [String], legacy: [String], kind: Kind, waited: Double?,
+            floors: [Int: SequenceFloor] = [:]
+        ) {
             self.buckets = buckets
             self.rides = rides
             self.legacy = legacy
             self.kind = kind
             self.waited = waited
+            self.floors = floors
         }
     }
 
@@ -181,6 +211,14 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     private var statusReads: [Int: (buckets: [Int], rides: [String])] = [:]
     /// The rides whose statuses are read, with the sequence of the status kept of each.
     private var readingStatus: [String: Int?] = [:]
+    /// C5, G2: floors heard in release notices, by bucket, with when: kept for ``floorMemory`` whether or not the
+    /// bucket is on its way here yet (a leaving worker's notice can come before the view that moves its buckets).
+    private var floors: [Int: (floor: SequenceFloor, at: Double)] = [:]
+
+    /// How long a floor heard in a release notice is kept for a serve of its bucket (seconds). Longer than any
+    /// load takes (a NATS node's consumer timeouts measured 5 s each); a floor stays a true lower bound however
+    /// old, so this only bounds what is kept.
+    public static var floorMemory: Double { 60 }
 
     public init(
         selfID: String, releaseTimeout: Double, releaseMemory: Double, markerNonce: String, ownEchoes: Bool,
@@ -289,6 +327,7 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// most); a read again that does not end is asked for anew.
     public mutating func tick(now: Double) -> [Action] {
         guard viewFormed else { return [] }
+        if !floors.isEmpty { floors = floors.filter { now - $0.value.at <= Self.floorMemory } }
         let bucketActions = buckets.tick(now: now)
         var actions: [Action] = []
         for case .load(let loading, _) in bucketActions where loading.first.map(buckets.isArriving) == true {
@@ -339,8 +378,15 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// too for a while (its view lacked this one): the ones of which it fenced a ride off here are read again,
     /// and the rides served again; the release is remembered a while for a fence that comes after it (the
     /// notice and the state travel on different subscriptions, which a clustered broker may deliver apart).
-    public mutating func releaseNoticed(_ released: [Int], by worker: String, now: Double) -> [Action] {
+    /// - Parameter floors: the notice's ``SequenceFloor``s by bucket: kept a while, whichever buckets they name
+    ///   (a leaving worker's notice at SIGTERM lists floors and no released bucket).
+    public mutating func releaseNoticed(
+        _ released: [Int], floors noticed: [Int: SequenceFloor] = [:], by worker: String, now: Double
+    ) -> [Action] {
         guard hearsReleases(from: worker) else { return [] }
+        for (bucket, floor) in noticed {
+            floors[bucket] = (floors[bucket].map { floor.merged(with: $0.floor) } ?? floor, now)
+        }
         let served = released.filter { buckets.serving.contains($0) }
         var actions = carryOut(buckets.released(released, by: worker, now: now), now: now)
         for bucket in served { releasedHere[bucket] = (worker, now) }
@@ -491,9 +537,13 @@ public struct Handover<Version: HandoverVersion>: Sendable {
             if let resuming, !resuming.contains(ride) { forgotten.append(ride) } else { serving.append(ride) }
         }
         let moved = serving.filter { legacy.remove($0) != nil }
+        var bounds: [Int: SequenceFloor] = [:]
+        if kind != .recovery {
+            for bucket in gained { if let kept = floors.removeValue(forKey: bucket) { bounds[bucket] = kept.floor } }
+        }
         var actions: [Action] = forgotten.isEmpty ? [] : [.unstage(forgotten)]
         actions.append(
-            .serve(Serve(buckets: gained, rides: serving, legacy: moved, kind: kind, waited: waited)))
+            .serve(Serve(buckets: gained, rides: serving, legacy: moved, kind: kind, waited: waited, floors: bounds)))
         return actions
     }
 

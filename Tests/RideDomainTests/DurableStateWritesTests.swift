@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WorkerGroup
 
 @testable import RideDomain
 
@@ -41,9 +42,11 @@ struct DurableStateWritesTests {
     }
 
     /// G3: the first sequence a new owner numbers after reading `state` and taking the ride over with `block`.
-    func successorsFirstSequence(reading state: [UInt8], block: Int, at now: Date) throws -> Int {
+    func successorsFirstSequence(
+        reading state: [UInt8], block: Int, floor: SequenceFloor? = nil, at now: Date
+    ) throws -> Int {
         var ride = try Ride.restored(topicRide: "r-1", payload: state, now: now, configuration: RideConfiguration())
-        ride.takeOver(sequenceBlock: block)
+        ride.takeOver(sequenceBlock: block, floor: floor)
         var successor = RideEngine()
         _ = successor.restore(ride, now: now)
         return try #require(successor.publishAll(now: now).statuses.first).sequence
@@ -104,25 +107,33 @@ struct DurableStateWritesTests {
         #expect(try #require(harness.engine.ride("r-6")).sequence <= ceilings.last!, "C5: every status under it")
     }
 
-    @Test(
-        "C5, G3: a new owner that read the state one write behind (a clustered broker's lagging copy) numbers above all the old owner reserved"
-    )
-    func takeOverAboveLaggingState() throws {
+    /// A ride driven to its drop-off for 400 s, a fix and a tick every 5 s; `each` sees the old owner's engine,
+    /// what the broker retained, the time and the second, after each step.
+    func driveOldOwner(_ each: (RideEngine, Retained, Date, Int) throws -> Void) throws {
         var harness = Harness()
         var retained = Retained()
         retained.apply(harness.start())
         retained.apply(harness.fix(at: t0.addingTimeInterval(1), pickup, speed: 0))
         retained.apply(harness.event("arrivedAtPickup", at: t0.addingTimeInterval(2)))
         retained.apply(harness.event("passengerOnBoard", at: t0.addingTimeInterval(3)))
-        var checked = 0
-        var reusedWithoutTheBlock = 0
         for second in stride(from: 5, through: 400, by: 5) {
             let time = t0.addingTimeInterval(Double(3 + second))
             retained.apply(harness.fix(at: time, toward(pickup, dropOff, metres: 10 * Double(second)), speed: 10))
             retained.apply(harness.engine.tick(now: time))
-            guard retained.written.count >= 2 else { continue }
+            try each(harness.engine, retained, time, second)
+        }
+    }
+
+    @Test(
+        "C5, G3: a new owner that read the state one write behind (a clustered broker's lagging copy) numbers above all the old owner reserved"
+    )
+    func takeOverAboveLaggingState() throws {
+        var checked = 0
+        var reusedWithoutTheBlock = 0
+        try driveOldOwner { engine, retained, time, second in
+            guard retained.written.count >= 2 else { return }
             // Everything the old owner may publish before it writes again: up to the ceiling of its last write.
-            let reserved = try #require(harness.engine.ride("r-1")).sequenceCeiling
+            let reserved = try #require(engine.ride("r-1")).sequenceCeiling
             let lagging = retained.written[retained.written.count - 2]
             let first = try successorsFirstSequence(
                 reading: lagging, block: RideConfiguration().sequenceBlock, at: time)
@@ -130,7 +141,7 @@ struct DurableStateWritesTests {
             var taken = try Ride.restored(
                 topicRide: "r-1", payload: lagging, now: time, configuration: RideConfiguration())
             taken.takeOver(sequenceBlock: RideConfiguration().sequenceBlock)
-            #expect(taken.epoch == harness.engine.ride("r-1")!.epoch + 1, "G2: one epoch more")
+            #expect(taken.epoch == engine.ride("r-1")!.epoch + 1, "G2: one epoch more")
             checked += 1
             if try successorsFirstSequence(reading: lagging, block: 0, at: time) <= reserved {
                 reusedWithoutTheBlock += 1
@@ -139,6 +150,35 @@ struct DurableStateWritesTests {
         #expect(checked >= 70)
         // The check can fail: read one write behind, continuing just above the ceiling read reuses numbers.
         #expect(reusedWithoutTheBlock >= 10, "\(reusedWithoutTheBlock)")
+    }
+
+    @Test(
+        "C5, G2, G3: a new owner that read the state many writes behind (a NATS node's stale cache) numbers above the old owner's release floor"
+    )
+    func takeOverAboveFloor() throws {
+        var checked = 0
+        var reusedWithoutTheFloor = 0
+        try driveOldOwner { engine, retained, time, second in
+            let reserved = try #require(engine.ride("r-1")).sequenceCeiling
+            // The floor the old owner's notice would carry, read off its engine as a release does.
+            let floor = try #require(engine.sequenceFloors()[Ownership.bucket(of: "r-1")])
+            // The broker's copy is the very first state written, however many writes came after it.
+            let first = try #require(retained.written.first)
+            let block = RideConfiguration().sequenceBlock
+            let successor = try successorsFirstSequence(reading: first, block: block, floor: floor, at: time)
+            #expect(successor > reserved, "at \(second) s: \(successor) after \(reserved) reserved")
+            var taken = try Ride.restored(
+                topicRide: "r-1", payload: first, now: time, configuration: RideConfiguration())
+            taken.takeOver(sequenceBlock: block, floor: floor)
+            #expect(taken.epoch == engine.ride("r-1")!.epoch + 1, "G2: one epoch above the floor's")
+            checked += 1
+            if try successorsFirstSequence(reading: first, block: block, at: time) <= reserved {
+                reusedWithoutTheFloor += 1
+            }
+        }
+        #expect(checked == 80)
+        // The check can fail: a read many writes behind, with only the block, reuses numbers.
+        #expect(reusedWithoutTheFloor >= 40, "\(reusedWithoutTheFloor)")
     }
 
     @Test("C5, G3: statuses with no room give their numbers back, so the next state reserves one block, not more")

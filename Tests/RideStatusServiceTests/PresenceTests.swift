@@ -51,10 +51,35 @@ struct PresenceTests {
             RideStatusService<MQTTClient>.releaseNotice(buckets: [0, 17, 8191], incarnation: 1_795_600_000_123),
             RideStatusService<MQTTClient>.releaseNotice(buckets: Array(0..<8192), incarnation: 1),
             RideStatusService<MQTTClient>.releaseNotice(buckets: [], incarnation: 0),
+            RideStatusService<MQTTClient>.releaseNotice(
+                buckets: [], incarnation: 3, floors: [12: SequenceFloor(epoch: 4, ceiling: 125)]),
+            RideStatusService<MQTTClient>.releaseNotice(
+                buckets: Array(0..<8192), incarnation: 1_795_600_000_123,
+                floors: Dictionary(
+                    uniqueKeysWithValues: (0..<8192).map {
+                        ($0, SequenceFloor(epoch: .max, ceiling: Ride.maxSequence))
+                    })),
         ]
-        #expect(notices[1].count <= RideStatusService<MQTTClient>.maximumReleaseNotice, "every bucket fits")
+        #expect(notices[4].count <= RideStatusService<MQTTClient>.maximumReleaseNotice, "every bucket and floor fits")
         let (code, output) = try await validateJSON(schema: "released.schema.json", documents: notices)
         #expect(code == 0, Comment(rawValue: output))
+    }
+
+    @Test("G3, C5: a release notice's floors read back as written; entries that do not read are skipped")
+    func releaseNoticeFloors() throws {
+        typealias Service = RideStatusService<MQTTClient>
+        let floors = [7: SequenceFloor(epoch: 3, ceiling: 60), 8191: SequenceFloor(epoch: 1, ceiling: 0)]
+        let read = try #require(
+            Service.releaseNotice(Service.releaseNotice(buckets: [7], incarnation: 2, floors: floors)))
+        #expect(read.buckets == [7])
+        #expect(read.floors == floors)
+        let odd = Array(
+            #"{"buckets":[1,9000],"incarnation":1,"floors":[[1,2,30],[1,5,10],[9000,1,1],[2,-1,5],[3,1],"x",[4,1,1.5]]}"#
+                .utf8)
+        let partial = try #require(Service.releaseNotice(odd))
+        #expect(partial.buckets == [1], "a bucket out of range is skipped")
+        #expect(partial.floors == [1: SequenceFloor(epoch: 5, ceiling: 30)], "two floors of one bucket merge")
+        #expect(Service.releaseNotice(Array(#"{"floors":[]}"#.utf8)) == nil, "no buckets: not a notice")
     }
 
     @Test(

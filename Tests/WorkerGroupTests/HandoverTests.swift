@@ -94,6 +94,46 @@ struct HandoverTests {
         #expect(newcomer.markerReturned(load, now: 3) { _ in false }.isEmpty, "a marker counts once")
     }
 
+    @Test("C5, G2: a leaving worker's floors, heard before its buckets move, bound the takeover; kept a while only")
+    func floorsBoundTakeover() throws {
+        let buckets = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
+        let theirs = ride(ownedBy: "w-b", among: ["w-a", "w-b"])
+        let bucket = Ownership.bucket(of: theirs)
+        let floor = SequenceFloor(epoch: 3, ceiling: 80)
+        // SIGTERM: w-b's notice lists no bucket released and the floors of those it held rides in; its offline
+        // presence follows, and w-a loads w-b's buckets as a dead owner's.
+        var survivor = besideOther()
+        #expect(
+            survivor.releaseNoticed([], floors: [bucket: SequenceFloor(epoch: 2, ceiling: 90)], by: "w-b", now: 4)
+                .isEmpty, "no bucket released: nothing loads yet")
+        _ = survivor.releaseNoticed([], floors: [bucket: floor], by: "w-b", now: 4.1)
+        let load = try #require(marker(survivor.membersChanged(["w-a"], now: 5)))
+        _ = survivor.stateSeen(ride: theirs, legacy: false, .read(v(1, 24, 13)), held: nil, now: 5.1)
+        let statuses = survivor.markerReturned(load, now: 5.2) { _ in false }
+        var served = try #require(serve(survivor.markerReturned("s" + load, now: 5.3) { _ in false }), "\(statuses)")
+        #expect(served.rides == [theirs])
+        #expect(served.floors == [bucket: SequenceFloor(epoch: 3, ceiling: 90)], "two notices' floors merge")
+        #expect(served.buckets.count == buckets.count)
+
+        // Used once: the bucket's next takeover has no floor left, and one heard longer than floorMemory ago is
+        // forgotten at a tick.
+        var later = besideOther()
+        _ = later.releaseNoticed([], floors: [bucket: floor], by: "w-b", now: 4)
+        _ = later.tick(now: 4 + Machine.floorMemory + 1)
+        let late = try #require(marker(later.membersChanged(["w-a"], now: 70)))
+        _ = later.stateSeen(ride: theirs, legacy: false, .read(v(1, 24, 13)), held: nil, now: 70.05)
+        _ = later.markerReturned(late, now: 70.1) { _ in false }
+        served = try #require(serve(later.markerReturned("s" + late, now: 70.2) { _ in false }))
+        #expect(served.floors.isEmpty, "a floor older than floorMemory is gone")
+
+        // Only a member's notice counts, as for releases.
+        var deaf = besideOther()
+        _ = deaf.releaseNoticed([], floors: [bucket: floor], by: "w-a", now: 4)
+        let own = try #require(marker(deaf.membersChanged(["w-a"], now: 5)))
+        let direct = deaf.markerReturned(own, now: 5.1) { _ in false }
+        #expect(serve(direct)?.floors.isEmpty ?? true, "its own notice is not heard")
+    }
+
     @Test("G3, V5: a dead owner's rides read their retained statuses; the newest kept, one failing A2 refused")
     func takeoverReadsStatuses() throws {
         var survivor = besideOther()

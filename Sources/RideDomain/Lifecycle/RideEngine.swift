@@ -1,4 +1,5 @@
 public import Foundation
+package import WorkerGroup
 
 /// What the owner of a ``RideEngine`` must do. The engine itself does no I/O.
 public enum RideAction: Sendable, Equatable {
@@ -59,6 +60,20 @@ public struct RideEngine: Sendable {
     /// G2: a ride's ownership epoch, without copying the ride out.
     public func epoch(of identifier: String) -> UInt32? {
         rideTable.slot(of: identifier).map { rideTable[slot: $0].epoch }
+    }
+    /// C5, G3: the ``SequenceFloor`` of each bucket that holds active rides (all of them, or those `in` the
+    /// given buckets): the highest epoch and reserved sequence among its rides, for a release notice.
+    package func sequenceFloors(in buckets: Set<Int>? = nil) -> [Int: SequenceFloor] {
+        var floors: [Int: SequenceFloor] = [:]
+        for id in rideTable.keys {
+            let bucket = Ownership.bucket(of: id)
+            guard buckets?.contains(bucket) ?? true, let slot = rideTable.slot(of: id) else { continue }
+            let floor = SequenceFloor(
+                epoch: rideTable[slot: slot].epoch,
+                ceiling: max(rideTable[slot: slot].sequence, rideTable[slot: slot].sequenceCeiling))
+            floors[bucket] = floors[bucket].map { floor.merged(with: $0) } ?? floor
+        }
+        return floors
     }
     /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
     /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.

@@ -178,9 +178,13 @@ extension Ride {
     /// delivered, the new owner read the ceiling 6 and issued 7 again, `GroupNATSClusterTests`). One write
     /// reserves at most one block above the ceiling before it, so skipping a block keeps the numbering
     /// strictly increasing across owners; C5 allows the gap.
-    package mutating func takeOver(sequenceBlock: Int) {
+    ///
+    /// A `floor` from the previous owner's release notice bounds both from below: the read can lag further than
+    /// one write (``SequenceFloor``).
+    package mutating func takeOver(sequenceBlock: Int, floor: SequenceFloor? = nil) {
+        if let floor { epoch = max(epoch, floor.epoch) }
         if epoch < .max { epoch += 1 }
-        let reserved = max(sequence, sequenceCeiling)
+        let reserved = min(max(sequence, sequenceCeiling, floor?.ceiling ?? 0), Ride.maxSequence)
         sequenceCeiling = reserved + min(max(sequenceBlock, 0), Ride.maxSequence - reserved)
     }
 
