@@ -110,6 +110,7 @@ let package = Package(
             name: "RideStatusService",
             dependencies: [
                 "WorkerGroup",
+                "RideStatusKit",
                 "Locking",
                 "MQTTClient",
                 "RideDomain",
@@ -261,6 +262,7 @@ let package = Package(
                 "RideStatusTesting",
                 "MQTTClient",
                 "RideDomain",
+                "RideStatusKit",
                 "MosquittoTesting",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

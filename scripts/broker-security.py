@@ -15,7 +15,10 @@ import sys
 
 import yaml
 
-ROLES = ("worker", "dispatch", "monitoring", "drivers", "vehicles", "simulators")
+ROLES = ("worker", "dispatch", "monitoring", "vehicles", "simulators")
+# The shared driver account of earlier releases: one leaked phone could end any ride (A3). Refused, and its secret
+# removed, so that it cannot live on as a rider account.
+RETIRED = ("drivers", "driver-app")
 
 
 def acl(accounts):
@@ -26,6 +29,7 @@ def acl(accounts):
             f"user {user}",
             "topic read fleet/vehicles/+/position",
             "topic read fleet/vehicles/+/availability",
+            "topic read fleet/vehicles/+/event",
             "topic read rides/+/start",
             "topic read rides/+/assign",
             "topic read rides/+/event",
@@ -44,6 +48,7 @@ def acl(accounts):
             f"user {user}",
             "topic write rides/+/start",
             "topic write rides/+/assign",
+            "topic write rides/+/event",
             "topic write rides/+/cancel",
             "topic write rides/+/stop",
             "topic read rides/+/status",
@@ -57,21 +62,20 @@ def acl(accounts):
     for user in accounts.get("monitoring", []):
         lines += ["# monitoring: presence and dead letters", f"user {user}", "topic read ridestatus/workers/+",
                   "topic read ridestatus/deadletter", ""]
-    for user in accounts.get("drivers", []):
-        lines += ["# driver app: driver events of any ride (the app's ride changes with every assignment)",
-                  f"user {user}", "topic write rides/+/event", ""]
     for user in accounts.get("vehicles", []):
-        lines += [f"# vehicle {user}: its own position and availability", f"user {user}",
-                  f"topic write fleet/vehicles/{user}/position", f"topic write fleet/vehicles/{user}/availability", ""]
+        lines += [f"# vehicle {user} and the driver app in it: its own position, availability and driver events",
+                  "# (the worker applies an event only for the ride this vehicle is assigned to, A3)", f"user {user}",
+                  f"topic write fleet/vehicles/{user}/position", f"topic write fleet/vehicles/{user}/availability",
+                  f"topic write fleet/vehicles/{user}/event", ""]
     for user in accounts.get("simulators", []):
         lines += [
             "# fleet simulator (demos and load tests, never a real client): every vehicle and dispatch's part",
             f"user {user}",
             "topic write fleet/vehicles/+/position",
             "topic write fleet/vehicles/+/availability",
+            "topic write fleet/vehicles/+/event",
             "topic write rides/+/start",
             "topic write rides/+/assign",
-            "topic write rides/+/event",
             "topic write rides/+/cancel",
             "topic write rides/+/stop",
             "topic write ride-options/request",
@@ -99,6 +103,10 @@ def main():
     args = parser.parse_args()
     with open(args.accounts) as handle:
         accounts = yaml.safe_load(handle) or {}
+    if RETIRED[0] in accounts:
+        sys.exit(f"broker-security: {args.accounts} lists '{RETIRED[0]}': the shared driver account is gone. A driver app "
+                 "signs in as its vehicle and posts driver events on fleet/vehicles/{vehicleId}/event (A3): move "
+                 "its accounts under 'vehicles' and delete the 'drivers' line")
     unknown = set(accounts) - set(ROLES)
     if unknown:
         sys.exit(f"broker-security: unknown roles in {args.accounts}: {', '.join(sorted(unknown))}")
@@ -106,6 +114,10 @@ def main():
     secrets_dir = os.path.join(args.out, "secrets")
     listed = [user for role in ROLES for user in accounts.get(role, [])]
     issued = sorted(os.listdir(secrets_dir)) if os.path.isdir(secrets_dir) else []
+    if RETIRED[1] in issued and RETIRED[1] not in [user for role in ROLES for user in accounts.get(role, [])]:
+        os.remove(os.path.join(secrets_dir, RETIRED[1]))
+        issued.remove(RETIRED[1])
+        print(f"broker-security: removed the secret of the shared '{RETIRED[1]}' account (gone: A3)")
     riders = args.rider + [name for name in issued if name not in listed and name not in args.rider]
     names = listed + riders
     if len(names) != len(set(names)):

@@ -176,11 +176,11 @@ struct World {
                     vehicle.stage = .waiting(until: now.addingTimeInterval(Double.random(in: 5...20, using: &random)))
                     // Stopped short of the pickup, only the driver's word says the car is there (P3).
                     if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
-                        out.append(event(ride, "arrivedAtPickup"))
+                        out.append(event(ride, "arrivedAtPickup", by: vehicle.id))
                     }
                 } else {
                     if Double.random(in: 0..<1, using: &random) < 0.3, let ride = vehicle.ride {
-                        out.append(event(ride, "arrivedAtDropOff"))
+                        out.append(event(ride, "arrivedAtDropOff", by: vehicle.id))
                     }
                     vehicle.stage = .done(stopAt: now.addingTimeInterval(8))
                 }
@@ -197,7 +197,7 @@ struct World {
             vehicle.speed = 0
             if now >= until {
                 if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
-                    out.append(event(ride, "passengerOnBoard"))
+                    out.append(event(ride, "passengerOnBoard", by: vehicle.id))
                 }
                 startTrip(&vehicle, to: dropOffs[vehicle.id] ?? randomPlace())
                 vehicle.stage = .toDropOff
@@ -270,9 +270,11 @@ struct World {
             topic: topics.position(vehicle: vehicle.id), payload: Array(payload.utf8), control: false)
     }
 
-    func event(_ ride: String, _ type: String) -> OutgoingMessage {
+    /// A3: a driver event as the vehicle's driver app sends it, on the vehicle's own topic.
+    func event(_ ride: String, _ type: String, by vehicle: String) -> OutgoingMessage {
         OutgoingMessage(
-            topic: topics.control(.event, ride: ride), payload: Array(#"{"type":"\#(type)"}"#.utf8), control: true)
+            topic: topics.vehicleEvent(vehicle: vehicle),
+            payload: Array(#"{"rideIdentifier":"\#(ride)","type":"\#(type)"}"#.utf8), control: true)
     }
 
     /// One message of a bad-input class of the contract (3.5), chosen at random.
@@ -297,7 +299,7 @@ struct World {
             (position, #"{"vehicleId":"someone-else","timestamp":"\#(stamp)","latitude":52.5,"longitude":13.4}"#),
             ("rides/bad id!/start", "{}"),
             ("rides/r-unknown-\(Int.random(in: 0...999, using: &random))/cancel", #"{"canceledBy":"user"}"#),
-            ("rides/r-x/event", #"{"type":"warp"}"#),
+            (topics.vehicleEvent(vehicle: vehicle), #"{"rideIdentifier":"r-x","type":"warp"}"#),
             ("rides/r-x/start", #"{"rideIdentifier":"r-x"}"#),
         ]
         let (topic, payload) = cases[Int.random(in: 0..<cases.count, using: &random)]

@@ -1,4 +1,5 @@
 public import Foundation
+import RideJSON
 
 // MARK: - What vehicles and dispatch publish (3.1, 3.2)
 
@@ -186,6 +187,20 @@ public struct DriverEvent: Sendable, Hashable, Codable {
     }
 }
 
+/// A3: what a vehicle's driver app sends on `fleet/vehicles/{vehicleId}/event`: a driver event and the ride it
+/// is for (the topic names the vehicle, not the ride).
+public struct VehicleEvent: Sendable, Hashable, Codable {
+    public var rideIdentifier: String
+    public var type: DriverEvent.Kind
+    public var timestamp: Date?
+
+    public init(rideIdentifier: String, type: DriverEvent.Kind, timestamp: Date? = nil) {
+        self.rideIdentifier = rideIdentifier
+        self.type = type
+        self.timestamp = timestamp
+    }
+}
+
 /// A cancellation (`cancel`, P6, P7).
 public struct Cancellation: Sendable, Hashable, Codable {
     public var canceledBy: CompletionStatus.CanceledBy
@@ -228,6 +243,8 @@ public struct DeadLetter: Sendable, Hashable, Codable {
         case payloadTooLarge, malformedJSON, missingField, invalidField, invalidIdentifier, identifierMismatch
         case invalidCoordinates, nullIsland, timestampInFuture, timestampTooOld, impossibleSpeed, poorAccuracy
         case unknownRide, eventNotAllowed, invalidBooking
+        /// A3: a driver event from a vehicle that is not the ride's assigned vehicle.
+        case notAssignedVehicle
     }
 
     public var topic: String
@@ -268,6 +285,30 @@ public struct Presence: Sendable, Hashable, Codable {
         self.version = version
         self.incarnation = incarnation
         self.at = at
+    }
+
+    /// The payload as a worker publishes it (births, heartbeats, wills): `state`, `since`, `version`, then
+    /// `incarnation` and `at` when set, times as the contract writes them. One writer for the worker and for
+    /// anyone who publishes a presence; `presence.schema.json` and a golden test keep its bytes.
+    public func encoded() -> [UInt8] {
+        var writer = JSONWriter(capacity: 160)
+        writer.beginObject()
+        writer.key("state")
+        writer.string(state.rawValue)
+        writer.key("since")
+        writer.time(since)
+        writer.key("version")
+        writer.string(version)
+        if let incarnation {
+            writer.key("incarnation")
+            writer.integer(incarnation)
+        }
+        if let at {
+            writer.key("at")
+            writer.time(at)
+        }
+        writer.endObject()
+        return writer.bytes
     }
 }
 

@@ -27,6 +27,9 @@ public struct RideTopics: Sendable, Hashable {
     public func position(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/position" }
     /// A vehicle's availability for quotes (3.4), retained.
     public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }
+    /// A3: a driver event from the vehicle's own driver app (``VehicleEvent``), applied only while the vehicle is
+    /// the ride's assigned one.
+    public func vehicleEvent(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/event" }
     /// Dispatch's messages about a ride (3.2).
     public func control(_ kind: Control, ride: String) -> String { "\(ridesPrefix)/\(ride)/\(kind.rawValue)" }
     /// The ride's statuses (3.3), retained: what a rider app or an Intents extension subscribes to.

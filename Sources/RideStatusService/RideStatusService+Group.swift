@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MQTTClient
 import RideDomain
+import RideStatusKit
 import WorkerGroup
 
 // MARK: - The group (G1): who else serves these topics, from their presence and wills
@@ -11,7 +12,7 @@ extension RideStatusService {
     /// logged with the rides this worker would gain and lose by it (`ridestatus_group_members` counts them). What does not read is
     /// dead-lettered (A2: read back from the broker, it is checked like any input).
     func receivePresence(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
-        let presence: GroupMembership.Presence?
+        let presence: GroupMembership.Sighting?
         do throws(Rejection) {
             guard Identifier.isValid(worker) else {
                 throw Rejection(.invalidIdentifier, "worker id in the presence topic breaks I1 (G1, A2)")
@@ -114,10 +115,10 @@ extension RideStatusService {
 }
 
 extension Presence {
-    /// G1, A2: a presence read from the broker: nil for a deleted one (a zero-length retained message); an
+    /// G1, A2: what the group reads of a presence message from the broker: nil for a deleted one (a zero-length retained message); an
     /// `incarnation` absent (releases before groups) reads as 0.
     static func member(from payload: [UInt8], decoder: InputDecoder = InputDecoder(), now: Date)
-        throws(Rejection) -> GroupMembership.Presence?
+        throws(Rejection) -> GroupMembership.Sighting?
     {
         guard !payload.isEmpty else { return nil }
         // I2 as for every input: size, UTF-8, a JSON object.
@@ -142,7 +143,7 @@ extension Presence {
         }
         // G1: when it was published (heartbeats); a time that does not read is no time.
         let at = value["at"].flatMap { Timestamps.parse($0) }
-        return GroupMembership.Presence(
+        return GroupMembership.Sighting(
             online: online, incarnation: incarnation, seenAt: at.map(\.timeIntervalSince1970))
     }
 }

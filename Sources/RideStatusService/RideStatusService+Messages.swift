@@ -255,12 +255,22 @@ extension RideStatusService {
     @discardableResult
     func handle(_ message: MQTTMessage, parsed: Topics.Parsed, now: Date, core: inout Core) -> Bool {
         switch parsed {
-        case .control(_, let ride)
-        where !core.handover.machine.serves(ride: ride)
-            || (core.handover.machine.isFencedAway(ride: ride) && core.engine.ride(ride) == nil):
+        case .control(_, let ride) where !servesNow(ride, core: core):
             // G1: another worker's ride, or one on its way here (or fenced off here, its bucket maybe coming
             // back): kept a while in case its bucket arrives (G3).
             core.handover.recent.append(message, bucket: Ownership.bucket(of: ride), now: now.timeIntervalSince1970)
+        case .vehicleEvent(let vehicle):
+            // A3: the topic names the vehicle, the payload the ride: routed by the ride as its controls are. One
+            // whose ride does not read is refused once in a group, by the worker serving the vehicle id's bucket.
+            let ride = try? decoder.vehicleEventRide(message.payload)
+            guard ride.map({ servesNow($0, core: core) }) ?? core.handover.machine.serves(ride: vehicle) else {
+                core.handover.recent.append(
+                    message, bucket: Ownership.bucket(of: ride ?? vehicle), now: now.timeIntervalSince1970)
+                return false
+            }
+            return executor.execute(
+                core.engine.receive(parsed, topic: message.topic, payload: message.payload, now: now),
+                engine: &core.engine, now: now)
         case .statusRequest(let ride) where !core.handover.machine.serves(ride: ride):
             break  // G1: its owner answers (L7).
         case .statusRequest(let ride):
@@ -297,6 +307,13 @@ extension RideStatusService {
                 engine: &core.engine, now: now)
         }
         return false
+    }
+
+    /// G1, G3: whether this worker acts on `ride`'s control messages now: it serves the ride's bucket, and the
+    /// ride is not fenced off here (unless held again).
+    private func servesNow(_ ride: String, core: borrowing Core) -> Bool {
+        core.handover.machine.serves(ride: ride)
+            && !(core.handover.machine.isFencedAway(ride: ride) && core.engine.ride(ride) == nil)
     }
 
     /// 3.5: each refusal becomes a dead letter naming its rule.

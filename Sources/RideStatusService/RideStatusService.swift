@@ -278,7 +278,8 @@ extension RideStatusService {
     /// L8: every filter the worker takes control messages and requests on; `online` waits for their SUBACKs.
     func controlFilters(quoting: Bool) -> [String] {
         let topics = settings.topics
-        var filters = topics.controlFilters + [topics.statusRequestFilter, topics.rideOptionsRequest]
+        var filters =
+            topics.controlFilters + [topics.vehicleEventFilter, topics.statusRequestFilter, topics.rideOptionsRequest]
         // Retained availability arrives with its SUBACK: the quoter's index fills before the worker is online.
         if quoting { filters.append(topics.availabilityFilter) }
         return filters

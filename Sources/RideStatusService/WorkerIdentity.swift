@@ -1,5 +1,6 @@
 import Foundation
 import RideDomain
+import RideStatusKit
 
 #if canImport(Glibc)
     import Glibc
@@ -26,8 +27,8 @@ struct WorkerIdentity: Sendable {
     /// - Parameter since: when the worker came online (a heartbeat repeats its birth's); `now` by default.
     func presence(online: Bool, incarnation: UInt64, since: Date? = nil, now: Date) -> [UInt8] {
         Presence(
-            state: online ? "online" : "offline", since: since ?? now, version: version, incarnation: incarnation,
-            at: now
+            state: online ? .online : .offline, since: since ?? now, version: version,
+            incarnation: Int(clamping: incarnation), at: now
         )
         .encoded()
     }

@@ -13,8 +13,9 @@
 /// this worker's own heartbeat as the broker sends it back (``heardSelf(at:)``), not against the clock alone: a
 /// frozen or unreachable broker silences everyone at once, and nobody is taken for dead because of it.
 public struct GroupMembership: Sendable {
-    /// One worker's presence as the group reads it.
-    public struct Presence: Sendable, Equatable {
+    /// What the group reads of one worker's presence message (the payload is RideStatusKit's `Presence`): whether
+    /// it is online, its connection's incarnation, and when it was heard.
+    public struct Sighting: Sendable, Equatable {
         public var online: Bool
         /// Grows with every connection of the worker; 0 for a presence without one (releases before groups).
         public var incarnation: UInt64
@@ -45,7 +46,7 @@ public struct GroupMembership: Sendable {
     /// This worker: always a member in its own view while it runs.
     public let selfID: String
     /// The newest presence seen of each worker, this one's own included.
-    public private(set) var presences: [String: Presence] = [:]
+    public private(set) var presences: [String: Sighting] = [:]
     /// The live members, sorted.
     public private(set) var members: [String]
 
@@ -64,7 +65,7 @@ public struct GroupMembership: Sendable {
 
     /// A presence message for `worker`; `nil` when its retained presence was deleted (a zero-length message),
     /// which counts as a leave of whatever incarnation was known. Returns the change of the live members, if any.
-    public mutating func received(worker: String, presence: Presence?, now: Double? = nil) -> Change? {
+    public mutating func received(worker: String, presence: Sighting?, now: Double? = nil) -> Change? {
         if let now { self.now = max(self.now, now) }
         let known = presences[worker]
         if let presence {
@@ -75,7 +76,7 @@ public struct GroupMembership: Sendable {
             presences[worker] = presence
         } else {
             guard let known else { return nil }
-            presences[worker] = Presence(online: false, incarnation: known.incarnation)
+            presences[worker] = Sighting(online: false, incarnation: known.incarnation)
         }
         return recompute()
     }
@@ -110,7 +111,7 @@ public struct GroupMembership: Sendable {
         return change
     }
 
-    private func isSilent(_ presence: Presence) -> Bool {
+    private func isSilent(_ presence: Sighting) -> Bool {
         guard let silenceLimit, let seenAt = presence.seenAt else { return false }
         return (selfHeardAt ?? now) - seenAt > silenceLimit
     }

@@ -135,6 +135,9 @@ struct RideStatusKitTests {
             "assign.schema.json")
         try await check(RideStatusKit.DriverEvent(type: .arrivedAtPickup, timestamp: now), "event.schema.json")
         try await check(
+            RideStatusKit.VehicleEvent(rideIdentifier: "r-7f3a", type: .passengerOnBoard, timestamp: now),
+            "vehicle-event.schema.json")
+        try await check(
             RideStatusKit.Cancellation(
                 canceledBy: .user, cancellationFee: .init(amount: Decimal(string: "3.5")!, currencyCode: "EUR")),
             "cancel.schema.json")
@@ -208,6 +211,7 @@ struct RideStatusKitTests {
         ] {
             #expect(kit.position(vehicle: "v-1") == domain.position(vehicle: "v-1"))
             #expect(kit.availability(vehicle: "v-1") == domain.availability(vehicle: "v-1"))
+            #expect(kit.vehicleEvent(vehicle: "v-1") == domain.vehicleEvent(vehicle: "v-1"), "A3")
             #expect(kit.status(ride: "r-1") == domain.status(ride: "r-1"))
             #expect(kit.statusRequest(ride: "r-1") == domain.statusRequest(ride: "r-1"))
             #expect(kit.statusFilter == domain.statusFilter)

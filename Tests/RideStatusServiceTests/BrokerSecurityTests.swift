@@ -47,6 +47,17 @@ struct BrokerSecurityTests {
         return client
     }
 
+    /// The worker signed in with its generated account, its password read from its secret file.
+    static func worker(
+        _ broker: TestBroker, _ accounts: Accounts, id: String, interval: Double = 1, extra: [String] = []
+    ) throws -> WorkerProcess {
+        try WorkerProcess(
+            url: "mqtt://worker@\(broker.host):\(broker.port)", directory: broker.directory, workerID: id,
+            interval: interval,
+            extra: ["--set", "broker.passwordFile=\(accounts.folder.appendingPathComponent("secrets/worker").path)"]
+                + extra)
+    }
+
     /// Collects what a client receives.
     final class Inbox: Sendable {
         private let received = Locked<[MQTTMessage]>([])
@@ -89,12 +100,7 @@ struct BrokerSecurityTests {
                 _ = try await Self.client(broker, user: "dispatch", password: "not-the-password")
             }
 
-            let worker = try WorkerProcess(
-                url: "mqtt://worker@\(broker.host):\(broker.port)", directory: broker.directory, workerID: "w-sec",
-                interval: 1,
-                extra: [
-                    "--set", "broker.passwordFile=\(accounts.folder.appendingPathComponent("secrets/worker").path)",
-                ])
+            let worker = try Self.worker(broker, accounts, id: "w-sec")
             try await worker.start()
             let dispatch = try await Self.client(broker, user: "dispatch", password: try accounts.password("dispatch"))
             let seen = Inbox(dispatch)
@@ -165,6 +171,72 @@ struct BrokerSecurityTests {
     }
 
     @Test(
+        "A3, P3, P4: under the generated ACL only the assigned vehicle's account moves a ride, a reassignment moves the right, and no vehicle writes another's topics"
+    )
+    func vehicleBoundEvents() async throws {
+        let accounts = try await Self.makeAccounts(riders: [])
+        defer { try? FileManager.default.removeItem(at: accounts.folder) }
+        try await withTestBroker(accounts.options) { broker in
+            let worker = try Self.worker(broker, accounts, id: "w-a3")
+            try await worker.start()
+            let dispatch = try await Self.client(broker, user: "dispatch", password: try accounts.password("dispatch"))
+            let seen = Inbox(dispatch)
+            try await dispatch.subscribe("rides/+/status", qos: .atLeastOnce)
+            try await dispatch.subscribe("ridestatus/deadletter", qos: .atLeastOnce)
+            try await dispatch.publish(
+                topic: "rides/r-1/start", payload: Array(booking(ride: "r-1", vehicle: "v-0042").utf8),
+                qos: .atLeastOnce)
+            try await Self.waitUntil("r-1 confirmed") { seen.statuses("r-1").last?.phase == "confirmed" }
+            func refusals(_ topic: String) -> [String] {
+                seen.messages.filter { $0.topic == "ridestatus/deadletter" }.compactMap {
+                    guard let letter = try? JSONParser.parse($0.payload), letter["topic"]?.stringValue == topic else {
+                        return nil
+                    }
+                    return letter["reason"]?.stringValue
+                }
+            }
+            func event(_ type: String) -> [UInt8] { Array(#"{"rideIdentifier":"r-1","type":"\#(type)"}"#.utf8) }
+
+            // Another vehicle's account, on its own topic: the broker lets it in, the worker refuses it (A3).
+            let other = try await Self.client(broker, user: "v-0043", password: try accounts.password("v-0043"))
+            try await other.publish(topic: "fleet/vehicles/v-0043/event", payload: event("arrivedAtPickup"))
+            try await Self.waitUntil("v-0043's event dead-lettered notAssignedVehicle") {
+                refusals("fleet/vehicles/v-0043/event") == ["notAssignedVehicle"]
+            }
+            // On the assigned vehicle's topic, or dispatch's, the broker refuses it (PUBACK: not authorized).
+            await #expect(throws: MQTTError.self, "v-0043 writing v-0042's event topic") {
+                try await other.publish(topic: "fleet/vehicles/v-0042/event", payload: event("arrivedAtPickup"))
+            }
+            await #expect(throws: MQTTError.self, "a vehicle writing dispatch's event topic") {
+                try await other.publish(topic: "rides/r-1/event", payload: Array(#"{"type":"arrivedAtPickup"}"#.utf8))
+            }
+            #expect(seen.statuses("r-1").last?.phase == "confirmed", "nothing moved the ride")
+
+            // Reassigned to v-0043: the replaced vehicle's event is refused, the new one's applies.
+            try await dispatch.publish(
+                topic: "rides/r-1/assign",
+                payload: Array(#"{"vehicleId":"v-0043","driver":{"displayName":"Bo K."}}"#.utf8),
+                qos: .atLeastOnce)
+            try await Self.waitUntil("the reassignment published") {
+                seen.statuses("r-1").last?["driver"]?["displayName"]?.stringValue == "Bo K."
+            }
+            let replaced = try await Self.client(broker, user: "v-0042", password: try accounts.password("v-0042"))
+            try await replaced.publish(topic: "fleet/vehicles/v-0042/event", payload: event("arrivedAtPickup"))
+            try await Self.waitUntil("the replaced vehicle's event dead-lettered") {
+                refusals("fleet/vehicles/v-0042/event") == ["notAssignedVehicle"]
+            }
+            #expect(seen.statuses("r-1").last?.phase == "confirmed")
+            try await other.publish(topic: "fleet/vehicles/v-0043/event", payload: event("arrivedAtPickup"))
+            try await Self.waitUntil("P3 by the assigned vehicle") { seen.statuses("r-1").last?.phase == "pickup" }
+            try await other.publish(topic: "fleet/vehicles/v-0043/event", payload: event("passengerOnBoard"))
+            try await Self.waitUntil("P4 by the assigned vehicle") { seen.statuses("r-1").last?.phase == "ongoing" }
+            #expect(refusals("fleet/vehicles/v-0043/event") == ["notAssignedVehicle"], "its later events applied")
+            for client in [dispatch, other, replaced] { await client.disconnect() }
+            #expect(await worker.terminate().code == 0)
+        }
+    }
+
+    @Test(
         "14, A1, L7, 3.4: under the ACL a rider gets its own status/get and quote replies; another ride's it cannot ask"
     )
     func repliesUnderTheACL() async throws {
@@ -172,13 +244,8 @@ struct BrokerSecurityTests {
         defer { try? FileManager.default.removeItem(at: accounts.folder) }
         try await withTestBroker(accounts.options) { broker in
             let catalog = Self.root.appendingPathComponent("config/ride-options.yaml").path
-            let worker = try WorkerProcess(
-                url: "mqtt://worker@\(broker.host):\(broker.port)", directory: broker.directory, workerID: "w-rep",
-                interval: 5,
-                extra: [
-                    "--set", "broker.passwordFile=\(accounts.folder.appendingPathComponent("secrets/worker").path)",
-                    "--set", "rideOptions.catalog=\(catalog)",
-                ])
+            let worker = try Self.worker(
+                broker, accounts, id: "w-rep", interval: 5, extra: ["--set", "rideOptions.catalog=\(catalog)"])
             try await worker.start()
             let dispatch = try await Self.client(broker, user: "dispatch", password: try accounts.password("dispatch"))
             for ride in ["r-1", "r-2"] {

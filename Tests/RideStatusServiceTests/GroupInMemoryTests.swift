@@ -103,6 +103,55 @@ struct GroupInMemoryTests {
         await running.stop()
     }
 
+    @Test(
+        "A3, G1, G3: a vehicle's driver event is routed by the ride in its payload: kept for another member's ride, replayed when it arrives; an unreadable one refused once, by the vehicle's bucket's owner"
+    )
+    func vehicleEventsRoutedByRide() async throws {
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
+        let running = try Running(interval: 0.3, broker: broker)
+        try await running.ready()
+        let members = ["w-mem", "w-other"]
+        let theirs = Self.ride(ownedBy: "w-other", among: members, prefix: "r-a3")
+        broker.publish("rides/\(theirs)/start", booking(ride: theirs, vehicle: "v-9"))
+        broker.publish("fleet/vehicles/v-9/event", #"{"rideIdentifier":"\#(theirs)","type":"arrivedAtPickup"}"#)
+        // Unreadable events (no ride to route by), from a vehicle whose bucket each member owns.
+        let ownership = Ownership(members: members)
+        let vehicles = (0...).lazy.map { "v-x\($0)" }
+        let mineVehicle = vehicles.first { ownership.owner(ofRide: $0) == "w-mem" }!
+        let theirVehicle = vehicles.first { ownership.owner(ofRide: $0) == "w-other" }!
+        broker.publish("fleet/vehicles/\(mineVehicle)/event", #"{"type":"arrivedAtPickup"}"#)
+        broker.publish("fleet/vehicles/\(theirVehicle)/event", #"{"type":"arrivedAtPickup"}"#)
+        let letters = {
+            broker.published.filter { $0.topic == "ridestatus/deadletter" }.map {
+                String(decoding: $0.payload, as: UTF8.self)
+            }
+        }
+        try await running.waitFor("the unreadable event of its vehicle's bucket refused") {
+            letters().contains { $0.contains("fleet/vehicles/\(mineVehicle)/event") }
+        }
+        try await running.handled()
+        #expect(letters().count == 1, "once in the group, not by every member: \(letters())")
+        #expect(letters().first?.contains(#""reason":"missingField""#) == true)
+        #expect(running.statuses(theirs).isEmpty, "G1: the other member's ride is not published here")
+
+        // The other member dies: its ride arrives here, and the vehicle's event kept for it is replayed after the
+        // start: the ride reaches pickup (P3) with no dead letter.
+        broker.publish("ridestatus/workers/w-other", Self.presence("offline", incarnation: 1), retain: true)
+        try await running.waitFor("the kept vehicle event replayed (P3)") {
+            running.statuses(theirs).contains { $0.phase == "pickup" }
+        }
+        // The other member never refused the unreadable event of its vehicle's bucket (it is a presence here, not a
+        // worker): that bucket is this worker's now, so the kept event is refused here, once. The vehicle's event
+        // for the ride was the assigned vehicle's: no dead letter.
+        try await running.waitFor("the kept unreadable event refused by its bucket's new owner") {
+            letters().contains { $0.contains("fleet/vehicles/\(theirVehicle)/event") }
+        }
+        #expect(letters().count == 2, "\(letters())")
+        #expect(!letters().contains { $0.contains("v-9") }, "\(letters())")
+        await running.stop()
+    }
+
     @Test("G4: a state written under a newer epoch by another worker stops this worker publishing the ride at once")
     func fencedByNewerEpoch() async throws {
         let running = try Running(interval: 0.2, clock: ManualClock())

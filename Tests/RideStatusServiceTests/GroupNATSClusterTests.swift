@@ -36,7 +36,7 @@ struct GroupNATSClusterTests {
             let urls = (0..<3).map { cluster.nodes[(index + $0) % 3].url }.joined(separator: ",")
             return try WorkerProcess(
                 url: urls, directory: cluster.directory, workerID: ids[index], interval: interval,
-                extra: ["--set", "broker.protocol=3.1.1", "--set", "broker.dotsInTopics=false"])
+                extra: ["--set", "broker.protocol=3.1.1"])
         }
         for worker in workers { try await worker.start(timeout: 60) }
         try await GroupEndToEndTests.waitForMembers(3, of: workers, timeout: 30)
@@ -141,12 +141,12 @@ struct GroupNATSClusterTests {
         #expect(!logs.contains("input rejected"), "nothing a worker wrote is refused")
         for worker in survivors { #expect(await worker.terminate().code == 0) }
         let terminatedAt = Date()
-        // C5: whatever arrived late, the retained status of every ride is the newest one. NATS 2.9 serves
-        // retained messages from each node's own copy of its retained-message stream, which an older message
-        // can overwrite (later releases ignore one below the copy's stream sequence); after a node's loss,
-        // node 0 answered an older status than the newest in 2 runs of 20 (docs/CONTRACT-NOTES.md, "C5 across a
-        // NATS node's loss"). So a ride's newest status must be retained on a live node: node 0, else node 1,
-        // else node 0 again 5 s later. QoS 0: node 2 is still down (see Observer's init).
+        // C5: whatever arrived late, the retained status of every ride is the newest one. A NATS node answers
+        // retained reads from a cache its consumer of the retained-message stream keeps current, and after another
+        // node's loss that cache can lag (docs/research/nats-cluster.md). So a ride's newest status must be
+        // retained on a live node: node 0, else node 1, else node 0 again 5 s later. QoS 0: node 2 is still down
+        // (see Observer's init). The survivors stop one after the other, so the second takes the first's rides
+        // over: it must number them above what the first showed (the release floors, CONTRACT-NOTES.md).
         func retained(on node: NATSCluster.Node) async throws -> [String: Int] {
             let reader = try await Observer(
                 host: "127.0.0.1", port: node.mqttPort, filters: ["rides/+/status"], protocolVersion: .v311,

@@ -2,6 +2,7 @@ import Foundation
 import MQTTClient
 import MosquittoTesting
 import RideDomain
+import RideStatusKit
 import Testing
 import WorkerGroup
 
@@ -10,13 +11,13 @@ import WorkerGroup
 /// G1, L8, A2: a worker's presence as the group reads it back from the broker.
 @Suite("Presence read back for the group (G1, L8, A2)")
 struct PresenceTests {
-    func read(_ text: String) throws(Rejection) -> GroupMembership.Presence? {
+    func read(_ text: String) throws(Rejection) -> GroupMembership.Sighting? {
         try Presence.member(from: Array(text.utf8), now: Date())
     }
 
     @Test("G1: what this release writes reads back: state and incarnation")
     func roundTrip() throws {
-        let written = Presence(state: "offline", since: .now, version: "1.0", incarnation: 1_795_600_000_123)
+        let written = Presence(state: .offline, since: .now, version: "1.0", incarnation: 1_795_600_000_123)
         #expect(
             try Presence.member(from: written.encoded(), now: Date())
                 == .init(online: false, incarnation: 1_795_600_000_123))
@@ -93,11 +94,60 @@ struct PresenceTests {
             identity.presence(online: true, incarnation: 1_795_600_000_123, now: Date()),
             identity.presence(
                 online: true, incarnation: 1_795_600_000_123, since: .now.addingTimeInterval(-30), now: Date()),
-            Presence(state: "offline", since: .now, version: "1.0", incarnation: 7).encoded(),
+            Presence(state: .offline, since: .now, version: "1.0", incarnation: 7).encoded(),
         ]
         let (code, output) = try await validateJSON(schema: "presence.schema.json", documents: documents)
         #expect(code == 0, Comment(rawValue: output))
         let heartbeat = try #require(try Presence.member(from: documents[1], now: Date()))
         #expect(heartbeat.online && heartbeat.seenAt != nil, "a heartbeat says when it was sent")
+    }
+
+    /// The wire format, byte for byte: what a birth, a heartbeat and a will of this release write. A change here
+    /// is a change of the contract's payload: the schema, the contract notes and readers of older releases.
+    static let golden: [(name: String, bytes: String)] = [
+        (
+            "birth",
+            #"{"state":"online","since":"2026-11-27T09:00:00.000Z","version":"1.4.0","incarnation":1795770000000,"at":"2026-11-27T09:00:00.000Z"}"#
+        ),
+        (
+            "heartbeat",
+            #"{"state":"online","since":"2026-11-27T09:00:00.000Z","version":"1.4.0","incarnation":1795770000000,"at":"2026-11-27T09:00:10.250Z"}"#
+        ),
+        ("will before any connection", #"{"state":"offline","since":"2026-11-27T09:00:00.000Z","version":"1.4.0"}"#),
+        (
+            "will of a connection",
+            #"{"state":"offline","since":"2026-11-27T09:00:00.000Z","version":"1.4.0","incarnation":1795770000000}"#
+        ),
+    ]
+
+    @Test("G1, L8: the presence's bytes are the golden ones, valid by presence.schema.json, and read back by all")
+    func goldenPresence() async throws {
+        let start = Date(timeIntervalSince1970: 1_795_770_000)
+        let identity = try WorkerIdentity(
+            settings: {
+                var settings = WorkerSettings(); settings.workerID = "w-1"; return settings
+            }(), version: "1.4.0")
+        let written = [
+            identity.presence(online: true, incarnation: 1_795_770_000_000, now: start),
+            identity.presence(
+                online: true, incarnation: 1_795_770_000_000, since: start, now: start.addingTimeInterval(10.25)),
+            Presence(state: .offline, since: start, version: "1.4.0").encoded(),
+            Presence(state: .offline, since: start, version: "1.4.0", incarnation: 1_795_770_000_000).encoded(),
+        ]
+        for (bytes, golden) in zip(written, Self.golden) {
+            #expect(String(decoding: bytes, as: UTF8.self) == golden.bytes, "\(golden.name)")
+        }
+        let documents = Self.golden.map { Array($0.bytes.utf8) }
+        let (code, output) = try await validateJSON(schema: "presence.schema.json", documents: documents)
+        #expect(code == 0, Comment(rawValue: output))
+        // The kit's readers (Codable) and the group's read of the same bytes agree.
+        for (document, golden) in zip(documents, Self.golden) {
+            let decoded = try JSONDecoder.rideStatus.decode(Presence.self, from: Data(document))
+            #expect(decoded.encoded() == document, "\(golden.name): decoded and written again, the same bytes")
+            let sighting = try #require(try Presence.member(from: document, now: start))
+            #expect(sighting.online == (decoded.state == .online), "\(golden.name)")
+            #expect(sighting.incarnation == UInt64(decoded.incarnation ?? 0), "\(golden.name)")
+            #expect(sighting.seenAt == decoded.at?.timeIntervalSince1970, "\(golden.name)")
+        }
     }
 }

@@ -42,6 +42,42 @@ struct SettingsTests {
         #expect(throws: WorkerSettings.Problem.self) { try settings.apply("broker.keepAlive", "1") }
     }
 
+    @Test("Each number key names its own unit when out of range; every yes-or-no key reads the same words")
+    func unitsAndFlags() throws {
+        func problem(_ key: String, _ value: String) -> String {
+            var settings = WorkerSettings()
+            do {
+                try settings.apply(key, value)
+                return "accepted"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(problem("rides.updateInterval", "25").hasSuffix("0.1...20 seconds"))
+        #expect(problem("rides.speedTimeConstant", "0").hasSuffix("1...3600 seconds"), "a time, though it says Speed")
+        #expect(problem("rides.maxSpeed", "0").hasSuffix("1...400 m/s"))
+        #expect(problem("rides.arrivalRadius", "0").hasSuffix("1...1000 m"))
+        #expect(problem("rides.maxPayloadBytes", "1").hasSuffix("256...1048576 bytes"))
+        #expect(problem("rides.trackLength", "2000").hasSuffix("0...1000"), "a count: no unit")
+        #expect(problem("rides.detourLearningRate", "2").hasSuffix("0...1"), "a rate: no unit")
+        #expect(problem("broker.keepAlive", "1").hasSuffix("2...600 seconds"))
+        for key in ["broker.dotsInTopics", "broker.interposeIO", "worker.takeoverReadsStatuses", "http.readAPI"] {
+            var settings = WorkerSettings()
+            for (word, value) in [("Yes", true), ("off", false), ("1", true), ("FALSE", false)] {
+                try settings.apply(key, word)
+                let read =
+                    switch key {
+                    case "broker.dotsInTopics": settings.ride.dotsInTopics
+                    case "broker.interposeIO": settings.interposeIO
+                    case "worker.takeoverReadsStatuses": settings.takeoverReadsStatuses
+                    default: settings.readAPI
+                    }
+                #expect(read == value, "\(key) = \(word)")
+            }
+            #expect(problem(key, "maybe").hasSuffix("'maybe' is not true or false"), "\(key)")
+        }
+    }
+
     @Test("14: the broker password from a file; one in the URL or a flag is warned about and never logged")
     func passwordSources() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)")

@@ -60,6 +60,8 @@ public struct Topics: Sendable, Equatable {
     /// G3: a worker's notice that it has written the last states of the buckets it lists and stopped serving them.
     public func released(worker: String) -> String { "\(serviceName)/workers/\(worker)/released" }
     public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }
+    /// A3: a driver event from the vehicle's own driver app, for the ride it serves.
+    public func vehicleEvent(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/event" }
 
     /// The wildcard subscriptions of the worker.
     public var controlFilters: [String] { ControlKind.allCases.map { "\(ridesPrefix)/+/\($0.rawValue)" } }
@@ -77,11 +79,15 @@ public struct Topics: Sendable, Equatable {
     public var presenceFilter: String { "\(serviceName)/workers/+" }
     /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
     public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
+    /// Every vehicle's driver events (A3): a control subscription like `rides/+/event`.
+    public var vehicleEventFilter: String { "\(fleetPrefix)/vehicles/+/event" }
 
     /// What a topic is, as far as the worker reads it.
     public enum Parsed: Equatable, Sendable {
         case position(vehicle: String)
         case availability(vehicle: String)
+        /// A3: a driver event on the vehicle's own topic (the ride is in the payload).
+        case vehicleEvent(vehicle: String)
         case control(ControlKind, ride: String)
         case statusRequest(ride: String)
         /// A ride's status: the worker reads the retained ones back at recovery (L5).
@@ -112,13 +118,14 @@ public struct Topics: Sendable, Equatable {
         {
             return .rideOptionsRequest
         }
-        // `{fleetPrefix}/vehicles/{vehicleId}/position|availability`
+        // `{fleetPrefix}/vehicles/{vehicleId}/position|availability|event`
         if let rest = topic.after(fleetPrefix, "/vehicles/"),
             let slash = topic.slash(from: rest)
         {
             let vehicle = topic.string(rest..<slash)
             if topic.isRest("position", from: slash + 1) { return .position(vehicle: vehicle) }
             if topic.isRest("availability", from: slash + 1) { return .availability(vehicle: vehicle) }
+            if topic.isRest("event", from: slash + 1) { return .vehicleEvent(vehicle: vehicle) }
             return .unknown
         }
         // `{ridesPrefix}/{ride}/{kind}` and `{ridesPrefix}/{ride}/status/get`
@@ -219,6 +226,8 @@ public enum RejectionReason: String, CaseIterable, Sendable, Codable {
     case payloadTooLarge, malformedJSON, missingField, invalidField, invalidIdentifier, identifierMismatch
     case invalidCoordinates, nullIsland, timestampInFuture, timestampTooOld, impossibleSpeed, poorAccuracy
     case unknownRide, eventNotAllowed, invalidBooking
+    /// A3: a driver event from a vehicle that is not the ride's assigned vehicle.
+    case notAssignedVehicle
 
     /// The contract rule a rejection of this kind enforces, for log lines.
     public var rule: Rule {
@@ -231,6 +240,7 @@ public enum RejectionReason: String, CaseIterable, Sendable, Codable {
         case .impossibleSpeed: return .T4
         case .poorAccuracy: return .T5
         case .eventNotAllowed: return .P8
+        case .notAssignedVehicle: return .A3
         case .missingField, .invalidField, .unknownRide, .invalidBooking: return .deadLetters
         }
     }

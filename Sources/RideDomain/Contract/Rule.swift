@@ -12,7 +12,7 @@
 /// | L1-L8 | `Lifecycle/` (engine), `Storage/` (durable state, L5) |
 /// | 3.4 quotes | `Quotes/` |
 /// | A1, A2 | `Contract/Contract.swift` (reply topics), `Storage/Ride+Restore.swift` |
-/// | A3 | pending (issue 30) |
+/// | A3 | `Inputs/` (the vehicle's event decoded), `Lifecycle/RideEngine+Inputs.swift` (the assigned vehicle checked) |
 /// | G1-G4 | `Sources/WorkerGroup/` (ownership, membership, handover); the service carries them out |
 ///
 /// The service, the MQTT side and the HTTP side are in `Sources/RideStatusService/`; `docs/architecture.md`

@@ -104,6 +104,22 @@ extension InputDecoder {
         return DriverEvent(kind: kind, timestamp: timestamp)
     }
 
+    /// A3: a driver event on `fleet/vehicles/{vehicleId}/event`: `{"rideIdentifier", "type", "timestamp"?}`,
+    /// the ride named in the payload (the topic names the vehicle).
+    public func vehicleEvent(vehicleId: String, payload: [UInt8]) throws(Rejection) -> (
+        ride: String, event: DriverEvent
+    ) {
+        _ = try Identifier.validated(vehicleId, field: "vehicleId in topic")
+        let ride = try vehicleEventRide(payload)
+        return (ride, try event(rideIdentifier: ride, payload: payload))
+    }
+
+    /// A3: the ride a vehicle's driver event names (what a group routes it by, before anything else is read).
+    public func vehicleEventRide(_ payload: [UInt8]) throws(Rejection) -> String {
+        let fields = Fields(try object(payload))
+        return try Identifier.validated(try fields.string("rideIdentifier"), field: "rideIdentifier")
+    }
+
     public func cancellation(rideIdentifier: String, payload: [UInt8]) throws(Rejection) -> Cancellation {
         _ = try Identifier.validated(rideIdentifier, field: "rideIdentifier in topic")
         let fields = Fields(try object(payload))

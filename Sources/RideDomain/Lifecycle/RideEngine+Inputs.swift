@@ -20,6 +20,12 @@ extension RideEngine {
             } catch {
                 reject(error, topic: topic, payload: payload, now: now, into: &actions)
             }
+        case .vehicleEvent(let vehicle):
+            do throws(Rejection) {
+                try receiveVehicleEvent(vehicle: vehicle, payload: payload, now: now, into: &actions)
+            } catch {
+                reject(error, topic: topic, payload: payload, now: now, into: &actions)
+            }
         case .statusRequest, .status, .rideOptionsRequest, .availability, .state, .presence, .released, .unknown:
             break
         }
@@ -118,11 +124,7 @@ extension RideEngine {
             publish(slot, now: now, phaseChanged: changed, crewChanged: true, into: &actions)
         case .event:
             let event = try decoder.event(rideIdentifier: id, payload: payload)
-            let slot = try activeSlot(of: id)
-            var ride = rideTable[slot: slot]
-            let changed = try ride.handle(event, now: now, configuration: configuration)
-            rideTable[slot: slot] = ride
-            if changed { publish(slot, now: now, phaseChanged: true, into: &actions) }
+            try apply(event, slot: try activeSlot(of: id), now: now, into: &actions)
         case .cancel:
             let cancellation = try decoder.cancellation(rideIdentifier: id, payload: payload)
             let slot = try activeSlot(of: id)
@@ -134,6 +136,31 @@ extension RideEngine {
             _ = try decoder.stop(rideIdentifier: id, payload: payload)
             stop(id, into: &actions)
         }
+    }
+
+    /// A3: a driver event from a vehicle's own driver app applies, as one on `rides/{ride}/event` would (P3-P5,
+    /// P8), only while that vehicle is the ride's assigned vehicle. An inactive ride is `unknownRide` first, as
+    /// for dispatch's events; another vehicle's event is `notAssignedVehicle` and changes nothing.
+    mutating func receiveVehicleEvent(
+        vehicle: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+    ) throws(Rejection) {
+        let (id, event) = try decoder.vehicleEvent(vehicleId: vehicle, payload: payload)
+        let slot = try activeSlot(of: id)
+        guard rideTable[slot: slot].vehicleId == vehicle else {
+            throw Rejection(.notAssignedVehicle, "vehicle \(vehicle) is not the assigned vehicle of ride \(id) (A3)")
+        }
+        try apply(event, slot: slot, now: now, into: &actions)
+    }
+
+    /// P3-P5, P8: a driver event, from dispatch or from the assigned vehicle; on a copy, so a refused event leaves
+    /// the ride as it was.
+    private mutating func apply(
+        _ event: DriverEvent, slot: Int, now: Date, into actions: inout [RideAction]
+    ) throws(Rejection) {
+        var ride = rideTable[slot: slot]
+        let changed = try ride.handle(event, now: now, configuration: configuration)
+        rideTable[slot: slot] = ride
+        if changed { publish(slot, now: now, phaseChanged: true, into: &actions) }
     }
 
     /// V4-V6 at intake: a booking (or an assignment) whose next status would fail validation is refused
