@@ -22,7 +22,7 @@ FROM swift:6.3.1-bookworm-slim AS setup
 RUN apt-get update && apt-get install -y --no-install-recommends openssl python3 python3-yaml mosquitto \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/ride-status
-COPY scripts/deploy-setup.sh scripts/broker-security.py ./scripts/
+COPY scripts/deploy-setup.sh scripts/broker-security.py scripts/broker_roles.py ./scripts/
 COPY config/security ./config/security
 ENTRYPOINT ["scripts/deploy-setup.sh", "/secrets", "--broker-uid", "1883", "--client-uid", "10001"]
 

@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster test-starts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
 
 all: build
 
@@ -89,6 +89,12 @@ test-cluster: deps
 test-starts: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	READINESS_STARTS=$(or $(STARTS),100) READINESS_HOG=1 $(SWIFT) test --skip-build --filter ReadinessEndToEndTests
+
+## test-accounts: rider accounts created and removed on a running mosquitto through its dynamic security plugin
+## (issue 30), each checked for isolation by reason codes; 100 in make test, RIDERS (default 1000) here
+test-accounts: deps
+	$(SWIFT) build --build-tests $(STRICT_FLAGS)
+	ACCOUNTS_RIDERS=$(or $(RIDERS),1000) $(SWIFT) test --skip-build --filter DynamicSecurityTests
 
 ## test-tsan: the MQTT client, the lifecycle and the in-memory service and group tests under ThreadSanitizer (separate build folder)
 test-tsan: deps

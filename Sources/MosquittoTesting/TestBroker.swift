@@ -30,6 +30,9 @@ public final class TestBroker: Sendable {
         public var passwordFile: String?
         /// A mosquitto `acl_file` (as `scripts/broker-security.py` writes).
         public var aclFile: String?
+        /// The dynamic security plugin's file (as `scripts/broker-accounts.py init` writes): every account and role
+        /// comes from the plugin, changed while the broker runs; anonymous clients are refused.
+        public var dynamicSecurity: String?
         /// The project's shipped broker configuration (`config/mosquitto.conf`) and the folder that
         /// `scripts/deploy-setup.sh` filled, run as they are apart from the machine's places: its first
         /// listener on ``port``, its second on ``tlsPort``, both on loopback; `/secrets/` is that folder, and
@@ -51,6 +54,13 @@ public final class TestBroker: Sendable {
         public static func deployed(configuration: String, secrets: String) -> Options {
             var options = Options(persistence: true)
             options.deployment = (configuration, secrets)
+            return options
+        }
+
+        /// Accounts and roles from the dynamic security plugin, with its file at `file` (issue 30).
+        public static func dynamicSecurity(file: String) -> Options {
+            var options = Options()
+            options.dynamicSecurity = file
             return options
         }
 
@@ -168,6 +178,13 @@ public final class TestBroker: Sendable {
         }
     }
 
+    /// Where Debian's mosquitto package puts the dynamic security plugin.
+    public static var dynamicSecurityPlugin: String {
+        ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"].map {
+            $0 + "/mosquitto_dynamic_security.so"
+        }.first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/mosquitto_dynamic_security.so"
+    }
+
     private func writeConfiguration() async throws {
         if let deployment = options.deployment {
             try writeDeployed(deployment)
@@ -193,7 +210,9 @@ public final class TestBroker: Sendable {
         ]
         // As root, mosquitto would drop to the `mosquitto` user, which cannot use this test's private directory.
         if getuid() == 0 { lines.append("user root") }
-        if let users = options.users {
+        if let file = options.dynamicSecurity {
+            lines += ["plugin \(Self.dynamicSecurityPlugin)", "plugin_opt_config_file \(file)"]
+        } else if let users = options.users {
             let passwords = directory.appendingPathComponent("passwords")
             _ = FileManager.default.createFile(atPath: passwords.path, contents: Data())
             for (user, password) in users.sorted(by: { $0.key < $1.key }) {

@@ -1,0 +1,96 @@
+"""broker_roles.py: what each role may do on the broker, one source for both ways the project grants it.
+
+scripts/broker-security.py writes it as mosquitto's acl_file (the workers' certificate listener, and the account
+listener of a deployment without the dynamic security plugin); scripts/broker-accounts.py writes it as the plugin's
+roles (accounts created, changed and removed while the broker runs). Topic prefixes are the contract's defaults.
+
+Each rule is (access, topic): access is "read", "write" or "readwrite"; "{user}" stands for the account's name
+(a vehicle id, a ride id), which the acl_file writes as a `pattern` with %u and the plugin as one role per
+account (mosquitto 2.0's plugin substitutes no %u)."""
+
+WORKER = [
+    ("read", "fleet/vehicles/+/position"),
+    ("read", "fleet/vehicles/+/availability"),
+    ("read", "fleet/vehicles/+/event"),
+    ("read", "rides/+/start"),
+    ("read", "rides/+/assign"),
+    ("read", "rides/+/event"),
+    ("read", "rides/+/cancel"),
+    ("read", "rides/+/stop"),
+    ("read", "rides/+/status/get"),
+    ("readwrite", "rides/+/status"),
+    ("readwrite", "ridestatus/#"),
+    ("read", "ride-options/request"),
+    ("write", "replies/#"),
+]
+
+DISPATCH = [
+    ("write", "rides/+/start"),
+    ("write", "rides/+/assign"),
+    ("write", "rides/+/event"),
+    ("write", "rides/+/cancel"),
+    ("write", "rides/+/stop"),
+    ("read", "rides/+/status"),
+    ("write", "rides/+/status/get"),
+    ("read", "ridestatus/deadletter"),
+    ("read", "ridestatus/workers/+"),
+    ("write", "ride-options/request"),
+    ("read", "replies/{user}/#"),
+]
+
+MONITOR = [("read", "ridestatus/workers/+"), ("read", "ridestatus/deadletter")]
+
+# A vehicle and the driver app in it: its own position, availability and driver events (A3: the worker applies an
+# event only for the ride this vehicle is assigned to).
+VEHICLE = [
+    ("write", "fleet/vehicles/{user}/position"),
+    ("write", "fleet/vehicles/{user}/availability"),
+    ("write", "fleet/vehicles/{user}/event"),
+]
+
+SIMULATOR = [
+    ("write", "fleet/vehicles/+/position"),
+    ("write", "fleet/vehicles/+/availability"),
+    ("write", "fleet/vehicles/+/event"),
+    ("write", "rides/+/start"),
+    ("write", "rides/+/assign"),
+    ("write", "rides/+/cancel"),
+    ("write", "rides/+/stop"),
+    ("write", "ride-options/request"),
+    ("read", "replies/{user}/#"),
+]
+
+# A rider: the username is the ride identifier, issued per ride: that ride's status, its status/get, replies under
+# replies/{ride}/, and quotes.
+RIDER = [
+    ("read", "rides/{user}/status"),
+    ("write", "rides/{user}/status/get"),
+    ("read", "replies/{user}/#"),
+    ("write", "ride-options/request"),
+]
+
+# Role names of accounts.yaml, with their rules.
+ROLES = {
+    "worker": WORKER,
+    "dispatch": DISPATCH,
+    "monitoring": MONITOR,
+    "vehicles": VEHICLE,
+    "simulators": SIMULATOR,
+}
+
+
+def rules_for(rules, user):
+    """The rules with {user} replaced by the account's name."""
+    return [(access, topic.replace("{user}", user)) for access, topic in rules]
+
+
+def dynsec_acls(rules, user):
+    """The plugin's ACL entries for these rules: read is receive and subscribe, write is send."""
+    acls = []
+    for access, topic in rules_for(rules, user):
+        if "read" in access:
+            acls.append({"acltype": "subscribePattern", "topic": topic, "allow": True})
+            acls.append({"acltype": "publishClientReceive", "topic": topic, "allow": True})
+        if "write" in access:
+            acls.append({"acltype": "publishClientSend", "topic": topic, "allow": True})
+    return acls
