@@ -10,36 +10,59 @@ reload.
     scripts/broker-accounts.py add-vehicle v-0044 / remove-vehicle v-0044
 
 Every command but init talks to a running broker as the accounts admin (--host, --port, --cafile; the admin's
-password is DIR/accounts-admin), over `$CONTROL/dynamic-security/v1`, with mosquitto_rr. Whoever may publish
+password is DIR/accounts-admin), over `$CONTROL/dynamic-security/v1`, with mosquitto_rr. The admin's credentials
+go in an options file of mode 600, never on a command line (`ps` shows those to every user). The request itself,
+with the new accounts' passwords, is on mosquitto_rr's command line for the moment it runs: its -s and -f send
+an empty payload in mosquitto 2.0.11 (measured). Run this script where no other user has a shell. Whoever may publish
 there is in effect a superuser: only this admin account may, and dispatch runs this script (it books rides and
 stops them, so it issues rider accounts and removes them at the ride's end). Commands for many accounts go in
 one request; each account's outcome is checked, and the script fails naming the first refusal.
 
 What each role may do comes from scripts/broker_roles.py, as for the static ACL; mosquitto 2.0's plugin
 substitutes no %u, so each rider and each vehicle gets a role of its own. Passwords are random, kept in
-DIR/<account> (mode 600) and never printed."""
+DIR/<account> (mode 600) and never printed. DIR defaults to var/security/accounts, apart from the static accounts'
+folder of scripts/broker-security.py (which takes every unlisted file of its folder for a rider).
+
+Names are I1 identifiers (1 to 64 of A-Z a-z 0-9 . _ : -): no wildcard, no path. The accounts admin and the
+accounts of config/security/accounts.yaml are not riders or vehicles: add-rider and remove-rider refuse them.
+provision creates what is missing; a role's rules changed in broker_roles.py reach an existing role only by
+removing and adding its account again (the plugin of 2.0.11 has no way to replace a role's ACLs at once)."""
 import argparse
+import base64
+import hashlib
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import broker_roles  # noqa: E402  (beside this script)
 
 ADMIN = "accounts-admin"
 CONTROL = "$CONTROL/dynamic-security/v1"
-# Outcomes that leave the account as asked: a rerun of provision or add-rider, a remove of one already gone.
-HARMLESS = ("already exists", "not found")
+# Outcomes that leave the account as asked, by command: a rerun of provision or add-rider, a remove of one gone.
+HARMLESS = {"createRole": "already exists", "createClient": "already exists", "deleteClient": "not found",
+            "deleteRole": "not found"}
+# I1: what a ride or vehicle identifier may be; also keeps wildcards out of roles and paths out of DIR.
+IDENTIFIER = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+def valid(name):
+    if not IDENTIFIER.match(name) or name in (".", ".."):
+        sys.exit(f"broker-accounts: '{name}' is not an identifier (I1: 1 to 64 of A-Z a-z 0-9 . _ : -)")
+    return name
 
 
 def secret(directory, name, create):
-    """The account's password: read from DIR/name, or made and kept there (mode 600) when `create`."""
-    path = os.path.join(directory, name)
+    """The account's password and whether it was made now: read from DIR/name, or made and kept there (mode 600)
+    when `create`."""
+    path = os.path.join(directory, valid(name))
     if os.path.exists(path):
         with open(path) as handle:
-            return handle.readline().strip()
+            return handle.readline().strip(), False
     if not create:
         sys.exit(f"broker-accounts: no password for '{name}' in {directory}")
     os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -47,7 +70,7 @@ def secret(directory, name, create):
     password = secrets.token_urlsafe(24)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(password + "\n")
-    return password
+    return password, True
 
 
 def request(args, commands):
@@ -55,12 +78,18 @@ def request(args, commands):
     correlation = secrets.token_hex(8)
     for index, command in enumerate(commands):
         command["correlationData"] = f"{correlation}-{index}"
-    command_line = ["mosquitto_rr", "-h", args.host, "-p", str(args.port), "-u", ADMIN, "-P",
-                    secret(args.secrets, ADMIN, create=False), "-t", CONTROL, "-e", CONTROL + "/response",
-                    "-W", str(args.timeout), "-m", json.dumps({"commands": commands})]
+    command_line = ["mosquitto_rr", "-h", args.host, "-p", str(args.port), "-t", CONTROL, "-e",
+                    CONTROL + "/response", "-W", str(args.timeout), "-m", json.dumps({"commands": commands})]
     if args.cafile:
         command_line += ["--cafile", args.cafile]
-    result = subprocess.run(command_line, capture_output=True, text=True)
+    password, _ = secret(args.secrets, ADMIN, create=False)
+    # mosquitto_rr reads options from $XDG_CONFIG_HOME/mosquitto_rr: the credentials go there, in a private folder.
+    with tempfile.TemporaryDirectory() as config:
+        descriptor = os.open(os.path.join(config, "mosquitto_rr"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(f"-u {ADMIN}\n-P {password}\n")
+        result = subprocess.run(command_line, capture_output=True, text=True,
+                                env=dict(os.environ, XDG_CONFIG_HOME=config))
     if result.returncode != 0:
         sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} "
                  f"({result.stderr.strip() or 'mosquitto_rr ' + str(result.returncode)})")
@@ -80,19 +109,48 @@ def check(commands, responses):
             existing.add(command["username"])
         if command["command"] == "addClientRole" and command["username"] in existing:
             continue
-        if error and not any(harmless in error.lower() for harmless in HARMLESS):
+        harmless = HARMLESS.get(command["command"])
+        if error and not (harmless and harmless in error.lower()):
             target = command.get("username") or command.get("rolename")
             sys.exit(f"broker-accounts: {command['command']} {target}: {error}")
 
 
-def account(role_name, rules, user, password):
+def account(role_name, rules, user, secrets_dir):
     """The commands that make `user` with a role of its own holding `rules`: the role, the client, then the
-    link (2.0.11: roles given inside createClient are not linked back, and deleting one then corrupts memory)."""
-    return [
+    link (2.0.11: roles given inside createClient are not linked back, and deleting one then corrupts memory).
+    A password made now for a client that may exist already (its secret file was lost) is set on it too."""
+    password, made = secret(secrets_dir, user, create=True)
+    commands = [
         {"command": "createRole", "rolename": role_name, "acls": broker_roles.dynsec_acls(rules, user)},
         {"command": "createClient", "username": user, "password": password},
         {"command": "addClientRole", "username": user, "rolename": role_name, "priority": 0},
     ]
+    if made:
+        commands.append({"command": "setClientPassword", "username": user, "password": password})
+    return commands
+
+
+def hashed(password):
+    """The plugin's stored form of a password: PBKDF2-HMAC-SHA512, 101 iterations, a 12-byte salt."""
+    salt = secrets.token_bytes(12)
+    digest = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 101)
+    return {"password": base64.b64encode(digest).decode(), "salt": base64.b64encode(salt).decode(),
+            "iterations": 101}
+
+
+def initial(password):
+    """The plugin's first file: the accounts admin alone, whose role may use the control topic and nothing else;
+    by default nobody may publish or subscribe (each account's role grants what it may)."""
+    admin_acls = [{"acltype": kind, "topic": "$CONTROL/dynamic-security/#", "priority": 0, "allow": True}
+                  for kind in ("publishClientSend", "publishClientReceive", "subscribePattern", "unsubscribePattern")]
+    return {
+        "defaultACLAccess": {"publishClientSend": False, "publishClientReceive": True, "subscribe": False,
+                             "unsubscribe": True},
+        "clients": [dict({"username": ADMIN, "textname": "accounts admin", "roles": [{"rolename": "accounts-admin"}]},
+                         **hashed(password))],
+        "groups": [],
+        "roles": [{"rolename": "accounts-admin", "acls": admin_acls}],
+    }
 
 
 def removal(role_name, user):
@@ -114,7 +172,7 @@ def main():
     parser.add_argument("names", nargs="*", help="ride or vehicle identifiers")
     parser.add_argument("--file", help="init: the plugin's file to create (plugin_opt_config_file)")
     parser.add_argument("--accounts", default="config/security/accounts.yaml")
-    parser.add_argument("--secrets", default="var/security/secrets")
+    parser.add_argument("--secrets", default="var/security/accounts")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8883)
     parser.add_argument("--cafile")
@@ -127,29 +185,36 @@ def main():
         if os.path.exists(args.file):
             print(f"broker-accounts: {args.file} exists; kept")
             return
-        password = secret(args.secrets, ADMIN, create=True)
-        # mosquitto_ctrl exits 0 even when it refuses: the file is the proof.
-        subprocess.run(["mosquitto_ctrl", "dynsec", "init", args.file, ADMIN, password], stdin=subprocess.DEVNULL,
-                       capture_output=True)
-        if not os.path.exists(args.file):
-            sys.exit(f"broker-accounts: mosquitto_ctrl did not create {args.file}")
-        os.chmod(args.file, 0o600)
+        password, _ = secret(args.secrets, ADMIN, create=True)
+        # Written here rather than by `mosquitto_ctrl dynsec init`, which takes the password on its command line.
+        descriptor = os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            json.dump(initial(password), handle, indent=2)
         print(f"broker-accounts: {args.file} with the accounts admin '{ADMIN}' (password in {args.secrets})")
         return
 
+    import yaml
+    with open(args.accounts) as handle:
+        listed = yaml.safe_load(handle) or {}
+    unknown = set(listed) - set(broker_roles.ROLES)
+    if unknown:
+        sys.exit(f"broker-accounts: unknown roles in {args.accounts}: {', '.join(sorted(unknown))} (the shared "
+                 "'drivers' account is gone: a driver app signs in as its vehicle, A3)")
+    static = {user for users in listed.values() for user in users} | {ADMIN}
+    for name in args.names:
+        if valid(name) in static:
+            sys.exit(f"broker-accounts: '{name}' is the accounts admin or an account of {args.accounts}, "
+                     "not a rider or vehicle to add or remove here")
     commands = []
     if args.command == "provision":
-        import yaml
-        with open(args.accounts) as handle:
-            listed = yaml.safe_load(handle) or {}
         for role, rules in broker_roles.ROLES.items():
             for user in listed.get(role, []):
-                commands += account(f"{role}-{user}", rules, user, secret(args.secrets, user, create=True))
+                commands += account(f"{role}-{valid(user)}", rules, user, args.secrets)
     elif args.command in ("add-rider", "add-vehicle"):
         rules = broker_roles.RIDER if args.command == "add-rider" else broker_roles.VEHICLE
         kind = "rider" if args.command == "add-rider" else "vehicles"
         for name in args.names:
-            commands += account(f"{kind}-{name}", rules, name, secret(args.secrets, name, create=True))
+            commands += account(f"{kind}-{name}", rules, name, args.secrets)
     else:
         kind = "rider" if args.command == "remove-rider" else "vehicles"
         for name in args.names:
@@ -162,7 +227,7 @@ def main():
             path = os.path.join(args.secrets, name)
             if os.path.exists(path):
                 os.remove(path)
-    print(f"broker-accounts: {args.command}: {len(args.names) or len(commands) // 3} accounts")
+    print(f"broker-accounts: {args.command}: {len(args.names) or len(static) - 1} accounts")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,9 @@ def main():
         os.remove(os.path.join(secrets_dir, RETIRED[1]))
         issued.remove(RETIRED[1])
         print(f"broker-security: removed the secret of the shared '{RETIRED[1]}' account (gone: A3)")
-    riders = args.rider + [name for name in issued if name not in listed and name not in args.rider]
+    # The dynamic accounts' admin (scripts/broker-accounts.py) is never a rider, whatever folder it was put in.
+    riders = args.rider + [name for name in issued
+                           if name not in listed and name not in args.rider and name != "accounts-admin"]
     names = listed + riders
     if len(names) != len(set(names)):
         sys.exit("broker-security: an account appears twice (an account has exactly one role)")
