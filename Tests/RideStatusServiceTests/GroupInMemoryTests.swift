@@ -24,14 +24,21 @@ struct GroupInMemoryTests {
         #"{"state":"\#(state)","since":"2026-11-25T10:00:00.000Z","version":"test","incarnation":\#(incarnation)}"#
     }
 
+    /// w-mem running and ready beside w-other, whose retained presence says it is online.
+    static func besideLiveOther(interval: Double, clock: ManualClock? = nil) async throws -> Running {
+        let broker = InMemoryBroker()
+        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
+        let running = try Running(interval: interval, broker: broker, clock: clock)
+        try await running.ready()
+        return running
+    }
+
     /// w-mem running beside a live w-other, with a ride of its own started and its state written.
     static func ownRideBesideOther(prefix: String, vehicle: String, clock: ManualClock? = nil) async throws -> (
         running: Running, ride: String, stateTopic: String
     ) {
-        let broker = InMemoryBroker()
-        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        let running = try Running(interval: 0.2, broker: broker, clock: clock)
-        try await running.ready()
+        let running = try await Self.besideLiveOther(interval: 0.2, clock: clock)
+        let broker = running.broker
         let ride = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: prefix)
         broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: vehicle))
         let topic = Topics().state(ride: ride)
@@ -78,10 +85,8 @@ struct GroupInMemoryTests {
         "G1, G3: beside a live member a worker serves only its own rides, keeps the others' control messages, and replays them when their owner leaves"
     )
     func servesOwnRidesAndReplays() async throws {
-        let broker = InMemoryBroker()
-        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        let running = try Running(interval: 0.3, broker: broker)
-        try await running.ready()
+        let running = try await Self.besideLiveOther(interval: 0.3)
+        let broker = running.broker
         let members = ["w-mem", "w-other"]
         let mine = Self.ride(ownedBy: "w-mem", among: members, prefix: "r-mine")
         let theirs = Self.ride(ownedBy: "w-other", among: members, prefix: "r-theirs")
@@ -107,10 +112,8 @@ struct GroupInMemoryTests {
         "A3, G1, G3: a vehicle's driver event is routed by the ride in its payload: kept for another member's ride, replayed when it arrives; an unreadable one refused once, by the vehicle's bucket's owner"
     )
     func vehicleEventsRoutedByRide() async throws {
-        let broker = InMemoryBroker()
-        broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        let running = try Running(interval: 0.3, broker: broker)
-        try await running.ready()
+        let running = try await Self.besideLiveOther(interval: 0.3)
+        let broker = running.broker
         let members = ["w-mem", "w-other"]
         let theirs = Self.ride(ownedBy: "w-other", among: members, prefix: "r-a3")
         broker.publish("rides/\(theirs)/start", booking(ride: theirs, vehicle: "v-9"))

@@ -65,9 +65,10 @@ public struct RideEngine: Sendable {
     /// given buckets): the highest epoch and reserved sequence among its rides, for a release notice.
     package func sequenceFloors(in buckets: Set<Int>? = nil) -> [Int: SequenceFloor] {
         var floors: [Int: SequenceFloor] = [:]
-        for id in rideTable.keys {
-            let bucket = Ownership.bucket(of: id)
-            guard buckets?.contains(bucket) ?? true, let slot = rideTable.slot(of: id) else { continue }
+        // By slot: no identifier array built and no hash lookup per ride.
+        for slot in rideTable.slots {
+            let bucket = Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)
+            guard buckets?.contains(bucket) ?? true else { continue }
             let floor = SequenceFloor(
                 epoch: rideTable[slot: slot].epoch,
                 ceiling: max(rideTable[slot: slot].sequence, rideTable[slot: slot].sequenceCeiling))
