@@ -17,14 +17,16 @@ RUN swift build -c release --force-resolved-versions --product ride-status-worke
  && cp .build/release/ride-status-worker .build/release/fleet-sim .build/release/ride-watch /staging/
 
 # The `setup` service of docker-compose.yml: the CA, the certificates and the broker's accounts, made on the
-# first start into the shared secrets volume (scripts/deploy-setup.sh; openssl, no downloads).
+# first start into the shared secrets volume, and the dynamic security plugin's file into the accounts volume,
+# which the broker writes (scripts/deploy-setup.sh; openssl, no downloads).
 FROM swift:6.3.1-bookworm-slim AS setup
 RUN apt-get update && apt-get install -y --no-install-recommends openssl python3 python3-yaml mosquitto \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/ride-status
-COPY scripts/deploy-setup.sh scripts/broker-security.py scripts/broker_roles.py ./scripts/
+COPY scripts/deploy-setup.sh scripts/broker-security.py scripts/broker-accounts.py scripts/broker_roles.py ./scripts/
 COPY config/security ./config/security
-ENTRYPOINT ["scripts/deploy-setup.sh", "/secrets", "--broker-uid", "1883", "--client-uid", "10001"]
+ENTRYPOINT ["scripts/deploy-setup.sh", "/secrets", "--accounts-file", "/accounts/dynamic-security.json", \
+    "--broker-uid", "1883", "--client-uid", "10001"]
 
 FROM swift:6.3.1-bookworm-slim AS runtime
 RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 ca-certificates curl libjs-leaflet \

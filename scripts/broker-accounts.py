@@ -3,7 +3,7 @@
 security plugin (mosquitto_dynamic_security.so, in Debian's mosquitto package): no password file to rewrite, no
 reload.
 
-    scripts/broker-accounts.py init --file F --secrets DIR          the plugin's file, with the accounts admin
+    scripts/broker-accounts.py init --file F --secrets DIR          the plugin's file: the admin, accounts.yaml
     scripts/broker-accounts.py provision --accounts A --secrets DIR the accounts of config/security/accounts.yaml
     scripts/broker-accounts.py add-rider r-7f3a [r-...]             a rider account per ride (password in DIR)
     scripts/broker-accounts.py remove-rider r-7f3a [r-...]          at the ride's end: the rider is disconnected
@@ -20,8 +20,9 @@ one request; each account's outcome is checked, and the script fails naming the 
 
 What each role may do comes from scripts/broker_roles.py, as for the static ACL; mosquitto 2.0's plugin
 substitutes no %u, so each rider and each vehicle gets a role of its own. Passwords are random, kept in
-DIR/<account> (mode 600) and never printed. DIR defaults to var/security/accounts, apart from the static accounts'
-folder of scripts/broker-security.py (which takes every unlisted file of its folder for a rider).
+DIR/<account> (mode 600) and never printed. DIR (--secrets) defaults to var/security/accounts, apart from the static
+accounts' folder (--static-secrets, var/security/secrets), whose passwords scripts/broker-security.py shares (it
+takes every unlisted file of its folder for a static rider).
 
 Names are I1 identifiers (1 to 64 of A-Z a-z 0-9 . _ : -): no wildcard, no path. The accounts admin and the
 accounts of config/security/accounts.yaml are not riders or vehicles: add-rider and remove-rider refuse them.
@@ -172,26 +173,16 @@ def main():
     parser.add_argument("names", nargs="*", help="ride or vehicle identifiers")
     parser.add_argument("--file", help="init: the plugin's file to create (plugin_opt_config_file)")
     parser.add_argument("--accounts", default="config/security/accounts.yaml")
-    parser.add_argument("--secrets", default="var/security/accounts")
+    parser.add_argument("--secrets", default="var/security/accounts",
+                        help="the accounts admin's password and those of riders and vehicles added here")
+    parser.add_argument("--static-secrets", default="var/security/secrets",
+                        help="the passwords of config/security/accounts.yaml's accounts, shared with "
+                             "scripts/broker-security.py so that both listeners agree")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8883)
     parser.add_argument("--cafile")
     parser.add_argument("--timeout", type=int, default=10)
     args = parser.parse_args()
-
-    if args.command == "init":
-        if not args.file:
-            sys.exit("broker-accounts: init needs --file")
-        if os.path.exists(args.file):
-            print(f"broker-accounts: {args.file} exists; kept")
-            return
-        password, _ = secret(args.secrets, ADMIN, create=True)
-        # Written here rather than by `mosquitto_ctrl dynsec init`, which takes the password on its command line.
-        descriptor = os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(initial(password), handle, indent=2)
-        print(f"broker-accounts: {args.file} with the accounts admin '{ADMIN}' (password in {args.secrets})")
-        return
 
     import yaml
     with open(args.accounts) as handle:
@@ -200,6 +191,32 @@ def main():
     if unknown:
         sys.exit(f"broker-accounts: unknown roles in {args.accounts}: {', '.join(sorted(unknown))} (the shared "
                  "'drivers' account is gone: a driver app signs in as its vehicle, A3)")
+
+    if args.command == "init":
+        if not args.file:
+            sys.exit("broker-accounts: init needs --file")
+        if os.path.exists(args.file):
+            print(f"broker-accounts: {args.file} exists; kept (provision adds accounts listed since)")
+            return
+        password, _ = secret(args.secrets, ADMIN, create=True)
+        configuration = initial(password)
+        # The accounts needed to start, written before the broker runs (Docker Compose's setup service, make run);
+        # later ones come through the running broker.
+        for role, rules in broker_roles.ROLES.items():
+            for user in listed.get(role, []):
+                role_name = f"{role}-{valid(user)}"
+                configuration["roles"].append({"rolename": role_name, "acls": broker_roles.dynsec_acls(rules, user)})
+                configuration["clients"].append(
+                    dict({"username": user, "roles": [{"rolename": role_name}]},
+                         **hashed(secret(args.static_secrets, user, create=True)[0])))
+        # Written here rather than by `mosquitto_ctrl dynsec init`, which takes the password on its command line.
+        descriptor = os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            json.dump(configuration, handle, indent=2)
+        print(f"broker-accounts: {args.file} with the accounts admin '{ADMIN}' and {len(configuration['clients']) - 1} "
+              f"accounts of {args.accounts} (passwords in {args.static_secrets})")
+        return
+
     static = {user for users in listed.values() for user in users} | {ADMIN}
     for name in args.names:
         if valid(name) in static:
@@ -209,7 +226,7 @@ def main():
     if args.command == "provision":
         for role, rules in broker_roles.ROLES.items():
             for user in listed.get(role, []):
-                commands += account(f"{role}-{valid(user)}", rules, user, args.secrets)
+                commands += account(f"{role}-{valid(user)}", rules, user, args.static_secrets)
     elif args.command in ("add-rider", "add-vehicle"):
         rules = broker_roles.RIDER if args.command == "add-rider" else broker_roles.VEHICLE
         kind = "rider" if args.command == "add-rider" else "vehicles"

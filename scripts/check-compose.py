@@ -27,6 +27,20 @@ if not re.fullmatch(r"eclipse-mosquitto:2\.\d+\.\d+", str(broker.get("image", ""
     problems.append("broker is not eclipse-mosquitto pinned to a 2.x.y release")
 if "secrets:/secrets:ro" not in broker.get("volumes", []):
     problems.append("broker does not mount the secrets volume read-only")
+# Issue 30: the dynamic security plugin rewrites its file on every account change, so its folder is a volume the
+# broker may write, and the setup service makes the file the configuration names.
+with open(os.path.join(root, "config", "mosquitto.conf")) as handle:
+    plugin_file = re.search(r"^plugin_opt_config_file\s+(\S+)", handle.read(), re.M)
+if not plugin_file:
+    problems.append("config/mosquitto.conf loads no dynamic security file (plugin_opt_config_file)")
+else:
+    folder = os.path.dirname(plugin_file.group(1))
+    mounts = {volume.split(":")[1]: volume for volume in broker.get("volumes", [])}
+    if folder not in mounts or mounts[folder].endswith(":ro"):
+        problems.append(f"broker does not mount {folder} writable (the plugin's file {plugin_file.group(1)})")
+with open(os.path.join(root, "Dockerfile")) as handle:
+    if plugin_file and plugin_file.group(1) not in handle.read():
+        problems.append(f"the setup image does not write {plugin_file.group(1)}")
 for service in services.values():
     for volume in service.get("volumes", []):
         source = volume.split(":")[0]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The first start of a secured deployment (issue 14): a private CA, the broker's TLS certificate, the
-# workers' client certificate, and the broker's accounts (password file and ACL, made from
-# config/security/accounts.yaml by scripts/broker-security.py). Docker Compose runs it in its `setup`
-# service before the broker starts; `make run` runs it for its loopback broker. Only openssl, python3 with
-# PyYAML and mosquitto_passwd; nothing is downloaded.
+# The first start of a secured deployment (issues 14 and 30): a private CA, the broker's TLS certificate, the
+# workers' client certificate, and the broker's accounts: the dynamic security plugin's file with the accounts
+# of config/security/accounts.yaml and the accounts admin (scripts/broker-accounts.py init), and the workers'
+# static ACL (scripts/broker-security.py). Docker Compose runs it in its `setup` service before the broker
+# starts; `make run` runs it for its loopback broker. Only openssl, python3 with PyYAML and mosquitto_passwd;
+# nothing is downloaded. Riders' and further vehicles' accounts come later, while the broker runs
+# (scripts/broker-accounts.py add-rider).
 #
-#   scripts/deploy-setup.sh OUT [--hostname NAME]... [--rider RIDE]... [--broker-uid UID] [--client-uid UID]
+#   scripts/deploy-setup.sh OUT [--hostname NAME]... [--accounts-file FILE] [--broker-uid UID] [--client-uid UID]
 #
 # Writes, keeping whatever is already there (a restart keeps its CA and its passwords; delete OUT to start
 # over):
@@ -14,25 +16,31 @@
 #   OUT/tls/broker.crt, .key    the broker's certificate, for broker, localhost, 127.0.0.1 and each --hostname
 #   OUT/tls/worker.crt, .key    the workers' client certificate: common name `worker`, the account the
 #                               broker gives it (use_identity_as_username)
-#   OUT/acl, OUT/passwords, OUT/secrets/<account>   as scripts/broker-security.py writes them
+#   OUT/secrets/<account>       the password of each account of accounts.yaml (mode 600)
+#   OUT/accounts/accounts-admin the accounts admin's password: whoever holds it may change every account
+#                               (scripts/broker-accounts.py --secrets OUT/accounts keeps riders' passwords there)
+#   OUT/dynamic-security.json   the plugin's file (or --accounts-file: Compose puts it in a volume the broker
+#                               may write, since the plugin rewrites it on every change)
+#   OUT/acl                     the static ACL of the workers' certificate listener (scripts/broker-security.py,
+#                               which also writes OUT/passwords for a deployment without the plugin)
 # --broker-uid and --client-uid (as root) hand the broker's files to the broker's user and the clients'
 # secrets to the user the worker and simulator run as (the eclipse-mosquitto image runs as 1883; the
 # project's image as 10001).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '8p' "$0" | sed 's/^# *//' >&2; exit 2; }
+usage() { grep -m1 '^#   scripts/deploy-setup.sh' "$0" | sed 's/^# *//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out=$1
 shift
 hostnames=(broker localhost)
-riders=()
+accounts_file=""
 broker_uid=""
 client_uid=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --hostname) hostnames+=("$2"); shift 2 ;;
-        --rider) riders+=(--rider "$2"); shift 2 ;;
+        --accounts-file) accounts_file=$2; shift 2 ;;
         --broker-uid) broker_uid=$2; shift 2 ;;
         --client-uid) client_uid=$2; shift 2 ;;
         *) usage ;;
@@ -79,11 +87,17 @@ keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
 chmod 644 "$tls/ca.crt" "$tls/broker.crt" "$tls/worker.crt"
 
-python3 scripts/broker-security.py --accounts config/security/accounts.yaml --out "$out" "${riders[@]}" \
+python3 scripts/broker-security.py --accounts config/security/accounts.yaml --out "$out" \
     --mosquitto-passwd "$(command -v mosquitto_passwd || echo /usr/bin/mosquitto_passwd)"
+accounts_file=${accounts_file:-$out/dynamic-security.json}
+mkdir -p "$(dirname "$accounts_file")"
+python3 scripts/broker-accounts.py init --file "$accounts_file" --accounts config/security/accounts.yaml \
+    --static-secrets "$out/secrets" --secrets "$out/accounts"
 
 if [ -n "$broker_uid" ]; then
     chown "$broker_uid" "$out/passwords" "$out/acl" "$tls/broker.key"
+    # The plugin writes its file anew (a .new file, then a rename): the folder is the broker's too.
+    chown "$broker_uid" "$accounts_file" "$(dirname "$accounts_file")"
 fi
 if [ -n "$client_uid" ]; then
     chown -R "$client_uid" "$out/secrets"

@@ -75,12 +75,17 @@ scripts/deploy-setup.sh "$security" > var/log/deploy-setup.log 2>&1 || {
     say "error: scripts/deploy-setup.sh failed; see var/log/deploy-setup.log" >&2
     exit 1
 }
-say "==> TLS and accounts from $security (CA: $security/tls/ca.crt; each account's password: $security/secrets/)"
+say "==> TLS and accounts from $security (CA: $security/tls/ca.crt; each account's password: $security/secrets/; riders: scripts/broker-accounts.py add-rider, docs/security.md)"
 
-# The broker configuration of the repo, bound to loopback, with the secrets and data under var/.
+# The broker configuration of the repo, bound to loopback, with the secrets, accounts and data under var/, and
+# Debian's path of the dynamic security plugin (the shipped file names the eclipse-mosquitto image's).
+plugin=$(ls /usr/lib/*-linux-gnu/mosquitto_dynamic_security.so /usr/lib/mosquitto_dynamic_security.so 2>/dev/null | head -1)
+[ -n "$plugin" ] || { say "error: mosquitto_dynamic_security.so not found (Debian's mosquitto package has it)" >&2; exit 1; }
 sed -e "s|^listener 8883.*|listener $port 127.0.0.1|" \
     -e "s|^listener 8884.*|listener $worker_port 127.0.0.1|" \
     -e "s|/secrets/|$PWD/$security/|" \
+    -e "s|/accounts/|$PWD/$security/|" \
+    -e "s|^plugin /usr/lib/mosquitto_dynamic_security.so|plugin $plugin|" \
     -e "s|^persistence_location .*|persistence_location $PWD/var/mosquitto/|" \
     -e "s|^log_dest stdout|log_dest file $PWD/var/log/mosquitto.log|" \
     config/mosquitto.conf > var/mosquitto/mosquitto.conf

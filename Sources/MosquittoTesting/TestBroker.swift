@@ -35,8 +35,8 @@ public final class TestBroker: Sendable {
         public var dynamicSecurity: String?
         /// The project's shipped broker configuration (`config/mosquitto.conf`) and the folder that
         /// `scripts/deploy-setup.sh` filled, run as they are apart from the machine's places: its first
-        /// listener on ``port``, its second on ``tlsPort``, both on loopback; `/secrets/` is that folder, and
-        /// data and log go to the test's directory.
+        /// listener on ``port``, its second on ``tlsPort``, both on loopback; `/secrets/` and `/accounts/` are
+        /// that folder, the dynamic security plugin is the machine's, and data and log go to the test's directory.
         public var deployment: (configuration: String, secrets: String)?
 
         public init(
@@ -248,6 +248,9 @@ public final class TestBroker: Sendable {
                 return
                     line
                     .replacingOccurrences(of: "/secrets/", with: deployment.secrets + "/")
+                    .replacingOccurrences(of: "/accounts/", with: deployment.secrets + "/")
+                    .replacingOccurrences(
+                        of: "/usr/lib/mosquitto_dynamic_security.so", with: Self.dynamicSecurityPlugin)
                     .replacingOccurrences(of: "/mosquitto/data/", with: directory.path + "/")
             }
         lines.append("log_type information")

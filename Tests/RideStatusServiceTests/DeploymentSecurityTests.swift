@@ -20,14 +20,25 @@ struct DeploymentSecurityTests {
         }
     }
 
-    static func setUp(riders: [String]) async throws -> Deployment {
+    static func setUp() async throws -> Deployment {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-\(UUID().uuidString)")
         let (code, output) = try await ChildProcess.run(
-            "/bin/bash",
-            [BrokerSecurityTests.root.appendingPathComponent("scripts/deploy-setup.sh").path, folder.path]
-                + riders.flatMap { ["--rider", $0] })
+            "/bin/bash", [BrokerSecurityTests.root.appendingPathComponent("scripts/deploy-setup.sh").path, folder.path])
         guard code == 0 else { throw TimedOut(what: "deploy-setup.sh to succeed: \(output)") }
         return Deployment(folder: folder)
+    }
+
+    /// Issue 30: a rider's account, made on the running broker by the accounts admin, as dispatch does at booking.
+    static func addRider(_ ride: String, _ deployment: Deployment, port: Int) async throws {
+        let (code, output) = try await ChildProcess.run(
+            "/usr/bin/env",
+            [
+                "python3", BrokerSecurityTests.root.appendingPathComponent("scripts/broker-accounts.py").path,
+                "add-rider", ride, "--secrets", deployment.path("accounts"), "--static-secrets",
+                deployment.path("secrets"), "--port", String(port), "--cafile", deployment.path("tls/ca.crt"),
+                "--host", "localhost",
+            ])
+        guard code == 0 else { throw TimedOut(what: "broker-accounts.py add-rider to succeed: \(output)") }
     }
 
     static func shippedBroker(_ deployment: Deployment) async throws -> TestBroker {
@@ -62,14 +73,15 @@ struct DeploymentSecurityTests {
     }
 
     @Test(
-        "14: the shipped broker over TLS: the worker signs in with its client certificate, dispatch and a rider with passwords; a ride moves"
+        "14, 30: the shipped broker over TLS: the worker signs in with its client certificate, dispatch and a rider (its account made on the running broker) with passwords; a ride moves"
     )
     func shippedDeploymentWorks() async throws {
-        let deployment = try await Self.setUp(riders: ["r-d1"])
+        let deployment = try await Self.setUp()
         defer { try? FileManager.default.removeItem(at: deployment.folder) }
         let broker = try await Self.shippedBroker(deployment)
         defer { broker.stop() }
         let tlsPort = try #require(broker.tlsPort)
+        try await Self.addRider("r-d1", deployment, port: broker.port)
         // The worker: certificate listener, verifying the broker's certificate against the deployment's CA.
         let worker = try WorkerProcess(
             url: "mqtts://localhost:\(tlsPort)", directory: broker.directory, workerID: "w-dep", interval: 1,
@@ -84,13 +96,22 @@ struct DeploymentSecurityTests {
             broker, caFile: deployment.path("tls/ca.crt"), user: "dispatch",
             password: try deployment.password("dispatch"))
         let rider = try await Self.client(
-            broker, caFile: deployment.path("tls/ca.crt"), user: "r-d1", password: try deployment.password("r-d1"))
+            broker, caFile: deployment.path("tls/ca.crt"), user: "r-d1",
+            password: try String(contentsOfFile: deployment.path("accounts/r-d1"), encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
         let riderSees = BrokerSecurityTests.Inbox(rider)
         try await rider.subscribe("rides/r-d1/status", qos: .atLeastOnce)
         try await dispatch.publish(
             topic: "rides/r-d1/start", payload: Array(booking(ride: "r-d1", vehicle: "v-0042").utf8), qos: .atLeastOnce)
         try await BrokerSecurityTests.waitUntil("the rider's status, published by the worker over TLS") {
             riderSees.statuses("r-d1").contains { $0.phase == "confirmed" }
+        }
+        // The plugin's role for r-d1 is its own ride alone (A1): another ride's status is refused by SUBACK code.
+        do {
+            try await rider.subscribe("rides/r-other/status", qos: .atLeastOnce)
+            Issue.record("r-d1 subscribed to another ride's status")
+        } catch {
+            #expect(DynamicSecurityTests.reasonCode(error) == DynamicSecurityTests.notAuthorized, "\(error)")
         }
         // The account the broker took from the certificate is the worker's: it wrote the ride's state, which
         // only the worker's account may (the ACL), and the log shows no refusal.
@@ -110,7 +131,7 @@ struct DeploymentSecurityTests {
         "14: TLS refusals: a broker certificate from another CA, plain MQTT, no client certificate or one from another CA, anonymous, a wrong password"
     )
     func refusals() async throws {
-        let deployment = try await Self.setUp(riders: [])
+        let deployment = try await Self.setUp()
         defer { try? FileManager.default.removeItem(at: deployment.folder) }
         let broker = try await Self.shippedBroker(deployment)
         defer { broker.stop() }
