@@ -250,7 +250,8 @@ public final class TestBroker: Sendable {
                     .replacingOccurrences(of: "/secrets/", with: deployment.secrets + "/")
                     .replacingOccurrences(of: "/accounts/", with: deployment.secrets + "/")
                     .replacingOccurrences(
-                        of: "/usr/lib/mosquitto_dynamic_security.so", with: Self.dynamicSecurityPlugin)
+                        of: "/usr/lib/mosquitto_dynamic_security.so", with: Self.dynamicSecurityPlugin
+                    )
                     .replacingOccurrences(of: "/mosquitto/data/", with: directory.path + "/")
             }
         lines.append("log_type information")

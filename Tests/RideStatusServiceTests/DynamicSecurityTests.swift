@@ -30,7 +30,9 @@ struct DynamicSecurityTests {
         let connection = port.map { ["--port", "\($0)"] } ?? []
         let (code, output) = try await ChildProcess.run(
             "/usr/bin/env",
-            ["python3", script] + arguments + ["--secrets", folder.secrets, "--static-secrets", folder.secrets, "--file", folder.file] + connection)
+            ["python3", script] + arguments + [
+                "--secrets", folder.secrets, "--static-secrets", folder.secrets, "--file", folder.file,
+            ] + connection)
         guard code == 0 else {
             throw TimedOut(what: "broker-accounts.py \(arguments.first ?? "") to succeed: \(output)")
         }
