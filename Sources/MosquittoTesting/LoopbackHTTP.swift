@@ -31,3 +31,43 @@ public func httpGet(host: String = "127.0.0.1", port: Int, path: String) -> (sta
     let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
     return (status, body)
 }
+
+/// One HTTP/1.1 GET with `headers`, reading at most `seconds` (an event stream never ends by itself): the
+/// status, the response's header fields (names lowercased) and what of the body came.
+public func httpRequest(
+    host: String = "127.0.0.1", port: Int, path: String, headers: [String: String] = [:], seconds: Double = 5
+) -> (status: Int, headers: [String: String], body: String)? {
+    guard let fd = TestBroker.connectTCP(host: host, port: port) else { return nil }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+    for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+        setsockopt(fd, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+    let fields = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\(fields)Connection: close\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        let count = read(fd, &buffer, buffer.count)
+        if count == 0 { break }
+        if count < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
+            break
+        }
+        response += buffer[0..<count]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    let parts = text.components(separatedBy: "\r\n\r\n")
+    let head = parts.first?.components(separatedBy: "\r\n") ?? []
+    guard let statusText = head.first?.split(separator: " ").dropFirst().first, let status = Int(statusText) else {
+        return nil
+    }
+    var fieldsRead: [String: String] = [:]
+    for line in head.dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        fieldsRead[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return (status, fieldsRead, parts.dropFirst().joined(separator: "\r\n\r\n"))
+}

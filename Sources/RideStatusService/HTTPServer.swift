@@ -8,13 +8,18 @@ import ServiceLifecycle
 /// - `/metrics`, `/healthz`, `/readyz` for operators;
 /// - the read API under `/v1` (``ReadAPI``, `docs/openapi.json`, served at `/v1/openapi.json`) and the live
 ///   map's event stream `/v1/live` (``LiveFeed``);
-/// - the live map itself at `/` (the files of `http.webRoot`) with Debian's Leaflet at `/leaflet/`.
+/// - the live map itself at `/` (the files of `http.webRoot`) with Debian's Leaflet at `/leaflet/`;
+/// - share links (issue 30): `/share/{token}` (the page of one ride), `/share/{token}/status` and
+///   `/share/{token}/live`, read from the ride's retained status (``ShareFeed``), so a link works on every
+///   worker of a group.
 /// It binds where `metrics.host` says: loopback by default, an IPv6 address (`::1`, `::`) as well as IPv4.
+/// Who may read what is ``HTTPAccess``'s: a token never reaches a log line.
 struct WorkerHTTPServer: Service {
     let host: String
     let port: Int
     private let application: Application<RouterResponder<BasicRequestContext>>
     private let feed: LiveFeed
+    private let share: (any ShareSource)?
 
     /// What the routes need beyond the reader.
     struct Content: Sendable {
@@ -26,17 +31,28 @@ struct WorkerHTTPServer: Service {
         var readAPI: Bool
         /// The OpenAPI document (`docs/openapi.json`), when found.
         var openAPIDocument: String?
+        /// The share page (`share.html` of the web root), when found.
+        var sharePage: String?
+    }
+
+    /// What share links read: a ride's status from the broker (``ShareFeed``).
+    protocol ShareSource: Sendable {
+        func current(_ ride: String, timeout: Duration) async -> [UInt8]?
+        func watch(_ ride: String) -> AsyncStream<[UInt8]>
+        func run() async
     }
 
     init(
         host: String, port: Int, logger: Logger, isReady: @escaping @Sendable () -> Bool,
-        metricsText: @escaping @Sendable () -> String, reader: any FleetReader, content: Content, time: WorkerTime
+        metricsText: @escaping @Sendable () -> String, reader: any FleetReader, content: Content, time: WorkerTime,
+        access: HTTPAccess, share: (any ShareSource)?
     ) {
         self.host = host
         self.port = port
         let api = ReadAPI(reader: reader)
         let feed = LiveFeed(reader: reader, time: time)
         self.feed = feed
+        self.share = share
         // HEAD answers wherever GET does (the 405s say `Allow: GET, HEAD`).
         let router = Router(options: .autoGenerateHeadEndpoints)
         router.get("/metrics") { _, _ in
@@ -46,7 +62,11 @@ struct WorkerHTTPServer: Service {
         router.get("/readyz") { _, _ in
             isReady() ? Self.text("ready\n") : Self.text("not ready\n", status: .serviceUnavailable)
         }
-        if content.readAPI { Self.addReadAPI(to: router, api: api, feed: feed, openAPI: content.openAPIDocument) }
+        if content.readAPI {
+            let routes = Routes(api: api, feed: feed, access: access, share: share)
+            routes.addReadAPI(to: router, openAPI: content.openAPIDocument)
+            routes.addShareLinks(to: router, page: content.sharePage)
+        }
         router.get("/map-config.json") { _, _ in
             var writer = JSONWriter(capacity: 256)
             writer.beginObject()
@@ -71,56 +91,11 @@ struct WorkerHTTPServer: Service {
             logger: serverLogger)
     }
 
-    private static func addReadAPI(
-        to router: Router<BasicRequestContext>, api: ReadAPI, feed: LiveFeed, openAPI: String?
-    ) {
-        let v1 = router.group("/v1")
-        v1.get("/rides") { request, _ in
-            let query = request.uri.queryParameters
-            return Self.json(
-                api.rides(
-                    phase: query["phase"].map(String.init), cursor: query["cursor"].map(String.init),
-                    limit: query["limit"].map(String.init)))
-        }
-        v1.get("/rides/:id") { _, context in
-            Self.json(api.ride(try Self.ride(context)))
-        }
-        v1.get("/rides/:id/track") { _, context in
-            Self.json(api.track(try Self.ride(context)))
-        }
-        v1.get("/vehicles") { request, _ in
-            Self.json(api.vehicles(limit: request.uri.queryParameters["limit"].map(String.init)))
-        }
-        v1.get("/workers") { _, _ in Self.json(api.workers()) }
-        v1.get("/areas") { _, _ in Self.json(api.areas()) }
-        v1.get("/openapi.json") { _, _ in
-            guard let openAPI else {
-                return Self.json(.problem(404, "notFound", "docs/openapi.json was not found beside the web root"))
-            }
-            return Self.text(openAPI, contentType: "application/json")
-        }
-        v1.get("/live") { _, _ in
-            let events = feed.watch()
-            return Response(
-                status: .ok,
-                headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
-                body: ResponseBody { writer in
-                    for await event in events { try await writer.write(ByteBuffer(bytes: event)) }
-                    try await writer.finish(nil)
-                })
-        }
-    }
-
-    /// The ride of a `/v1/rides/{id}` path, percent-decoded (the page encodes it).
-    private static func ride(_ context: BasicRequestContext) throws -> String {
-        let raw = try context.parameters.require("id")
-        return raw.removingPercentEncoding ?? raw
-    }
-
     func run() async throws {
         do {
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { await feed.run() }
+                if let share { group.addTask { await share.run() } }
                 group.addTask { try await application.run() }
             }
         } catch {
@@ -128,13 +103,13 @@ struct WorkerHTTPServer: Service {
         }
     }
 
-    private static func json(_ reply: ReadAPI.Reply) -> Response {
+    static func json(_ reply: ReadAPI.Reply) -> Response {
         Response(
             status: HTTPResponse.Status(code: reply.status), headers: [.contentType: "application/json"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
     }
 
-    private static func text(_ body: String, contentType: String = "text/plain", status: HTTPResponse.Status = .ok)
+    static func text(_ body: String, contentType: String = "text/plain", status: HTTPResponse.Status = .ok)
         -> Response
     {
         Response(
@@ -151,7 +126,7 @@ struct ReadOnlyPaths: RouterMiddleware {
     /// The read API's paths, `*` for one segment.
     static let patterns: [[Substring]] = [
         "v1/rides", "v1/rides/*", "v1/rides/*/track", "v1/vehicles", "v1/workers", "v1/areas", "v1/openapi.json",
-        "v1/live",
+        "v1/live", "share/*", "share/*/status", "share/*/live",
     ].map { $0.split(separator: "/") }
 
     static func isKnown(_ path: String) -> Bool {

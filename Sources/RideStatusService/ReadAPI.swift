@@ -34,7 +34,8 @@ struct ReadAPI: Sendable {
     /// `GET /v1/rides?phase=&cursor=&limit=`: active rides by identifier, a page at a time. `cursor` is the
     /// `nextCursor` of the page before (the last identifier it held), so a page never repeats or skips a ride
     /// that stays active while a client pages.
-    func rides(phase: String?, cursor: String?, limit: String?) -> Reply {
+    /// `only`: the one ride a share token opens (the list holds it when it is active here).
+    func rides(phase: String?, cursor: String?, limit: String?, only: String? = nil) -> Reply {
         var wanted: RidePhase?
         if let phase {
             guard let parsed = RidePhase(rawValue: phase) else {
@@ -49,7 +50,8 @@ struct ReadAPI: Sendable {
             }
             count = parsed
         }
-        let identifiers = reader.rideIdentifiers(in: wanted)
+        var identifiers = reader.rideIdentifiers(in: wanted)
+        if let only { identifiers = identifiers.contains(only) ? [only] : [] }
         let page = Self.page(of: identifiers, after: cursor.flatMap { $0.isEmpty ? nil : $0 }, limit: count)
         let summaries = reader.summaries(of: page.identifiers)
         var writer = JSONWriter(capacity: 256 + summaries.count * 512)

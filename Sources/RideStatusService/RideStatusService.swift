@@ -118,30 +118,69 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     /// group shuts down, after this worker has said goodbye (L8).
     public var connection: some Service { ConnectionService(transport: transport) }
 
-    /// The HTTP server (`/metrics`, `/healthz`, `/readyz`, the read API `/v1` and the live map at `/`) as a
-    /// `Service` to run after this one; nil when `metrics.port` is 0.
-    /// - Parameter metricsText: the Prometheus text (the executable owns the metrics backend).
-    public func httpServer(metricsText: @escaping @Sendable () -> String) -> (any Service)? {
+    /// The HTTP server (`/metrics`, `/healthz`, `/readyz`, the read API `/v1`, the live map at `/` and share
+    /// links at `/share/`) as a `Service` to run after this one; nil when `metrics.port` is 0.
+    /// - Parameters:
+    ///   - metricsText: the Prometheus text (the executable owns the metrics backend).
+    ///   - shareTransport: the connection share links read rides' statuses on (``ShareFeed``), when
+    ///     `http.shareKeys` is set; it is started and stopped with the server.
+    public func httpServer<Share: WorkerTransport>(
+        metricsText: @escaping @Sendable () -> String, shareTransport: Share?
+    ) async throws -> (any Service)? {
         guard settings.metricsPort > 0 else { return nil }
-        let openAPI = try? String(
-            contentsOf: URL(fileURLWithPath: settings.webRoot).appendingPathComponent("openapi.json"), encoding: .utf8)
-        if settings.readAPI && !["127.0.0.1", "::1", "localhost"].contains(settings.metricsHost) {
-            logger.warning(
-                "the live map and the read API are served beyond loopback: they show drivers' names, phone numbers and positions; keep this network private, or set http.readAPI false",
-                metadata: ["metrics.host": "\(settings.metricsHost)"])
+        let web = URL(fileURLWithPath: settings.webRoot)
+        let openAPI = try? String(contentsOf: web.appendingPathComponent("openapi.json"), encoding: .utf8)
+        let exposed = !HTTPAccess.isLoopback(settings.metricsHost)
+        var access = HTTPAccess(exposed: exposed, operatorToken: nil, verifier: nil, time: time)
+        if !settings.operatorTokenFile.isEmpty {
+            let token: String
+            do {
+                token = try MQTTConfiguration.password(fromFile: settings.operatorTokenFile)
+            } catch {
+                throw WorkerSettings.Problem(key: "http.operatorTokenFile", message: "\(error)")
+            }
+            guard token.utf8.count >= 16 else {
+                throw WorkerSettings.Problem(
+                    key: "http.operatorTokenFile", message: "the operator token must be 16 characters or more")
+            }
+            access.operatorToken = Array(token.utf8)
+        }
+        if !settings.shareKeys.isEmpty {
+            do {
+                let jwks = try String(contentsOfFile: settings.shareKeys, encoding: .utf8)
+                access.verifier = try await ShareLinks.Verifier(jwks: jwks)
+            } catch {
+                throw WorkerSettings.Problem(key: "http.shareKeys", message: "\(error)")
+            }
+        }
+        if settings.readAPI && exposed {
+            logger.notice(
+                "the live map and the read API listen beyond loopback: /v1 answers only with the operator token or a share token",
+                metadata: [
+                    "metrics.host": "\(settings.metricsHost)",
+                    "http.operatorTokenFile": "\(settings.operatorTokenFile.isEmpty ? "none" : "set")",
+                ])
         }
         if settings.readAPI && openAPI == nil {
             logger.warning(
                 "the live map's files were not found: / and /v1/openapi.json answer 404",
                 metadata: ["http.webRoot": "\(settings.webRoot)"])
         }
+        var share: (any WorkerHTTPServer.ShareSource)?
+        if settings.readAPI, access.verifier != nil, let shareTransport {
+            share = ShareFeed(transport: shareTransport, topics: settings.topics, time: time, logger: logger)
+            logger.info(
+                "share links on: /share/{token} shows one ride from its retained status",
+                metadata: ["keys": "\(access.verifier?.keyIDs.sorted() ?? [])"])
+        }
         return WorkerHTTPServer(
             host: settings.metricsHost, port: settings.metricsPort, logger: logger,
             isReady: { [weak self] in self?.isReady ?? false }, metricsText: metricsText, reader: self,
             content: .init(
                 webRoot: settings.webRoot, leafletDirectory: settings.leafletDirectory, tileURL: settings.tileURL,
-                tileAttribution: settings.tileAttribution, readAPI: settings.readAPI, openAPIDocument: openAPI),
-            time: time)
+                tileAttribution: settings.tileAttribution, readAPI: settings.readAPI, openAPIDocument: openAPI,
+                sharePage: try? String(contentsOf: web.appendingPathComponent("share.html"), encoding: .utf8)),
+            time: time, access: access, share: share)
     }
 
     public func run() async throws {
@@ -298,6 +337,24 @@ extension RideStatusService where Transport == MQTTClient {
             configuration: try settings.mqttConfiguration(workerID: identity.id, version: version),
             logger: clientLogger)
         return RideStatusService(settings: settings, identity: identity, transport: client, logger: logger)
+    }
+
+    /// The HTTP server, with a connection of its own for share links when `http.shareKeys` is set: a clean
+    /// session with no will, under the worker's account, that reads only the statuses of rides being shown.
+    public func httpServer(metricsText: @escaping @Sendable () -> String) async throws -> (any Service)? {
+        var share: MQTTClient?
+        if settings.readAPI, !settings.shareKeys.isEmpty, settings.metricsPort > 0 {
+            var configuration = try settings.mqttConfiguration(workerID: identity.id, version: "share")
+            configuration.clientID += "-share"
+            configuration.cleanStart = true
+            configuration.sessionExpiry = 0
+            configuration.will = nil
+            var clientLogger = logger
+            clientLogger[metadataKey: "worker.id"] = .string(identity.id)
+            clientLogger[metadataKey: "connection"] = "share links"
+            share = try MQTTClient(configuration: configuration, logger: clientLogger)
+        }
+        return try await httpServer(metricsText: metricsText, shareTransport: share)
     }
 }
 

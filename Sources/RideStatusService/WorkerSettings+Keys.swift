@@ -46,6 +46,8 @@ extension WorkerSettings {
         "http.tileURL": { $0.tileURL = $1 },
         "http.tileAttribution": { $0.tileAttribution = $1 },
         "http.readAPI": { $0.readAPI = try flag($1, "http.readAPI") },
+        "http.shareKeys": { $0.shareKeys = $1 == "none" ? "" : $1 },
+        "http.operatorTokenFile": { $0.operatorTokenFile = $1 == "none" ? "" : $1 },
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
         "topics.serviceName": { $0.topics.serviceName = $1 },

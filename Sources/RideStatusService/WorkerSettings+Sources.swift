@@ -10,7 +10,7 @@ extension WorkerSettings {
     /// folder. `worker.stateDir` is data, not configuration: it stays relative to the working directory.
     static let pathKeys: Set<String> = [
         "rideOptions.catalog", "broker.caFile", "broker.certificateFile", "broker.keyFile", "broker.passwordFile",
-        "http.webRoot",
+        "http.webRoot", "http.shareKeys", "http.operatorTokenFile",
     ]
 
     static func resolve(_ value: String, against folder: URL) -> String {

@@ -35,6 +35,12 @@ public struct WorkerSettings: Sendable {
     public var tileAttribution = "© OpenStreetMap contributors"
     /// Whether the HTTP server serves the live map and the read API `/v1` beside `/metrics` and the probes.
     public var readAPI = true
+    /// Share links (issue 30): a JSON Web Key Set of the Ed25519 public keys share tokens are signed with; empty
+    /// turns share links off.
+    public var shareKeys = ""
+    /// A file holding the operator token: with it in `Authorization: Bearer`, the read API shows everything
+    /// when the server listens beyond loopback (where it shows nothing without a token). Empty: none.
+    public var operatorTokenFile = ""
     /// G3, V5: a new owner reads the retained statuses of the rides it loads before it serves them (MQTT 5 only),
     /// so its first status shows what the old owner last published; false starts them from their states.
     public var takeoverReadsStatuses = true

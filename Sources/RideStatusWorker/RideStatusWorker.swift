@@ -8,13 +8,23 @@ import RideStatusService
 import ServiceLifecycle
 import UnixSignals
 
-/// `ride-status-worker`: turns fleet telemetry into validated ride statuses. Thin: parse flags, load
-/// settings, bootstrap logging and metrics, run the service until SIGTERM/SIGINT.
+/// `ride-status-worker`: turns fleet telemetry into validated ride statuses (`run`, the default), and makes
+/// share-link keys and links (`share-key`, `share-link`). Thin: parse flags, load settings, bootstrap logging
+/// and metrics, run the service until SIGTERM/SIGINT.
 @main
 struct RideStatusWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ride-status-worker",
         abstract: "Turns fleet telemetry into validated ride-status messages over MQTT.",
+        subcommands: [RunWorker.self, ShareKeyCommand.self, ShareLinkCommand.self],
+        defaultSubcommand: RunWorker.self)
+}
+
+/// The worker itself: `ride-status-worker [run] [options]`.
+struct RunWorker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Turns fleet telemetry into validated ride-status messages over MQTT (the default).",
         discussion: "Settings: config/worker.yaml, then RIDESTATUS_* environment variables, then these flags.")
 
     @Option(
@@ -97,7 +107,14 @@ struct RideStatusWorkerCommand: AsyncParsableCommand {
             .init(service: worker.connection),
             .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
         ]
-        if let http = worker.httpServer(metricsText: { WorkerMetrics.withHelp(registry.emitToString()) }) {
+        let http: (any Service)?
+        do {
+            http = try await worker.httpServer(metricsText: { WorkerMetrics.withHelp(registry.emitToString()) })
+        } catch {
+            FileHandle.standardError.write(Data("ride-status-worker: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        if let http {
             // A port it cannot bind shuts the group down in order (goodbye, flush, disconnect), not at once.
             services.append(.init(service: http, failureTerminationBehavior: .gracefullyShutdownGroup))
         }
