@@ -89,6 +89,12 @@
     .then(({ ok, body }) => { if (ok) show(body); else if (body.reason !== "unknownRide") refused(body); })
     .catch(() => {});
 
+  // For tests and the curious: what the page shows, read back.
+  window.sharedRide = {
+    position: () => vehicle && [vehicle.getLatLng().lat, vehicle.getLatLng().lng],
+    markers: () => [vehicle, pickup, dropOff].filter(Boolean).length,
+  };
+
   const events = new EventSource(base + "/live");
   events.addEventListener("open", () => {
     text("connection", "live");

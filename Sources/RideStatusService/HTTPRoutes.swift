@@ -72,16 +72,22 @@ struct Routes: Sendable {
     /// elsewhere), and no answer is cached.
     func addShareLinks(to router: Router<BasicRequestContext>, page: String?) {
         let links = router.group("/share")
-        links.get("/:token") { _, context in
-            await shared(context) { _ in
+        links.get("/:token") { request, context in
+            let answer = await shared(context) { _ in
                 guard let page else {
                     return WorkerHTTPServer.json(
                         .problem(404, "notFound", "share.html was not found in the web root (http.webRoot)"))
                 }
-                var response = WorkerHTTPServer.text(page, contentType: "text/html; charset=utf-8")
-                response.headers[.contentSecurityPolicy] = "frame-ancestors 'none'"
-                return response
+                return Self.page(page)
             }
+            // A browser following a link that opens nothing gets the page with the refusal's status, and the page
+            // says why (it asks /status); any other client gets the JSON error.
+            guard answer.status.code == 401, let page, request.headers[.accept]?.contains("text/html") == true else {
+                return answer
+            }
+            var refused = Self.page(page)
+            refused.status = answer.status
+            return Self.noStore(refused)
         }
         links.get("/:token/status") { _, context in
             await shared(context) { ride in
@@ -132,6 +138,12 @@ struct Routes: Sendable {
         case .success(.ride(let ride)): return Self.noStore(await body(ride))
         case .success(.everything): return Self.noStore(Self.refused(.fleetWide))
         }
+    }
+
+    private static func page(_ page: String) -> Response {
+        var response = WorkerHTTPServer.text(page, contentType: "text/html; charset=utf-8")
+        response.headers[.contentSecurityPolicy] = "frame-ancestors 'none'"
+        return response
     }
 
     private static func refused(_ refusal: HTTPAccess.Refusal) -> Response {

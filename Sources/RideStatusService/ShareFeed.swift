@@ -47,25 +47,22 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
         self.logger = logger
     }
 
-    /// Connects, reads statuses until shutdown, and drops rides nobody has read for ``linger``.
+    /// Connects, reads statuses until shutdown, and drops rides nobody has read for ``linger``. At shutdown its
+    /// pages' streams end at once, so that they do not hold up the HTTP server's.
     func run() async {
         transport.start()
-        await withGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await self.consume() }
-                group.addTask {
-                    while !Task.isCancelled && !self.isFinished {
-                        try? await self.time.sleep(for: .seconds(5))
-                        await self.forgetUnused()
-                    }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.consume() }
+            group.addTask {
+                while !Task.isCancelled && !self.isFinished {
+                    try? await self.time.sleep(for: .seconds(5))
+                    await self.forgetUnused()
                 }
-                await group.next()
-                group.cancelAll()
             }
-        } onGracefulShutdown: {
+            try? await gracefulShutdown()
             self.finish()
+            group.cancelAll()
         }
-        finish()
         await transport.disconnect(flushTimeout: .milliseconds(100))
     }
 

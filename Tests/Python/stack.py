@@ -45,7 +45,7 @@ def iso(seconds_ago):
 class Stack:
     """mosquitto, the worker and fleet-sim on free loopback ports; stopped in reverse order."""
 
-    def __init__(self, bin_dir, folder, vehicles=12, bad_input_rate=0.0):
+    def __init__(self, bin_dir, folder, vehicles=12, bad_input_rate=0.0, worker_settings=()):
         self.folder = folder
         self.processes = []
         self.broker_port = free_port()
@@ -60,7 +60,7 @@ class Stack:
             os.path.join(bin_dir, "ride-status-worker"), "--config", os.path.join(ROOT, "config/worker.yaml"),
             "--broker", broker, "--metrics-port", str(self.http_port), "--state-dir", os.path.join(folder, "state"),
             "--update-interval", "1", "--set", "http.tileURL=",
-        ])
+        ] + [argument for setting in worker_settings for argument in ("--set", setting)])
         wait_until("the worker to be ready", lambda: self.get("/readyz", raw=True) == b"ready\n", 30)
         self.start("fleet-sim", [
             os.path.join(bin_dir, "fleet-sim"), "--broker", broker, "--vehicles", str(vehicles), "--cancel-rate", "0",
@@ -77,9 +77,12 @@ class Stack:
         with socket.socket() as s:
             return s.connect_ex(("127.0.0.1", port)) == 0
 
-    def get(self, path, raw=False):
+    def get(self, path, raw=False, token=None):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}{path}", timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 body = response.read()
                 return body if raw else json.loads(body)
         except (urllib.error.URLError, ConnectionError):
@@ -109,3 +112,19 @@ class Stack:
                 self.worker_stop_seconds = time.monotonic() - started
         if problems:
             raise AssertionError("; ".join(problems))
+
+
+def share_keys(bin_dir, folder):
+    """A share-link key (issue 30) made with the worker's own command: (private key file, key set file)."""
+    private_key, key_set = os.path.join(folder, "share-k1.jwk"), os.path.join(folder, "share-keys.json")
+    subprocess.run([os.path.join(bin_dir, "ride-status-worker"), "share-key", "--id", "k1", "--private-key",
+                    private_key, "--key-set", key_set], check=True, stdout=subprocess.DEVNULL)
+    return private_key, key_set
+
+
+def share_link(bin_dir, private_key, ride, base, expires_in="10m"):
+    """A share link for `ride`, as `ride-status-worker share-link` prints it."""
+    result = subprocess.run([os.path.join(bin_dir, "ride-status-worker"), "share-link", "--ride", ride,
+                             "--private-key", private_key, "--expires-in", expires_in, "--base-url", base],
+                            check=True, capture_output=True, text=True)
+    return result.stdout.strip()

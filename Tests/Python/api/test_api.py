@@ -4,11 +4,14 @@ then
   - paging: every page sorted, the pages disjoint and in order, `nextCursor` null on the last, a phase filter
     that keeps only that phase, and each listed ride's status answering with that ride (L7);
   - schemathesis over the OpenAPI document the worker serves (/v1/openapi.json): every documented operation
-    with generated inputs, every check (status codes, content types, response schemas, negative inputs).
+    with generated inputs, every check (status codes, content types, response schemas, negative inputs), three
+    times (issue 30): without a token (loopback), with a valid share token for one ride, and with a forged one;
+  - a share token's scope: its ride only, 403 for another ride and the fleet, 401 for a bad token.
 
 Usage: Tests/Python/api/test_api.py [--bin-dir .build/debug] [--examples N]
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -16,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stack import ROOT, Stack, wait_until  # noqa: E402
+from stack import ROOT, Stack, share_keys, share_link, wait_until  # noqa: E402
 
 
 def check_paging(stack):
@@ -68,22 +71,67 @@ def check_methods(stack):
     print("methods: HEAD answers, POST is a 405 with Allow")
 
 
+def check_share_scope(stack, token, ride):
+    """Issue 30: a share token opens its ride alone; a bad one opens nothing, with its reason."""
+    import urllib.error
+    import urllib.request
+
+    def answer(path, bearer):
+        request = urllib.request.Request(f"http://127.0.0.1:{stack.http_port}{path}",
+                                         headers={"Authorization": f"Bearer {bearer}"})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.loads(refused.read())
+
+    status, body = answer(f"/v1/rides/{ride}", token)
+    assert status == 200 and body["rideIdentifier"] == ride, f"the token's ride: {status} {body}"
+    status, body = answer("/v1/rides?limit=1000", token)
+    assert status == 200 and [r["rideIdentifier"] for r in body["rides"]] == [ride], f"only its ride: {body}"
+    others = [r["rideIdentifier"] for r in stack.get("/v1/rides?limit=1000")["rides"] if r["rideIdentifier"] != ride]
+    assert others, "other rides to be refused"
+    status, body = answer(f"/v1/rides/{others[0]}", token)
+    assert status == 403 and body["reason"] == "otherRide", f"another ride: {status} {body}"
+    status, body = answer("/v1/workers", token)
+    assert status == 403 and body["reason"] == "fleetWide", f"the fleet: {status} {body}"
+    status, body = answer(f"/v1/rides/{ride}", token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB"))
+    assert status == 401 and body["reason"] in ("badSignature", "malformedToken"), f"an altered token: {body}"
+    print(f"share scope: {ride} alone, another ride and the fleet refused, an altered token refused")
+
+
+def schemathesis(base, folder, examples, headers=(), label=""):
+    # /v1/live is an endless event stream: the browser test covers it.
+    command = [
+        "schemathesis", "run", f"{base}/v1/openapi.json", "--url", base, "--checks", "all",
+        "--max-examples", str(examples), "--request-timeout", "5", "--no-color", "--exclude-path", "/v1/live",
+    ]
+    for header in headers:
+        command += ["--header", header]
+    if not shutil.which("schemathesis"):
+        command = [sys.executable, "-m", "schemathesis.cli"] + command[1:]
+    print(f"==> schemathesis {label}", flush=True)
+    result = subprocess.run(command, cwd=folder)
+    assert result.returncode == 0, f"schemathesis {label} found problems (exit {result.returncode}; output above)"
+
+
 def run(bin_dir, examples):
     folder = tempfile.mkdtemp(prefix="ride-api-")
-    stack = Stack(bin_dir, folder, vehicles=30)
+    private_key, key_set = share_keys(bin_dir, folder)
+    stack = Stack(bin_dir, folder, vehicles=30, worker_settings=[f"http.shareKeys={key_set}"])
     try:
         check_paging(stack)
         check_methods(stack)
         base = f"http://127.0.0.1:{stack.http_port}"
-        # /v1/live is an endless event stream: the browser test covers it.
-        command = [
-            "schemathesis", "run", f"{base}/v1/openapi.json", "--url", base, "--checks", "all",
-            "--max-examples", str(examples), "--request-timeout", "5", "--no-color", "--exclude-path", "/v1/live",
-        ]
-        if not shutil.which("schemathesis"):
-            command = [sys.executable, "-m", "schemathesis.cli"] + command[1:]
-        result = subprocess.run(command, cwd=folder)
-        assert result.returncode == 0, f"schemathesis found problems (exit {result.returncode}; output above)"
+        ride = stack.get("/v1/rides?limit=1")["rides"][0]["rideIdentifier"]
+        token = share_link(bin_dir, private_key, ride, base).rsplit("/", 1)[1]
+        check_share_scope(stack, token, ride)
+        schemathesis(base, folder, examples, label="without a token (loopback)")
+        schemathesis(base, folder, max(10, examples // 2), [f"Authorization: Bearer {token}"],
+                     label=f"with a share token for {ride}")
+        forged = token.rsplit(".", 1)[0] + "." + "A" * 86
+        schemathesis(base, folder, max(10, examples // 4), [f"Authorization: Bearer {forged}"],
+                     label="with a forged share token")
     finally:
         stack.stop()
     shutil.rmtree(folder, ignore_errors=True)

@@ -7,8 +7,10 @@ Checks, in order:
   - it shows as many ride markers as the worker has active rides;
   - a marker moves when its vehicle publishes a fix;
   - a phase change (confirmed -> approachingPickup, P2) changes the marker's colour within 2 s;
-  - the ride panel shows the ride's status (L7, through /v1/rides/{id}).
-A screenshot goes to the output folder (default .build/test-output/browser).
+  - the ride panel shows the ride's status (L7, through /v1/rides/{id});
+  - a share link (issue 30) shows that ride alone: its phase and vehicle, its marker moving with a fix, no request
+    for anything but its own status and events, no other ride's identifier on the page; a forged link says so.
+Screenshots go to the output folder (default .build/test-output/browser).
 
 Usage: Tests/Python/browser/test_map.py [--bin-dir .build/debug] [--output DIR]
 """
@@ -24,7 +26,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stack import ROOT, Stack, iso, offset, wait_until  # noqa: E402
+from stack import ROOT, Stack, iso, offset, share_keys, share_link, wait_until  # noqa: E402
 
 RIDE = "map-test-1"
 VEHICLE = "map-test-v1"
@@ -36,10 +38,52 @@ def fix(position, seconds_ago, speed, course):
             "speed": speed, "course": course, "horizontalAccuracy": 5.0}
 
 
+def check_share_link(driver, stack, bin_dir, private_key, output, close):
+    """Issue 30: a share link shows exactly its ride, follows it live, and asks for nothing else."""
+    base = f"http://127.0.0.1:{stack.http_port}"
+    link = share_link(bin_dir, private_key, RIDE, base)
+    others = [r["rideIdentifier"] for r in stack.get("/v1/rides?limit=1000")["rides"] if r["rideIdentifier"] != RIDE]
+    assert others, "fleet-sim's rides, which the link must not show"
+    driver.get(link)
+    wait_until("the shared ride's status on the page",
+               lambda: driver.execute_script("return document.body.dataset.ride") == RIDE, 10)
+    wait_until("the phase shown", lambda: "approaching" in driver.find_element(By.ID, "share-phase").text.lower(), 5)
+    panel = driver.find_element(By.ID, "panel-status").text
+    assert "B-MAP 16" in panel and "Map T." in panel, f"the vehicle and driver: {panel!r}"
+    wait_until("the event stream to open", lambda: driver.find_element(By.ID, "connection").text == "live", 5)
+    # A fix moves the shared vehicle's marker (through the ride's retained and live status, not /v1); 40 m on
+    # from the last fix, well within T4's speed however soon it follows.
+    nearer = offset(PICKUP, -260, 0)
+    stack.publish(f"fleet/vehicles/{VEHICLE}/position", fix(nearer, 0, 5, 0))
+    wait_until("the shared marker to follow the fix",
+               lambda: abs((driver.execute_script("return window.sharedRide.position()") or [0])[0] - nearer[0]) < 1e-4,
+               5)
+    assert driver.execute_script("return window.sharedRide.markers()") == 3, "the vehicle, the pickup, the drop-off"
+    requested = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    token_path = link[len(base):]
+    allowed = (token_path + "/status", token_path + "/live", "/leaflet/", "/share.js", "/map.css", "/map-config.json")
+    strays = [name for name in requested if not name[len(base):].startswith(allowed)]
+    assert not strays, f"the share page asked for more than its ride: {strays}"
+    source = driver.page_source
+    shown = [ride for ride in others if ride in source]
+    assert not shown, f"other rides on the share page: {shown}"
+    assert driver.execute_script("return document.querySelector('meta[name=referrer]').content") == "no-referrer"
+    path = os.path.join(output, "share.png")
+    driver.save_screenshot(path)
+    print(f"share link: {RIDE} alone, live, {len(requested)} requests all its own; screenshot {path}")
+
+    forged = link.rsplit(".", 1)[0] + "." + "A" * 86
+    driver.get(forged)
+    wait_until("a forged link refused on the page",
+               lambda: driver.execute_script("return document.body.dataset.refused") == "badSignature", 10)
+    print("a forged link is refused: " + driver.find_element(By.ID, "panel-title").text)
+
+
 def run(bin_dir, output):
     os.makedirs(output, exist_ok=True)
     folder = tempfile.mkdtemp(prefix="ride-map-")
-    stack = Stack(bin_dir, folder)
+    private_key, key_set = share_keys(bin_dir, folder)
+    stack = Stack(bin_dir, folder, worker_settings=[f"http.shareKeys={key_set}"])
     options = webdriver.ChromeOptions()
     for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"]:
         options.add_argument(argument)
@@ -117,6 +161,8 @@ def run(bin_dir, output):
         path = os.path.join(output, "map.png")
         driver.save_screenshot(path)
         print(f"screenshot: {path}")
+
+        check_share_link(driver, stack, bin_dir, private_key, output, close)
         # L8 with the page still open: the worker ends the event stream and stops cleanly.
         stack.stop()
         print(f"worker stopped in {stack.worker_stop_seconds:.1f} s with the page's event stream open")
