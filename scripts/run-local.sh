@@ -131,6 +131,18 @@ start() {
     echo $! > "$run_dir/$name.pid"
 }
 
+# Share links (issue 30): a signing key made once (dispatch's, in a real deployment), its public half in the key set
+# the worker verifies with.
+share=$security/share
+if [ ! -s "$share/keys.json" ]; then
+    mkdir -p "$share" && chmod 700 "$share"
+    "$bin/ride-status-worker" share-key --id "local-$(date -u +%Y%m%d)" --private-key "$share/signing.jwk" \
+        --key-set "$share/keys.json" >> var/log/deploy-setup.log 2>&1 || {
+        say "error: ride-status-worker share-key failed; see var/log/deploy-setup.log" >&2
+        exit 1
+    }
+fi
+
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 say "==> the live map will be at http://127.0.0.1:$metrics_port/ (read API: http://127.0.0.1:$metrics_port/v1/rides)"
 say "==> starting mosquitto on 127.0.0.1:$port (TLS and passwords) and :$worker_port (TLS and client certificates) (log: var/log/mosquitto.log)"
@@ -140,7 +152,8 @@ for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && br
 say "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:$metrics_port/metrics)"
 start ride-status-worker "$bin/ride-status-worker" --broker "mqtts://localhost:$worker_port" --state-dir var/worker \
     --set "broker.caFile=$security/tls/ca.crt" --set "broker.certificateFile=$security/tls/worker.crt" \
-    --set "broker.keyFile=$security/tls/worker.key" --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
+    --set "broker.keyFile=$security/tls/worker.key" --set "http.shareKeys=$share/keys.json" \
+    --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
 ready=0
 for _ in $(seq 1 150); do
     if curl -sf --max-time 1 "http://127.0.0.1:$metrics_port/readyz" >/dev/null 2>&1; then ready=1; break; fi
@@ -165,6 +178,19 @@ start fleet-sim "$bin/fleet-sim" --broker "mqtts://localhost:$port" --ca-file "$
 ) &
 watchdog=$!
 
+# A share link for the first ride that shows up: what a rider would send a friend (valid for 2 hours).
+first_ride=""
+for _ in $(seq 1 50); do
+    first_ride=$(curl -sf --max-time 1 "http://127.0.0.1:$metrics_port/v1/rides?limit=1" 2>/dev/null \
+        | python3 -c 'import json, sys; rides = json.load(sys.stdin)["rides"]; print(rides[0]["rideIdentifier"] if rides else "")' 2>/dev/null)
+    [ -n "$first_ride" ] && break
+    sleep 0.2
+done
+if [ -n "$first_ride" ]; then
+    link=$("$bin/ride-status-worker" share-link --ride "$first_ride" --private-key "$share/signing.jwk" \
+        --expires-in 2h --base-url "http://127.0.0.1:$metrics_port" 2>/dev/null)
+    [ -n "$link" ] && say "==> share link for $first_ride (2 hours; that ride alone): $link"
+fi
 say "==> live map: http://127.0.0.1:$metrics_port/ in a browser; live view here (Ctrl-C stops everything)"
 sleep 1
 # In the background and waited for: a signal to this script alone (SIGTERM, SIGHUP) is handled at once, not

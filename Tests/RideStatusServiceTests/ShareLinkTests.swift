@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import MosquittoTesting
 import RideStatusTesting
 import Testing
 
@@ -89,6 +90,18 @@ struct ShareLinkTests {
         await #expect(throws: ShareKeyProblem.self) {
             try await signer.token(ride: "r-1", expires: Self.now - 1, now: Self.now)
         }
+    }
+
+    @Test("I1, 30: the claims share-link signs are the ones docs/schema/share-token.schema.json describes")
+    func claimsSchema() async throws {
+        let (signer, _) = try await Self.key("k1")
+        let token = try await signer.token(ride: "r-7f3a", expires: Self.now + 600, now: Self.now)
+        let claims = try #require(ShareLinks.base64URLDecoded(token.split(separator: ".")[1]))
+        let (code, output) = try await validateJSON(schema: "share-token.schema.json", documents: [Array(claims)])
+        #expect(code == 0, "\(output)")
+        // And the schema can fail: a ride that breaks I1.
+        let bad = Array(#"{"sub":"r/1","exp":1800000600,"aud":"ride-status/share"}"#.utf8)
+        #expect(try await validateJSON(schema: "share-token.schema.json", documents: [bad]).code != 0)
     }
 
     @Test("30: keys rotate by id: a set with the old and the new key takes both; without the old, its links end")
