@@ -167,9 +167,9 @@ bench-scale: deps
 	.build/release/ride-bench e2e --rates 2000 --step-seconds 2 --probes 10 --cadence-rides 100000 \
 		--cadence-seconds 60 --freeze-seconds 60 $(SCALE_ARGS)
 
-## bench-eta: ETA error by horizon (issue 15): 300 simulated trips with red lights and irregular fixes replayed
-## through the ride domain, the worker's estimator against distance over a constant 30 km/h; ETA_ARGS adds
-## --trips-folder DIR (GPX or CSV time,latitude,longitude) for recorded trips. A few seconds.
+## bench-eta: ETA error by horizon and class of trip (issues 15, 31): arterial, urban and mixed trips calibrated to
+## 22 recorded city trips, and the old grid city, replayed through the ride domain; the worker beside naive, the
+## oracle and ideal E1, with issue 31's targets. ETA_ARGS: --classes, --trips, --trips-folder DIR. A few seconds.
 bench-eta: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench eta $(ETA_ARGS)

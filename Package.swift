@@ -251,6 +251,7 @@ let package = Package(
             name: "RideDomainTests",
             dependencies: [
                 "RideDomain",
+                "FleetModel",
                 "MosquittoTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
