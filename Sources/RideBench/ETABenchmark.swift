@@ -31,6 +31,7 @@ struct ETABenchmark: ParsableCommand {
         Double?
     @Option(help: "The worker's rides.detourLearningRate (default: the worker's; 0 turns learning off).")
     var detourLearningRate: Double?
+    @Option(help: "The worker's rides.speedFloor, m/s (default: the worker's, E1's 5 m/s).") var speedFloor: Double?
 
     var rideConfiguration: RideConfiguration {
         var configuration = RideConfiguration()
@@ -39,6 +40,7 @@ struct ETABenchmark: ParsableCommand {
         if let detourFactor { configuration.detourFactor = detourFactor }
         if let estimateDelayLimit { configuration.estimateDelayLimit = estimateDelayLimit }
         if let detourLearningRate { configuration.detourLearningRate = detourLearningRate }
+        if let speedFloor { configuration.speedFloor = speedFloor }
         return configuration
     }
 
