@@ -83,8 +83,13 @@ public enum DrivingClass: String, CaseIterable, Sendable {
     /// The car along `road`, second by second, in this class's way: a pace per stretch of 100 to 600 m around
     /// the class's cruise speed, stops of 10 s or more at random places, 1.5 m/s² up and 2.5 m/s² down, and a
     /// stop at the end. Deterministic for a generator's state.
-    public func drive(along road: [Coordinate], random: inout SeededRandom) -> [StreetTrip.Point] {
-        var points = [StreetTrip.Point(time: 0, coordinate: road[0], speed: 0)]
+    /// - Parameter moving: whether the car is already under way at the start (a car assigned while driving, as
+    ///   the recorded windows began), rather than leaving a curb.
+    public func drive(along road: [Coordinate], moving: Bool = false, random: inout SeededRandom)
+        -> [StreetTrip.Point]
+    {
+        var pace = Double.random(in: cruise, using: &random)
+        var points = [StreetTrip.Point(time: 0, coordinate: road[0], speed: moving ? pace : 0)]
         let total = zip(road, road.dropFirst()).map { $0.distance(to: $1) }.reduce(0, +)
         // Where the stops are, in metres along the road: one every `stopEvery` seconds of cruising on average.
         var stops: [(at: Double, seconds: Double)] = []
@@ -96,10 +101,9 @@ public enum DrivingClass: String, CaseIterable, Sendable {
             stops.append((at, Double.random(in: stopLength, using: &random)))
         }
         var travelled = 0.0
-        var speed = 0.0
+        var speed = moving ? pace : 0.0
         var time = 0.0
         var segment = 0
-        var pace = Double.random(in: cruise, using: &random)
         var paceUntil = Double.random(in: 100...600, using: &random)
         var position = road[0]
         while travelled < total - 0.5 && segment < road.count - 1 {

@@ -216,10 +216,11 @@ struct ETABenchmark: ParsableCommand {
         let dropOff = pickup.moved(
             metres: distance * Double.random(in: 1...2, using: &random),
             bearing: Double.random(in: 0..<360, using: &random))
+        // Under way when the window starts, as in the recorded trips (a car assigned while driving).
         let toPickup = kind.drive(
             along: DrivingClass.road(
                 from: start, to: pickup, detour: DrivingClass.detour(random: &random), random: &random),
-            random: &random)
+            moving: true, random: &random)
         let wait = Double(Int.random(in: 30...90, using: &random))
         var toDropOff = [StreetTrip.Point(time: 0, coordinate: pickup, speed: 0)]
         for second in stride(from: 1.0, through: wait, by: 1) {

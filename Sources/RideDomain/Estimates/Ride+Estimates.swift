@@ -41,11 +41,12 @@ extension Ride {
         let estimator = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
         let pickup = booking.pickupLocation.coordinate
         let dropOff = booking.dropOffLocation.coordinate
-        let legSeconds = estimator.travelTime(metres: legMetres, speed: smoothedSpeed)
+        let speed = smoothedSpeed ?? configuration.typicalSpeed
+        let legSeconds = estimator.travelTime(metres: legMetres, speed: speed)
         if phase < .pickup {
             if let location {
                 let metres = metresToPickup ?? location.coordinate.distance(to: pickup)
-                let seconds = estimator.travelTime(metres: metres, speed: smoothedSpeed)
+                let seconds = estimator.travelTime(metres: metres, speed: speed)
                 estimatedPickupDate = now.addingTimeInterval(seconds)
             } else {
                 estimatedPickupDate = max(estimatedPickupDate, now)
@@ -55,7 +56,7 @@ extension Ride {
             estimatedDropOffDate = max(now, estimatedPickupDate).addingTimeInterval(legSeconds)
         } else {
             let from = location?.coordinate ?? pickup
-            let seconds = estimator.travelTime(metres: from.distance(to: dropOff), speed: smoothedSpeed)
+            let seconds = estimator.travelTime(metres: from.distance(to: dropOff), speed: speed)
             estimatedDropOffDate = max(now.addingTimeInterval(seconds), estimatedPickupDate)
         }
     }

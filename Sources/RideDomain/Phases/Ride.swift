@@ -158,12 +158,14 @@ public struct Ride: Sendable, Equatable {
             coordinate: fix.coordinate, course: fix.course ?? previous?.course, speed: fix.speed,
             horizontalAccuracy: fix.horizontalAccuracy, timestamp: fix.timestamp)
         lastFixAcceptedAt = now
-        if let speed = fix.speed {
+        // E1: until the car is seen moving the speed is unknown, and estimates use the typical speed (a first fix
+        // without a speed, since T7 needs two, or of a car at a light). The first moving speed starts the
+        // smoothing: the typical speed is a guess, not a speed to average the trip's real pace with. (Stored as
+        // the smoothed speed, it held a 4-minute arterial trip near 7 m/s for most of its way: issue 31.)
+        if let speed = fix.speed, smoothedSpeed != nil || speed >= configuration.stoppedSpeed {
             smoothedSpeed = Estimator.smoothed(
                 smoothedSpeed, with: speed,
                 over: previous.map { fix.timestamp.timeIntervalSince($0.timestamp) }, configuration: configuration)
-        } else if smoothedSpeed == nil {
-            smoothedSpeed = configuration.typicalSpeed  // E1: a first fix without a speed (T7 needs two)
         }
         if phase == .ongoing { countDistance(to: fix, from: previous) }
         let before = phase
@@ -175,7 +177,7 @@ public struct Ride: Sendable, Equatable {
                 arriveAtPickup(now: now, configuration: configuration)  // P3
             } else if phase == .confirmed {
                 let eta = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
-                    .travelTime(metres: toPickup, speed: smoothedSpeed)
+                    .travelTime(metres: toPickup, speed: smoothedSpeed ?? configuration.typicalSpeed)
                 if eta <= configuration.approachingWithin || toPickup <= configuration.approachingDistance {
                     phase = .approachingPickup  // P2
                 }
