@@ -103,6 +103,7 @@
   events.addEventListener("status", (event) => { if (!ended) show(JSON.parse(event.data)); });
   events.addEventListener("ended", () => {
     ended = true;
+    events.close();  // the ride is over: nothing more will come, and the worker closes the stream too
     text("panel-title", "This ride has ended.");
     document.body.dataset.phase = "ended";
   });

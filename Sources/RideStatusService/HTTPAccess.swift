@@ -4,13 +4,15 @@ import Foundation
 /// no HTTP types, so that it is tested alone:
 /// - a share token (``ShareLinks``) opens its one ride, on any worker, until it expires;
 /// - the operator token (`http.operatorTokenFile`) opens everything;
-/// - no token opens everything only while the server listens on loopback alone (as before share links); served
-///   beyond it, every read needs one of the two. `/metrics` and the probes are never behind a token.
+/// - no token opens everything only while the server listens on loopback alone and no operator token is set (as
+///   before share links); served beyond loopback, or with an operator token (a reverse proxy on the same host
+///   reaches the worker on loopback), every read needs a token. `/metrics` and the probes are never behind one.
 struct HTTPAccess: Sendable {
     /// What a request may see.
     enum Scope: Sendable, Equatable {
         case everything
-        case ride(String)
+        /// One ride, until the link expires.
+        case ride(String, until: Date)
     }
 
     /// A request refused: its status, and the JSON error's `reason` and `detail` (the OpenAPI `Problem`).
@@ -18,6 +20,9 @@ struct HTTPAccess: Sendable {
         var status: Int
         var reason: String
         var detail: String
+        /// RFC 6750's `error` in the challenge of a 401: `invalid_request` for a malformed header,
+        /// `invalid_token` for a token that opens nothing, none when no token came.
+        var bearerError: String? = nil
 
         static let otherRide = Refusal(
             status: 403, reason: "otherRide", detail: "this share token opens another ride")
@@ -25,34 +30,41 @@ struct HTTPAccess: Sendable {
             status: 403, reason: "fleetWide", detail: "a share token opens its ride alone, not the fleet")
     }
 
-    /// Whether the server listens beyond loopback (`metrics.host`).
-    var exposed: Bool
+    /// Whether every read needs a token: the server listens beyond loopback (`metrics.host`), or an operator
+    /// token is set.
+    var tokenRequired: Bool
     /// The operator token's bytes, when one is configured.
     var operatorToken: [UInt8]?
     /// The share keys, when share links are on (`http.shareKeys`).
     var verifier: ShareLinks.Verifier?
     var time: WorkerTime
 
+    /// A loopback address as `metrics.host` names it: `localhost`, `::1` or an IPv4 literal in 127.0.0.0/8 (not a
+    /// name that merely starts with "127.").
     static func isLoopback(_ host: String) -> Bool {
-        ["127.0.0.1", "::1", "localhost"].contains(host) || host.hasPrefix("127.")
+        if host == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
     /// The scope of a request with this `Authorization` header (or none).
     func scope(authorization: String?) async -> Result<Scope, Refusal> {
         guard let authorization else {
-            return exposed
+            return tokenRequired
                 ? .failure(
                     Refusal(
                         status: 401, reason: "unauthorized",
                         detail:
-                            "this worker serves beyond loopback: send Authorization: Bearer with the operator token or a share token"
+                            "this worker needs a token: send Authorization: Bearer with the operator token or a share token"
                     ))
                 : .success(.everything)
         }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
             return .failure(
-                Refusal(status: 401, reason: "malformedToken", detail: "Authorization takes Bearer and a token"))
+                Refusal(
+                    status: 401, reason: "malformedToken", detail: "Authorization takes Bearer and a token",
+                    bearerError: "invalid_request"))
         }
         let token = String(parts[1]).trimmingCharacters(in: .whitespaces)
         if let operatorToken, Self.constantTimeEqual(Array(token.utf8), operatorToken) { return .success(.everything) }
@@ -65,12 +77,14 @@ struct HTTPAccess: Sendable {
             return .failure(
                 Refusal(
                     status: 401, reason: ShareLinks.Refusal.sharingOff.rawValue,
-                    detail: "share links are off on this worker (http.shareKeys), and the token is not the operator's"))
+                    detail: "share links are off on this worker (http.shareKeys), and the token is not the operator's",
+                    bearerError: "invalid_token"))
         }
         switch await verifier.verify(token, now: time.now) {
-        case .success(let grant): return .success(.ride(grant.ride))
+        case .success(let grant): return .success(.ride(grant.ride, until: grant.expires))
         case .failure(let refusal):
-            return .failure(Refusal(status: 401, reason: refusal.rawValue, detail: refusal.detail))
+            return .failure(
+                Refusal(status: 401, reason: refusal.rawValue, detail: refusal.detail, bearerError: "invalid_token"))
         }
     }
 

@@ -58,9 +58,9 @@ struct Routes: Sendable {
         }
         v1.get("/live") { request, _ in
             await scoped(request) { scope in
-                if let ride = scope.ride {
-                    guard let share else { return WorkerHTTPServer.json(Self.problem(.sharingOff)) }
-                    return Self.events(share.watch(ride))
+                if case .ride(let ride, let until) = scope {
+                    guard let share else { return WorkerHTTPServer.json(Self.problem(.sharingOff, status: 404)) }
+                    return Self.events(share.watch(ride, until: until))
                 }
                 return Self.events(feed.watch())
             }
@@ -73,7 +73,7 @@ struct Routes: Sendable {
     func addShareLinks(to router: Router<BasicRequestContext>, page: String?) {
         let links = router.group("/share")
         links.get("/:token") { request, context in
-            let answer = await shared(context) { _ in
+            let answer = await shared(context) { _, _ in
                 guard let page else {
                     return WorkerHTTPServer.json(
                         .problem(404, "notFound", "share.html was not found in the web root (http.webRoot)"))
@@ -90,7 +90,7 @@ struct Routes: Sendable {
             return Self.noStore(refused)
         }
         links.get("/:token/status") { _, context in
-            await shared(context) { ride in
+            await shared(context) { ride, _ in
                 guard let status = await share?.current(ride, timeout: .seconds(2)) else {
                     return WorkerHTTPServer.json(
                         .problem(404, "unknownRide", "no status of \(ride) on the broker: not booked yet, or ended"))
@@ -99,9 +99,9 @@ struct Routes: Sendable {
             }
         }
         links.get("/:token/live") { _, context in
-            await shared(context) { ride in
-                guard let share else { return WorkerHTTPServer.json(Self.problem(.sharingOff)) }
-                return Self.events(share.watch(ride))
+            await shared(context) { ride, until in
+                guard let share else { return WorkerHTTPServer.json(Self.problem(.sharingOff, status: 404)) }
+                return Self.events(share.watch(ride, until: until))
             }
         }
     }
@@ -118,24 +118,27 @@ struct Routes: Sendable {
         switch await access.scope(authorization: request.headers[.authorization]) {
         case .failure(let refusal): return Self.refused(refusal)
         case .success(let scope):
-            if case .ride(let granted) = scope {
-                if fleetWide { return Self.refused(.fleetWide) }
-                if let ride, ride != granted { return Self.refused(.otherRide) }
+            if case .ride(let granted, _) = scope {
+                if fleetWide { return Self.noStore(Self.refused(.fleetWide)) }
+                if let ride, ride != granted { return Self.noStore(Self.refused(.otherRide)) }
             }
+            let response: Response
             do {
-                return try await body(scope)
+                response = try await body(scope)
             } catch {
-                return WorkerHTTPServer.json(.problem(400, "invalidQuery", "\(error)"))
+                response = WorkerHTTPServer.json(.problem(400, "invalidQuery", "\(error)"))
             }
+            // What a share token opens is the link's alone, wherever it is asked for.
+            return scope.ride == nil ? response : Self.noStore(response)
         }
     }
 
-    private func shared(_ context: BasicRequestContext, _ body: (String) async -> Response) async -> Response {
+    private func shared(_ context: BasicRequestContext, _ body: (String, Date) async -> Response) async -> Response {
         guard share != nil else { return Self.noStore(WorkerHTTPServer.json(Self.problem(.sharingOff, status: 404))) }
         let token = context.parameters.get("token") ?? ""
         switch await access.scope(shareToken: token) {
         case .failure(let refusal): return Self.noStore(Self.refused(refusal))
-        case .success(.ride(let ride)): return Self.noStore(await body(ride))
+        case .success(.ride(let ride, let until)): return Self.noStore(await body(ride, until))
         case .success(.everything): return Self.noStore(Self.refused(.fleetWide))
         }
     }
@@ -151,8 +154,8 @@ struct Routes: Sendable {
         if refusal.status == 401 {
             // RFC 6750: which scheme, and for a token that failed, that it was the token.
             response.headers[.wwwAuthenticate] =
-                refusal.reason == "unauthorized"
-                ? "Bearer realm=\"ride-status\"" : "Bearer realm=\"ride-status\", error=\"invalid_token\""
+                refusal.bearerError.map { "Bearer realm=\"ride-status\", error=\"\($0)\"" }
+                ?? "Bearer realm=\"ride-status\""
         }
         return response
     }
@@ -170,8 +173,15 @@ struct Routes: Sendable {
         return response
     }
 
-    private static func events(_ events: AsyncStream<[UInt8]>) -> Response {
-        Response(
+    /// An event stream, or 503 when the share feed follows as many pages as it may.
+    private static func events(_ events: AsyncStream<[UInt8]>?) -> Response {
+        guard let events else {
+            var busy = WorkerHTTPServer.json(
+                .problem(503, "busy", "this worker follows as many share pages as it may; try again shortly"))
+            busy.headers[.retryAfter] = "30"
+            return busy
+        }
+        return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in
@@ -190,7 +200,7 @@ struct Routes: Sendable {
 extension HTTPAccess.Scope {
     /// The one ride a share token opens; nil for everything.
     var ride: String? {
-        if case .ride(let ride) = self { return ride }
+        if case .ride(let ride, _) = self { return ride }
         return nil
     }
 }

@@ -38,7 +38,7 @@ struct WorkerHTTPServer: Service {
     /// What share links read: a ride's status from the broker (``ShareFeed``).
     protocol ShareSource: Sendable {
         func current(_ ride: String, timeout: Duration) async -> [UInt8]?
-        func watch(_ ride: String) -> AsyncStream<[UInt8]>
+        func watch(_ ride: String, until: Date) -> AsyncStream<[UInt8]>?
         func run() async
     }
 

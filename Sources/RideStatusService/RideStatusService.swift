@@ -131,7 +131,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         let web = URL(fileURLWithPath: settings.webRoot)
         let openAPI = try? String(contentsOf: web.appendingPathComponent("openapi.json"), encoding: .utf8)
         let exposed = !HTTPAccess.isLoopback(settings.metricsHost)
-        var access = HTTPAccess(exposed: exposed, operatorToken: nil, verifier: nil, time: time)
+        var access = HTTPAccess(tokenRequired: exposed, operatorToken: nil, verifier: nil, time: time)
         if !settings.operatorTokenFile.isEmpty {
             let token: String
             do {
@@ -144,6 +144,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                     key: "http.operatorTokenFile", message: "the operator token must be 16 characters or more")
             }
             access.operatorToken = Array(token.utf8)
+            // With an operator token every read needs a token, loopback too: a reverse proxy on this host would
+            // otherwise hand the whole fleet to its clients.
+            access.tokenRequired = true
         }
         if !settings.shareKeys.isEmpty {
             do {
@@ -153,9 +156,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 throw WorkerSettings.Problem(key: "http.shareKeys", message: "\(error)")
             }
         }
-        if settings.readAPI && exposed {
+        if settings.readAPI && access.tokenRequired {
             logger.notice(
-                "the live map and the read API listen beyond loopback: /v1 answers only with the operator token or a share token",
+                "the read API answers only with the operator token or a share token (served beyond loopback, or an operator token set)",
                 metadata: [
                     "metrics.host": "\(settings.metricsHost)",
                     "http.operatorTokenFile": "\(settings.operatorTokenFile.isEmpty ? "none" : "set")",

@@ -26,18 +26,33 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
     static var backlog: Int { 8 }
     /// The most rides watched at once: a flood of links cannot make the worker subscribe without bound.
     static var maximumRides: Int { 10_000 }
+    /// The most pages following at once, in all and on one ride: more get 503 (a leaked link cannot open
+    /// connections without bound).
+    static var maximumWatchers: Int { 20_000 }
+    static var maximumWatchersPerRide: Int { 100 }
+    /// How often an idle stream gets a comment line: a page that went away is noticed by the failed write, and
+    /// proxies keep the connection.
+    static var keepalive: Duration { .seconds(15) }
 
     private struct State {
         var rides: [String: Watched] = [:]
         var nextID = 0
+        var watcherCount = 0
+        var lastKeepalive: Duration = .zero
         var finished = false
     }
 
     private struct Watched {
         /// The last status read, or an empty payload once the ride's retained status was cleared (it ended).
         var latest: [UInt8]?
-        var watchers: [Int: AsyncStream<[UInt8]>.Continuation] = [:]
+        var watchers: [Int: Watcher] = [:]
         var lastUsed: Duration
+    }
+
+    private struct Watcher {
+        var continuation: AsyncStream<[UInt8]>.Continuation
+        /// When the link that opened the stream expires: the stream ends then.
+        var until: Date
     }
 
     init(transport: Transport, topics: Topics, time: WorkerTime, logger: Logger) {
@@ -56,7 +71,7 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
             group.addTask {
                 while !Task.isCancelled && !self.isFinished {
                     try? await self.time.sleep(for: .seconds(5))
-                    await self.forgetUnused()
+                    await self.sweep()
                 }
             }
             try? await gracefulShutdown()
@@ -72,7 +87,7 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
         let watchers = state.withLock { state in
             state.finished = true
             defer { state.rides = [:] }
-            return state.rides.values.flatMap { $0.watchers.values }
+            return state.rides.values.flatMap { $0.watchers.values.map(\.continuation) }
         }
         for watcher in watchers { watcher.finish() }
     }
@@ -93,10 +108,11 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
             return (nil, true)
         }
         if let known { return known.flatMap { $0.isEmpty ? nil : $0 } }
-        if subscribe { await self.subscribe(ride) }
+        // The deadline holds whatever the broker does: a SUBACK waits for a connection that may be down.
+        let deadline = time.instant + timeout
+        if subscribe { Task { await self.subscribe(ride) } }
         // Read rarely (a page's first load, an API call): polled in small steps rather than woken, which keeps
         // the feed's state to its watchers.
-        let deadline = time.instant + timeout
         while !isFinished {
             if let latest = state.withLock({ $0.rides[ride]?.latest }) { return latest.isEmpty ? nil : latest }
             guard time.instant < deadline else { break }
@@ -106,39 +122,49 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
     }
 
     /// A page's events for `ride`, each a complete SSE frame: `event: status` with the status as its topic
-    /// carries it (the current one first, when known), and `event: ended` once the ride's status is cleared.
-    func watch(_ ride: String) -> AsyncStream<[UInt8]> {
+    /// carries it (the current one first, when known), and `event: ended` once the ride's status is cleared,
+    /// after which the stream ends; it ends too when the link expires (`until`, within a sweep's 5 s). Nil when
+    /// the feed follows as many pages or rides as it may (the caller answers 503).
+    func watch(_ ride: String, until: Date) -> AsyncStream<[UInt8]>? {
         let (stream, continuation) = AsyncStream.makeStream(
             of: [UInt8].self, bufferingPolicy: .bufferingNewest(Self.backlog))
-        let (id, latest, subscribe, refused) = state.withLock { state -> (Int, [UInt8]?, Bool, Bool) in
+        let id = state.withLock { state in
             state.nextID += 1
-            let id = state.nextID
-            guard !state.finished else { return (id, nil, false, true) }
-            var watched = state.rides[ride]
-            let subscribe = watched == nil
-            if subscribe && state.rides.count >= Self.maximumRides { return (id, nil, false, true) }
-            watched = watched ?? Watched(lastUsed: time.instant)
-            watched?.watchers[id] = continuation
-            watched?.lastUsed = time.instant
-            state.rides[ride] = watched
-            return (id, watched?.latest, subscribe, false)
+            return state.nextID
         }
+        // Set before the watcher is registered, so that a stream ended at once is forgotten too.
         continuation.onTermination = { [weak self] _ in self?.forget(id, ride: ride) }
-        if refused {
-            continuation.finish()
-            return stream
+        let outcome = state.withLock { state -> (registered: Bool, subscribe: Bool) in
+            guard !state.finished, state.watcherCount < Self.maximumWatchers else { return (false, false) }
+            let known = state.rides[ride]
+            guard known != nil || state.rides.count < Self.maximumRides,
+                (known?.watchers.count ?? 0) < Self.maximumWatchersPerRide
+            else { return (false, false) }
+            var watched = known ?? Watched(lastUsed: time.instant)
+            watched.watchers[id] = Watcher(continuation: continuation, until: until)
+            watched.lastUsed = time.instant
+            state.rides[ride] = watched
+            state.watcherCount += 1
+            // Yielded under the lock, so that no newer status delivered meanwhile goes out before this one.
+            continuation.yield(Array(": connected\n\n".utf8))
+            if let latest = watched.latest { continuation.yield(Self.frame(latest)) }
+            return (true, known == nil)
         }
-        continuation.yield(Array(": connected\n\n".utf8))
-        if let latest { continuation.yield(Self.frame(latest)) }
-        if subscribe { Task { await self.subscribe(ride) } }
+        guard outcome.registered else {
+            continuation.finish()
+            return nil
+        }
+        if outcome.subscribe { Task { await self.subscribe(ride) } }
         return stream
     }
 
     var watchedRides: Int { state.withLock { $0.rides.count } }
 
+    var watcherCount: Int { state.withLock { $0.watcherCount } }
+
     private func forget(_ id: Int, ride: String) {
         state.withLock { state in
-            state.rides[ride]?.watchers[id] = nil
+            if state.rides[ride]?.watchers.removeValue(forKey: id) != nil { state.watcherCount -= 1 }
             state.rides[ride]?.lastUsed = time.instant
         }
     }
@@ -155,7 +181,32 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
         }
     }
 
-    /// Rides nobody watches or has read for ``linger``: unsubscribed and forgotten.
+    /// Every 5 s: ends the streams whose link has expired, sends idle streams a comment (a page gone away fails
+    /// the write and is forgotten), and forgets rides nobody has watched or read for ``linger``.
+    func sweep() async {
+        let now = time.now
+        let instant = time.instant
+        let (expired, idle) = state.withLock {
+            state -> ([AsyncStream<[UInt8]>.Continuation], [AsyncStream<[UInt8]>.Continuation]) in
+            var expired: [AsyncStream<[UInt8]>.Continuation] = []
+            for (ride, watched) in state.rides {
+                for (id, watcher) in watched.watchers where watcher.until <= now {
+                    expired.append(watcher.continuation)
+                    state.rides[ride]?.watchers[id] = nil
+                    state.watcherCount -= 1
+                }
+            }
+            guard instant - state.lastKeepalive >= Self.keepalive else { return (expired, []) }
+            state.lastKeepalive = instant
+            return (expired, state.rides.values.flatMap { $0.watchers.values.map(\.continuation) })
+        }
+        for watcher in expired { watcher.finish() }
+        for watcher in idle { watcher.yield(Array(": keepalive\n\n".utf8)) }
+        await forgetUnused()
+    }
+
+    /// Rides nobody watches or has read for ``linger``: unsubscribed and forgotten. A ride watched again while
+    /// its unsubscribe was on its way is subscribed again after it, so the broker's order cannot leave it unread.
     func forgetUnused() async {
         let now = time.instant
         let unused = state.withLock { state -> [String] in
@@ -167,6 +218,8 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
         }
         guard !unused.isEmpty else { return }
         try? await transport.unsubscribe(unused.map { topics.status(ride: $0) })
+        let back = state.withLock { state in unused.filter { state.rides[$0] != nil } }
+        for ride in back { await subscribe(ride) }
     }
 
     private func consume() async {
@@ -195,14 +248,21 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
         return status.rideIdentifier == ride
     }
 
-    private func deliver(_ ride: String, payload: [UInt8]) {
-        let watchers = state.withLock { state -> [AsyncStream<[UInt8]>.Continuation] in
+    /// A status (or, empty, the ride's end) to the ride's pages; at the end their streams close.
+    func deliver(_ ride: String, payload: [UInt8]) {
+        let frame = Self.frame(payload)
+        let ended = state.withLock { state -> [AsyncStream<[UInt8]>.Continuation] in
             guard state.rides[ride] != nil else { return [] }
             state.rides[ride]?.latest = payload
-            return Array(state.rides[ride]?.watchers.values ?? [:].values)
+            let watchers = state.rides[ride]?.watchers ?? [:]
+            // Yielded under the lock: two statuses delivered at once reach every page in the order they came.
+            for watcher in watchers.values { watcher.continuation.yield(frame) }
+            guard payload.isEmpty else { return [] }
+            state.rides[ride]?.watchers = [:]
+            state.watcherCount -= watchers.count
+            return watchers.values.map(\.continuation)
         }
-        let frame = Self.frame(payload)
-        for watcher in watchers { watcher.yield(frame) }
+        for watcher in ended { watcher.finish() }
     }
 
     static func frame(_ payload: [UInt8]) -> [UInt8] {

@@ -134,7 +134,7 @@ struct ShareLinkEndToEndTests {
     }
 
     @Test(
-        "30: beyond loopback /v1 answers only with a token: 401 without one, everything with the operator's, one ride with a share token"
+        "30: with an operator token (a reverse proxy may stand in front of loopback) /v1 answers only with a token: 401 without one, everything with the operator's, one ride with a share token"
     )
     func exposed() async throws {
         try await withTestBroker { broker in
@@ -143,7 +143,7 @@ struct ShareLinkEndToEndTests {
             let operatorToken = "operator-\(UUID().uuidString)"
             try operatorToken.write(to: operatorFile, atomically: true, encoding: .utf8)
             let worker = try WorkerProcess(
-                broker: broker, workerID: "w-exposed", interval: 1, metricsHost: "0.0.0.0",
+                broker: broker, workerID: "w-exposed", interval: 1,
                 extra: ["--set", "http.shareKeys=\(keySet)", "--set", "http.operatorTokenFile=\(operatorFile.path)"])
             try await worker.start()
             let feeder = try await Observer(broker, filters: [])

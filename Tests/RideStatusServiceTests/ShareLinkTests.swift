@@ -1,6 +1,8 @@
 import Foundation
 import JWTKit
+import Logging
 import MosquittoTesting
+import RideDomain
 import RideStatusTesting
 import Testing
 
@@ -141,8 +143,8 @@ struct ShareLinkTests {
         let time = WorkerTime(clock: ManualClock(), wall: { Self.now })
         let operatorToken = "an-operator-token-of-some-length"
         let exposed = HTTPAccess(
-            exposed: true, operatorToken: Array(operatorToken.utf8), verifier: verifier, time: time)
-        let loopback = HTTPAccess(exposed: false, operatorToken: nil, verifier: verifier, time: time)
+            tokenRequired: true, operatorToken: Array(operatorToken.utf8), verifier: verifier, time: time)
+        let loopback = HTTPAccess(tokenRequired: false, operatorToken: nil, verifier: verifier, time: time)
         let link = try await signer.token(ride: "r-1", expires: Self.now + 600, now: Self.now)
 
         #expect(await loopback.scope(authorization: nil) == .success(.everything))
@@ -151,17 +153,25 @@ struct ShareLinkTests {
             #expect(refusal.status == 401 && refusal.reason == "unauthorized")
         }
         #expect(await exposed.scope(authorization: "Bearer \(operatorToken)") == .success(.everything))
-        #expect(await exposed.scope(authorization: "bearer \(link)") == .success(.ride("r-1")))
-        #expect(await loopback.scope(authorization: "Bearer \(link)") == .success(.ride("r-1")))
+        #expect(await exposed.scope(authorization: "bearer \(link)") == .success(.ride("r-1", until: Self.now + 600)))
+        #expect(await loopback.scope(authorization: "Bearer \(link)") == .success(.ride("r-1", until: Self.now + 600)))
+        // Loopback means a literal address, not a name that starts like one.
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost"] { #expect(HTTPAccess.isLoopback(host), "\(host)") }
+        for host in ["127.example.com", "0.0.0.0", "::", "10.0.0.1", "127.0.0", "127.0.0.256"] {
+            #expect(!HTTPAccess.isLoopback(host), "\(host)")
+        }
         for wrong in ["Bearer", "Basic abc", "Bearer \(operatorToken)x", "Bearer an-operator-token-of-some-lengtH"] {
             guard case .failure(let refusal) = await exposed.scope(authorization: wrong) else {
                 Issue.record("'\(wrong)' was let in")
                 continue
             }
             #expect(refusal.status == 401)
+            // RFC 6750: a malformed header is an invalid request, a token that opens nothing an invalid token.
+            #expect(
+                refusal.bearerError == (wrong.hasPrefix("Bearer ") ? "invalid_token" : "invalid_request"), "\(wrong)")
         }
         // Share links off: a token that is not the operator's is refused, naming why.
-        let off = HTTPAccess(exposed: true, operatorToken: nil, verifier: nil, time: time)
+        let off = HTTPAccess(tokenRequired: true, operatorToken: nil, verifier: nil, time: time)
         if case .failure(let refusal) = await off.scope(authorization: "Bearer \(link)") {
             #expect(refusal.reason == "sharingOff")
         } else {
@@ -170,6 +180,60 @@ struct ShareLinkTests {
         #expect(HTTPAccess.constantTimeEqual(Array("abc".utf8), Array("abc".utf8)))
         #expect(!HTTPAccess.constantTimeEqual(Array("abc".utf8), Array("abd".utf8)))
         #expect(!HTTPAccess.constantTimeEqual(Array("abc".utf8), Array("abcd".utf8)))
+    }
+
+    @Test(
+        "30: a page's stream ends when its link expires and when the ride ends; the feed caps pages and forgets rides")
+    func feedLifetimes() async throws {
+        let broker = InMemoryBroker()
+        let clock = ManualClock(origin: Self.now)
+        let feed = ShareFeed(
+            transport: broker.transport(), topics: Topics(), time: clock.workerTime,
+            logger: Logger(label: "share", factory: { _ in SwiftLogNoOpLogHandler() }))
+        /// Everything the stream yields until it ends, or what came within a second.
+        func drain(_ stream: AsyncStream<[UInt8]>) async -> (frames: [String], ended: Bool) {
+            await withTaskGroup(of: (frames: [String], ended: Bool)?.self) { group in
+                group.addTask {
+                    var frames: [String] = []
+                    for await frame in stream { frames.append(String(decoding: frame, as: UTF8.self)) }
+                    return (frames, true)
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(1))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first ?? ([], false)
+            }
+        }
+        // Expiry: a link valid 10 s more is followed until a sweep after then.
+        let short = try #require(feed.watch("r-1", until: Self.now + 10))
+        await feed.sweep()
+        #expect(feed.watcherCount == 1)
+        try await clock.advance(by: .seconds(11))
+        await feed.sweep()
+        let expired = await drain(short)
+        #expect(expired.ended && expired.frames.first == ": connected\n\n")
+        #expect(feed.watcherCount == 0)
+        // The ride's end: its pages get `ended`, then their streams close.
+        let page = try #require(feed.watch("r-1", until: Self.now + 600))
+        feed.deliver("r-1", payload: [])
+        let ended = await drain(page)
+        #expect(ended.ended && ended.frames.last == "event: ended\ndata: {}\n\n", "\(ended.frames)")
+        #expect(feed.watcherCount == 0)
+        // Caps: as many pages of one ride as allowed, then none (the route answers 503).
+        let pages = (0..<ShareFeed<InMemoryTransport>.maximumWatchersPerRide).compactMap { _ in
+            feed.watch("r-2", until: Self.now + 600)
+        }
+        #expect(pages.count == ShareFeed<InMemoryTransport>.maximumWatchersPerRide)
+        #expect(feed.watch("r-2", until: Self.now + 600) == nil)
+        // A ride nobody watches or reads is forgotten after the linger.
+        #expect(feed.watchedRides == 2)
+        try await clock.advance(by: ShareFeed<InMemoryTransport>.linger + .seconds(1))
+        await feed.sweep()
+        #expect(feed.watchedRides == 1, "r-1 forgotten, r-2 still watched")
+        _ = pages
     }
 
     @Test("A2: the share feed shows only what decodes as the status of the ride its topic names, on one line")
