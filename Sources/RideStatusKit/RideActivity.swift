@@ -108,7 +108,7 @@ public struct RideActivityAttributes: Sendable, Hashable, Codable {
             }
         }
 
-        /// Great-circle metres (haversine).
+        /// Great-circle metres (haversine): RideDomain has its own, but the kit depends on nothing of the worker.
         static func metres(_ a: Place, _ b: Place) -> Double {
             let radians = Double.pi / 180
             let dLat = (b.latitude - a.latitude) * radians

@@ -69,13 +69,9 @@ public enum ShareLinks {
             let keys = JWTKeyCollection()
             var ids = Set<String>()
             for key in set.keys {
-                guard let id = key.keyIdentifier?.string, !id.isEmpty else {
-                    throw ShareKeyProblem("a key has no kid: share tokens name the key that signed them")
-                }
-                guard key.keyType == .octetKeyPair, key.curve?.rawValue == "Ed25519", let x = key.x else {
-                    throw ShareKeyProblem("key '\(id)' is not an Ed25519 public key (kty OKP, crv Ed25519, x)")
-                }
-                guard key.privateExponent == nil else {
+                let (id, x, d) = try ShareLinks.ed25519(key)
+                guard let x else { throw ShareKeyProblem("key '\(id)' has no public part (x)") }
+                guard d == nil else {
                     throw ShareKeyProblem(
                         "key '\(id)' holds its private part (d): workers only verify; keep it with dispatch")
                 }
@@ -139,10 +135,8 @@ public enum ShareLinks {
             } catch {
                 throw ShareKeyProblem("not a JSON Web Key: \(error)")
             }
-            guard let id = key.keyIdentifier?.string, !id.isEmpty else { throw ShareKeyProblem("the key has no kid") }
-            guard key.keyType == .octetKeyPair, key.curve?.rawValue == "Ed25519", let d = key.privateExponent else {
-                throw ShareKeyProblem("'\(id)' is not an Ed25519 private key (kty OKP, crv Ed25519, d)")
-            }
+            let (id, _, privatePart) = try ShareLinks.ed25519(key)
+            guard let d = privatePart else { throw ShareKeyProblem("key '\(id)' has no private part (d)") }
             let keys = JWTKeyCollection()
             do {
                 await keys.add(eddsa: try EdDSA.PrivateKey(d: d, curve: .ed25519), kid: JWKIdentifier(string: id))
@@ -175,6 +169,18 @@ public enum ShareLinks {
                 throw ShareKeyProblem("signing failed: \(error)")
             }
         }
+    }
+
+    /// The id and parts of an Ed25519 JSON Web Key (`kty` `OKP`, `crv` `Ed25519`, a `kid`): what the workers' key
+    /// set and dispatch's signing key both are.
+    static func ed25519(_ key: JWK) throws(ShareKeyProblem) -> (id: String, x: String?, d: String?) {
+        guard let id = key.keyIdentifier?.string, !id.isEmpty else {
+            throw ShareKeyProblem("a key has no kid: share tokens name the key that signed them")
+        }
+        guard key.keyType == .octetKeyPair, key.curve?.rawValue == "Ed25519" else {
+            throw ShareKeyProblem("key '\(id)' is not an Ed25519 key (kty OKP, crv Ed25519)")
+        }
+        return (id, key.x, key.privateExponent)
     }
 
     /// A new key pair: the private JWK (for dispatch) and the public one (for the workers' key set).
