@@ -43,6 +43,8 @@ report() {
 report "fix: topic, decode, T1-T7, P2-P5 and E1 on its ride" --operation fix --count "$COUNT" --rides "$RIDES"
 report "fix: the same without the read API's track (rides.trackLength 0)" \
     --operation fix --count "$COUNT" --rides "$RIDES" --track-length 0
+report "fix: the same without \`speed\` (T7 derives it; E1's pace by distance)" \
+    --operation fix --count "$COUNT" --rides "$RIDES" --without-speed
 report "status: C1 tick, V1-V7, JSON, durable state once per 12 (default)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12
 report "status: the same for rides booked from the catalog (3.4, P5 pricing)" \

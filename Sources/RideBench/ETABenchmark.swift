@@ -25,6 +25,11 @@ struct ETABenchmark: ParsableCommand {
         String?
     @Option(help: "The worker's rides.speedTimeConstant, seconds (default: the worker's).") var speedTimeConstant:
         Double?
+    @Option(help: "The worker's rides.stopShareTimeConstant, seconds (default: the worker's).")
+    var stopShareTimeConstant: Double?
+    @Option(help: "The worker's rides.typicalStopShare (default: the worker's).") var typicalStopShare: Double?
+    @Option(help: "The worker's rides.stopShareLearningRate (default: the worker's; 0 turns learning off).")
+    var stopShareLearningRate: Double?
     @Option(help: "The worker's rides.typicalSpeed, m/s (default: the worker's).") var typicalSpeed: Double?
     @Option(help: "The worker's rides.detourFactor (default: the worker's).") var detourFactor: Double?
     @Option(help: "The worker's rides.estimateDelayLimit, seconds (default: the worker's).") var estimateDelayLimit:
@@ -36,6 +41,9 @@ struct ETABenchmark: ParsableCommand {
     var rideConfiguration: RideConfiguration {
         var configuration = RideConfiguration()
         if let speedTimeConstant { configuration.speedTimeConstant = speedTimeConstant }
+        if let stopShareTimeConstant { configuration.stopShareTimeConstant = stopShareTimeConstant }
+        if let typicalStopShare { configuration.typicalStopShare = typicalStopShare }
+        if let stopShareLearningRate { configuration.stopShareLearningRate = stopShareLearningRate }
         if let typicalSpeed { configuration.typicalSpeed = typicalSpeed }
         if let detourFactor { configuration.detourFactor = detourFactor }
         if let estimateDelayLimit { configuration.estimateDelayLimit = estimateDelayLimit }
@@ -118,8 +126,8 @@ struct ETABenchmark: ParsableCommand {
         for kind in kinds {
             var pickup: [Sample] = []
             var dropOff: [Sample] = []
-            // One worker's learning (E1's detour correction) carries from each completed trip to the next.
-            var detour = DetourLearning()
+            // One worker's learning (E1's detour factor and stop share) carries from each trip to the next.
+            var detour = AreaLearning()
             let here = all.filter { $0.kind == kind }
             for (index, trip) in here.enumerated() {
                 let (toPickup, toDropOff) = Self.replay(
@@ -134,7 +142,17 @@ struct ETABenchmark: ParsableCommand {
                 String(
                     format: "\n== %@: %d trips, %.1f m/s mean speed with stops", kind, here.count,
                     driven / max(1, seconds))
-                    + (detour.learned[""].map { String(format: ", detour learned %.3f", $0.factor) } ?? ""))
+                    + String(
+                        format: ", true detour of the rides %.3f",
+                        here.map { trip in
+                            Self.roadDistance(trip.toDropOff)
+                                / max(1, trip.toDropOff.first!.coordinate.distance(to: trip.toDropOff.last!.coordinate))
+                        }.reduce(0, +) / Double(max(1, here.count)))
+                    + (detour.learned[""].map {
+                        String(
+                            format: ", detour learned %.3f from %d rides, stop share learned %.3f from %d legs",
+                            $0.factor, $0.rides, $0.stopShare ?? -1, $0.legs)
+                    } ?? ""))
             Self.report("pickup ETA (estimatedPickupDate, before pickup)", pickup)
             Self.report("drop-off ETA (estimatedDropOffDate, during the ride)", dropOff)
         }
@@ -292,22 +310,29 @@ struct ETABenchmark: ParsableCommand {
     }
 
     static func replay(
-        _ trip: Trip, ride: String, configuration: RideConfiguration, detour: inout DetourLearning,
+        _ trip: Trip, ride: String, configuration: RideConfiguration, detour: inout AreaLearning,
         random: inout SeededRandom
     ) -> (pickup: [Sample], dropOff: [Sample]) {
         var engine = RideEngine(configuration: configuration)
-        engine.detour = detour
-        defer { detour = engine.detour }
+        engine.learning = detour
+        defer { detour = engine.learning }
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let pickup = trip.toPickup.last!.coordinate
         let dropOff = trip.toDropOff.last?.coordinate ?? pickup.moved(metres: 3000, bearing: 90)
         let pickupArrival = trip.toPickup.last!.time
-        let points =
+        var points =
             trip.toPickup
             + trip.toDropOff.map {
                 StreetTrip.Point(time: $0.time + pickupArrival, coordinate: $0.coordinate, speed: $0.speed)
             }
         let dropOffArrival = points.last!.time
+        // The rider gets out: the car stands 20 s at the drop-off, so the worker sees it stopped there (P5) and
+        // the ride completes and teaches its area (E1), whatever the sampling; it is not part of the leg.
+        if !trip.toDropOff.isEmpty, let last = points.last {
+            points += (1...20).map {
+                StreetTrip.Point(time: last.time + Double($0), coordinate: last.coordinate, speed: 0)
+            }
+        }
         let rideStart =
             pickupArrival
             + (trip.toDropOff.first { $0.speed > 0 || $0.coordinate.distance(to: pickup) >= 1 }?.time ?? 0)

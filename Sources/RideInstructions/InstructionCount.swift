@@ -31,6 +31,8 @@ struct InstructionCount: ParsableCommand {
     var trackLength = RideConfiguration().trackLength
     @Flag(help: "Book every ride by a catalog option's name (3.4, P5: the catalog's fixed or metered pricing).")
     var catalog = false
+    @Flag(help: "Fixes without `speed`, as the recorded trips of issue 31 had them (T7 derives one; E1's pace counts by distance).")
+    var withoutSpeed = false
 
     /// A catalog like `config/ride-options.yaml`'s: a fixed-price Compact and a metered Comfort with a
     /// surcharge and a discount, in one area around the rides.
@@ -145,7 +147,7 @@ struct InstructionCount: ParsableCommand {
         let place = position(vehicle, round: round)
         let stamp = Timestamps.format(origin.addingTimeInterval(Double(round)))
         return Array(
-            #"{"vehicleId":"v-\#(vehicle)","timestamp":"\#(stamp)","latitude":\#(degrees(place.latitude)),"longitude":\#(degrees(place.longitude)),"speed":5.0,"horizontalAccuracy":5.0}"#
+            #"{"vehicleId":"v-\#(vehicle)","timestamp":"\#(stamp)","latitude":\#(degrees(place.latitude)),"longitude":\#(degrees(place.longitude)),\#(withoutSpeed ? "" : #""speed":5.0,"#)"horizontalAccuracy":5.0}"#
                 .utf8)
     }
 }

@@ -90,6 +90,13 @@ extension WorkerSettings {
         "rides.speedTimeConstant": {
             $0.ride.speedTimeConstant = try number($1, "rides.speedTimeConstant", 1...3600, .seconds)
         },
+        "rides.stopShareTimeConstant": {
+            $0.ride.stopShareTimeConstant = try number($1, "rides.stopShareTimeConstant", 1...3600, .seconds)
+        },
+        "rides.stopShareLearningRate": {
+            $0.ride.stopShareLearningRate = try number($1, "rides.stopShareLearningRate", 0...1)
+        },
+        "rides.typicalStopShare": { $0.ride.typicalStopShare = try number($1, "rides.typicalStopShare", 0...0.9) },
         "rides.typicalSpeed": {
             $0.ride.typicalSpeed = try number($1, "rides.typicalSpeed", 0.1...100, .metresPerSecond)
         },

@@ -80,6 +80,24 @@ struct HandoverContinuityTests {
         #expect(engine.ride("r-1") == nil)
     }
 
+    @Test("A2, E1: a stored stop share outside 0...1 is refused, naming the rule")
+    func stopShareChecked() throws {
+        var harness = Harness()
+        let state = try #require(
+            Self.lastState(harness.start(at: t0) + harness.engine.tick(now: t0.addingTimeInterval(0.1))))
+        let text = String(decoding: state.durableState(), as: UTF8.self).replacingOccurrences(
+            of: #""drivenMetres":"#, with: #""stopShare":1.5,"drivenMetres":"#)
+        #expect(text.contains(#""stopShare":1.5"#))
+        var engine = RideEngine()
+        let actions = engine.restore(topic: "ridestatus/state/r-1", ride: "r-1", payload: Array(text.utf8), now: t0)
+        #expect(actions.deadLetters.first?.detail.contains("stopShare") == true)
+        #expect(engine.ride("r-1") == nil)
+        // Within 0...1 it is kept.
+        let good = text.replacingOccurrences(of: #""stopShare":1.5"#, with: #""stopShare":0.4"#)
+        _ = engine.restore(topic: "ridestatus/state/r-1", ride: "r-1", payload: Array(good.utf8), now: t0)
+        #expect(engine.ride("r-1")?.stopShare == 0.4)
+    }
+
     @Test("G3: a release write ties with the block write before it on epoch and ceiling; the sequence decides")
     func newerBreaksTieOnSequence() throws {
         var harness = Harness()

@@ -117,10 +117,10 @@ struct LifecycleTests {
     /// and a completed one with its payment: `v1` by the first releases (the whole booking and the whole last
     /// valid status), `v2` by the release before the compact ride storage.
     @Test(
-        "L5, C5, G2, G3: durable state written by every release decodes; this release writes shape 6 (the detour factor)",
+        "L5, C5, G2, G3, E1: durable state written by every release decodes; this release writes shape 7 (the stop share)",
         arguments: [
             "v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed", "v3-ongoing", "v3-completed", "v4-ongoing",
-            "v4-completed", "v5-ongoing", "v5-completed", "v6-ongoing", "v6-completed",
+            "v4-completed", "v5-ongoing", "v5-completed", "v6-ongoing", "v6-completed", "v7-ongoing", "v7-completed",
         ])
     func durableStateFromPreviousRelease(name: String) throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
@@ -150,9 +150,15 @@ struct LifecycleTests {
         let after = try #require(try JSONSerialization.jsonObject(with: Data(again)) as? NSDictionary)
         #expect(after["version"] as? Int == Ride.durableStateVersion)
         #expect(after["startedAt"] is String, "times as RFC 3339, readable by other tools")
-        if name.hasPrefix("v6") {
+        if name.hasPrefix("v7") {
             #expect(before == after, "the durable shape (L5) is exactly this release's")
             #expect(ride.epoch == 1 && after["epoch"] as? Int == 1, "G2: the ownership epoch is kept")
+            #expect(ride.detourFactor == 1.3, "G3: the ride's detour factor is kept")
+            #expect(ride.stopShare == (ride.phase == .ongoing ? 0.2 : nil), "E1: the stop share is kept")
+        }
+        if name.hasPrefix("v6") {
+            // Shape 6 had no stop share: none is written back, and the ride starts from rides.typicalStopShare.
+            #expect(ride.stopShare == nil && before["stopShare"] == nil && after["stopShare"] == nil)
             #expect(ride.detourFactor == 1.3, "G3: the ride's detour factor is kept")
         }
         if name.hasPrefix("v5") {
@@ -162,7 +168,7 @@ struct LifecycleTests {
             _ = engine.restore(ride, now: Date())
             #expect(engine.ride(ride.rideIdentifier)?.detourFactor == RideConfiguration().detourFactor)
         }
-        if name.hasPrefix("v4") || name.hasPrefix("v5") || name.hasPrefix("v6") {
+        if name.hasPrefix("v4") || name.hasPrefix("v5") || name.hasPrefix("v6") || name.hasPrefix("v7") {
             // G2: shape 4 had no epoch: the ride had one owner, epoch 1.
             #expect(ride.epoch == 1)
             if name.hasPrefix("v4") { #expect(before["epoch"] == nil && after["epoch"] as? Int == 1) }

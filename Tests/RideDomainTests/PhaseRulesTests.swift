@@ -82,14 +82,18 @@ struct PhaseRulesTests {
 
     @Test("P2: approachingPickup by distance (500 m) or by estimated time (120 s)")
     func approaching() {
-        var harness = Harness()
+        // A car that never stands (no stop share, E1): the pace is its speed.
+        var configuration = RideConfiguration()
+        configuration.typicalStopShare = 0
+        var harness = Harness(configuration: configuration)
         harness.start()
         harness.fix(at: t0.addingTimeInterval(1), toward(pickup, start, metres: 1500), speed: 10)
         #expect(harness.phase() == .confirmed)
-        harness.fix(at: t0.addingTimeInterval(60), toward(pickup, start, metres: 950), speed: 10)
+        // 550 m in 55 s: 10 m/s over the gap too.
+        harness.fix(at: t0.addingTimeInterval(56), toward(pickup, start, metres: 950), speed: 10)
         #expect(harness.phase() == .confirmed, "950 m x 1.3 / 10 m/s = 123.5 s")
         // 900 m at 10 m/s x 1.3 detour = 117 s: within 120 s although farther than 500 m.
-        harness.fix(at: t0.addingTimeInterval(65), toward(pickup, start, metres: 900), speed: 10)
+        harness.fix(at: t0.addingTimeInterval(61), toward(pickup, start, metres: 900), speed: 10)
         #expect(harness.phase() == .approachingPickup)
 
         var slow = Harness()

@@ -17,17 +17,104 @@ public struct Estimator: Sendable {
         metres * detourFactor / max(speed ?? speedFloor, speedFloor)
     }
 
-    /// E1: the smoothed speed after a fix that reports `speed`, `seconds` after the previous fix. Exponential in time, not in fixes, so a tracker that reports every second and one that reports
-    /// every ten weigh the same stretch of driving alike: the new speed counts 1 - e^(-seconds / time constant).
-    /// The first speed starts the smoothing, unless the car stands still then (a first fix at a red light):
-    /// then it starts from the typical speed.
-    public static func smoothed(
-        _ smoothed: Double?, with speed: Double, over seconds: Double?, configuration: RideConfiguration
-    ) -> Double {
-        guard let smoothed else { return speed >= configuration.stoppedSpeed ? speed : configuration.typicalSpeed }
-        // Without an earlier fix to count from (a ride restored with its speed), the fix counts as a second.
-        let weight = 1 - exp(-max(0, seconds ?? 1) / configuration.speedTimeConstant)
-        return smoothed + weight * (speed - smoothed)
+    /// E1: `value` moved toward `target` by what `seconds` of it weigh: 1 - e^(-seconds / time constant).
+    /// Exponential in time, not in fixes, so a tracker that reports every second and one that reports every ten
+    /// weigh the same stretch of driving alike. Negative seconds change nothing.
+    public static func smoothed(_ value: Double, toward target: Double, over seconds: Double, timeConstant: Double)
+        -> Double
+    {
+        value + (1 - exp(-max(0, seconds) / timeConstant)) * (target - value)
+    }
+}
+
+// MARK: - The pace (E1's smoothed speed, issue 31)
+
+extension Ride {
+    /// Seconds between two fixes up to which a tracker's own `speed` stands for the whole interval; over it
+    /// (a sampling gap) the interval counts at the distance covered over its time, which takes in any stop
+    /// the gap hid. Fixed, not a setting: trackers send every 1 to 10 s.
+    static let paceGap: Double = 15
+
+    /// E1's smoothed speed: the pace while moving times the share of time moving, floored by the estimator;
+    /// the typical speed until the car is seen moving.
+    func paceSpeed(configuration: RideConfiguration) -> Double {
+        smoothedSpeed.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) } ?? configuration.typicalSpeed
+    }
+
+    /// E1 (issue 31): the pace after an accepted fix, in two parts that move apart: the speed while moving,
+    /// smoothed over moving seconds only (`rides.speedTimeConstant`, 10 s: a new steady pace is followed within
+    /// about 30 s of driving at it, and a red light does not drag it down), and the share of time standing,
+    /// smoothed over all seconds (`rides.stopShareTimeConstant`, 120 s: lights and jams slow the estimate by what
+    /// they cost on average, not by what the last one cost). Each interval between fixes counts at the tracker's
+    /// own `speed`; without one (T7 derives it from two fixes, GPS jitter included: a car standing at a light
+    /// seems to move at 2 to 4 m/s a second apart), or over a sampling gap, the interval counts at the distance
+    /// from the point counted last once it lies beyond twice the fix's accuracy, over the time since; a car that
+    /// stays within that distance long enough that it cannot have moved at `stoppedSpeed` is standing.
+    /// P5's distance driven is counted between the same points.
+    mutating func recordPace(
+        _ fix: TelemetryFix, reportedSpeed: Double?, previous: VehicleLocation?,
+        configuration: RideConfiguration
+    ) {
+        let threshold = min(max(2 * (fix.horizontalAccuracy ?? 5), 5), 20)
+        guard let latitude = anchorLatitude, let since = anchorTime else {
+            (anchorLatitude, anchorLongitude, anchorTime) = (
+                fix.coordinate.latitude, fix.coordinate.longitude, fix.timestamp
+            )
+            // A first fix: its own speed starts the pace if the car is moving (none: T7 needs two fixes).
+            if let reportedSpeed, reportedSpeed >= configuration.stoppedSpeed, smoothedSpeed == nil {
+                smoothedSpeed = reportedSpeed
+            }
+            return
+        }
+        let anchor = Coordinate(latitude: latitude, longitude: anchorLongitude)
+        if let reportedSpeed, let previous, fix.timestamp.timeIntervalSince(previous.timestamp) <= Self.paceGap {
+            countPace(speed: reportedSpeed, over: fix.timestamp.timeIntervalSince(previous.timestamp), configuration)
+            anchorTime = fix.timestamp
+            // Outside the ride the point counted last follows the fixes, with no distance to compute (most fixes
+            // carry a speed: this keeps E1 within issue 31's budget of 5 % more instructions per fix); a gap or a
+            // fix without a speed then counts from the last fix, and the ride's first distance starts there.
+            guard phase == .ongoing else {
+                (anchorLatitude, anchorLongitude) = (fix.coordinate.latitude, fix.coordinate.longitude)
+                return
+            }
+            let step = anchor.nearbyDistance(to: fix.coordinate)
+            if step >= threshold {
+                drivenMetres += step  // P5
+                (anchorLatitude, anchorLongitude) = (fix.coordinate.latitude, fix.coordinate.longitude)
+            }
+            return
+        }
+        let step = anchor.nearbyDistance(to: fix.coordinate)
+        let elapsed = fix.timestamp.timeIntervalSince(since)
+        if step >= threshold {
+            if elapsed > 0 { countPace(speed: step / elapsed, over: elapsed, configuration) }
+            anchorTime = fix.timestamp
+            if phase == .ongoing { drivenMetres += step }  // P5
+            (anchorLatitude, anchorLongitude) = (fix.coordinate.latitude, fix.coordinate.longitude)
+        } else if elapsed >= threshold / configuration.stoppedSpeed {
+            countPace(speed: 0, over: elapsed, configuration)
+            anchorTime = fix.timestamp
+        }
+    }
+
+    /// One interval of `seconds` at `speed`: moving counts toward the moving pace and against the stop share,
+    /// standing toward the stop share only, except while the car waits at the pickup (a wait for the rider,
+    /// up to `maxPickupWait`, says nothing of the road's lights and jams). The first moving interval starts
+    /// the pace.
+    private mutating func countPace(speed: Double, over seconds: Double, _ configuration: RideConfiguration) {
+        guard seconds > 0 else { return }
+        let stopShare = self.stopShare ?? configuration.typicalStopShare
+        if speed >= configuration.stoppedSpeed {
+            smoothedSpeed =
+                smoothedSpeed.map {
+                    Estimator.smoothed($0, toward: speed, over: seconds, timeConstant: configuration.speedTimeConstant)
+                } ?? speed
+            self.stopShare = Estimator.smoothed(
+                stopShare, toward: 0, over: seconds, timeConstant: configuration.stopShareTimeConstant)
+        } else if phase != .pickup {  // waiting for the rider is not a stop on the road
+            self.stopShare = Estimator.smoothed(
+                stopShare, toward: 1, over: seconds, timeConstant: configuration.stopShareTimeConstant)
+        }
     }
 }
 
@@ -41,7 +128,7 @@ extension Ride {
         let estimator = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
         let pickup = booking.pickupLocation.coordinate
         let dropOff = booking.dropOffLocation.coordinate
-        let speed = smoothedSpeed ?? configuration.typicalSpeed
+        let speed = paceSpeed(configuration: configuration)
         let legSeconds = estimator.travelTime(metres: legMetres, speed: speed)
         if phase < .pickup {
             if let location {

@@ -32,18 +32,25 @@ public struct RideConfiguration: Sendable, Equatable {
     public var detourFactor: Double = RideConfiguration.defaultDetourFactor
     public static let defaultDetourFactor = 1.3
     /// E1 (issue 15): the bounds of a learned detour factor, and how much each completed ride moves it (0: no
-    /// learning). See ``DetourLearning``.
+    /// learning). See ``AreaLearning``.
     public var detourFactorMinimum: Double = 1.0
     public var detourFactorMaximum: Double = 2.0
     public var detourLearningRate: Double = 0.05
     /// E1: lowest speed used for estimates, m/s.
     public var speedFloor: Double = 5
-    /// E1: the time constant of the speed's smoothing, seconds: a fix's speed counts by the time since the
-    /// previous fix, and the smoothed speed forgets a speed after about this long. Two minutes span red lights
-    /// and a slow street, so one brief stop does not move a 4 km ETA by minutes: on `make bench-eta`'s trips,
-    /// 120 s against 30 s and 60 s cut the ETA jumps at 120-240 s from 7.6 % and 3.1 % to 0.8 %, with the
-    /// mean error lower at every horizon from 60 s on.
-    public var speedTimeConstant: Double = 120
+    /// E1: the time constant of the speed while moving, in moving seconds (``Ride/recordPace``): a new steady
+    /// pace is followed within about 30 s of driving at it (95 % after three time constants). Stops do not
+    /// count here; they count in the stop share.
+    public var speedTimeConstant: Double = 10
+    /// E1: the time constant of the share of time standing, seconds: two minutes weigh the lights and jams of
+    /// a stretch of town, so one stop moves the estimate by what a stop costs on average, not by its length.
+    public var stopShareTimeConstant: Double = 120
+    /// E1: the share of time standing a ride starts from before its own stops are counted: the recorded
+    /// city trips of issue 31 stood 0 to 45 % of the time, 15 % across them.
+    public var typicalStopShare: Double = 0.15
+    /// E1: how far each leg driven to its end moves its area's learned stop share (``AreaLearning``); 0 turns
+    /// learning off.
+    public var stopShareLearningRate: Double = 0.05
     /// E1: the speed a ride starts from before a moving fix is known (a first fix of a stopped car, or none
     /// with a speed), m/s: a city's typical driving speed with its stops, instead of the floor.
     public var typicalSpeed: Double = 7
@@ -115,6 +122,10 @@ public struct RideConfiguration: Sendable, Equatable {
         require((0...1).contains(detourLearningRate), "detourLearningRate", "must be 0...1")
         require(speedFloor > 0, "speedFloor", "must be positive m/s")
         require(speedTimeConstant >= 1 && speedTimeConstant <= 3600, "speedTimeConstant", "must be 1...3600 s")
+        require(
+            stopShareTimeConstant >= 1 && stopShareTimeConstant <= 3600, "stopShareTimeConstant", "must be 1...3600 s")
+        require((0...0.9).contains(typicalStopShare), "typicalStopShare", "must be 0...0.9")
+        require((0...1).contains(stopShareLearningRate), "stopShareLearningRate", "must be 0...1")
         require(typicalSpeed > 0 && typicalSpeed <= 100, "typicalSpeed", "must be in (0, 100] m/s")
         require(estimateDelayLimit >= 0 && estimateDelayLimit <= 3600, "estimateDelayLimit", "must be 0...3600 s")
         require(completedLinger >= 0, "completedLinger", "must be 0 or more seconds")

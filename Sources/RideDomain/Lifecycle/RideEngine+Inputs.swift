@@ -79,7 +79,8 @@ extension RideEngine {
             vehicles[slot: slot].recent.record(accepted, capacity: configuration.trackLength)
             for rideSlot in vehicles[slot: slot].rides {
                 // In place, by slot: no hashing and no copy of the ride per fix.
-                let effect = rideTable[slot: rideSlot].apply(accepted, now: now, configuration: configuration)
+                let effect = rideTable[slot: rideSlot].apply(
+                    accepted, reportedSpeed: fix.speed, now: now, configuration: configuration)
                 // C2 on a phase change; C3: a fresh fix clears `stale` at once.
                 if effect.phaseChanged || effect.staleCleared {
                     publish(rideSlot, now: now, phaseChanged: effect.phaseChanged, into: &actions)
@@ -100,9 +101,12 @@ extension RideEngine {
                 return
             }
             booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
+            // E1: the area's learned detour factor and stop share.
+            let area = catalog?.area(containing: booking.pickupLocation.coordinate)
             let ride = Ride(
                 booking: booking, now: now, configuration: configuration,
-                detourFactor: detourFactor(at: booking.pickupLocation.coordinate))
+                detourFactor: learning.factor(for: area, configuration: configuration),
+                stopShare: learning.stopShare(for: area))
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

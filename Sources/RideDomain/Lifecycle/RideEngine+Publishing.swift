@@ -206,15 +206,23 @@ extension RideEngine {
             }
         } else {
             // E1: a ride completed (not canceled, not missed) teaches its area's detour factor, once: at its
-            // first completed status.
-            if phaseChanged, status.phase == .completed, rideTable[slot: slot].lastValid?.value.phase != .completed,
-                let completion = status.completionStatus, !completion.canceled, !completion.missedPickup
+            // first completed status. Each leg driven to its end, to the pickup and to the drop-off, teaches its
+            // stop share, once: at the first status of the phase that ends it.
+            let before = rideTable[slot: slot].lastValid?.value.phase
+            if phaseChanged, status.phase == .pickup || status.phase == .completed, before != status.phase,
+                before.map({ $0 < .pickup || status.phase == .completed }) ?? true,
+                status.completionStatus.map({ !$0.canceled && !$0.missedPickup }) ?? true
             {
                 let ride = rideTable[slot: slot]
-                detour.learn(
-                    driven: ride.drivenMetres, straight: ride.legMetres,
-                    area: catalog?.area(containing: ride.booking.pickupLocation.coordinate),
-                    configuration: configuration)
+                let area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)
+                if status.phase == .completed {
+                    learning.learn(
+                        driven: ride.drivenMetres, straight: ride.legMetres, area: area, configuration: configuration)
+                }
+                // Only a leg the car was seen driving: its stop share is its own, not the prior's.
+                if let share = ride.stopShare, ride.smoothedSpeed != nil {
+                    learning.learn(stopShare: share, area: area, configuration: configuration)
+                }
             }
             rideTable[slot: slot].recordValid(status)
             counters.statusesPublished += 1

@@ -140,11 +140,11 @@ public struct RideEngine: Sendable {
     public internal(set) var counters = RideCounters()
     /// E1: each area's detour factor, corrected by completed rides (settable to carry it between engines, as the
     /// ETA benchmark's trips do).
-    public var detour = DetourLearning()
+    public var learning = AreaLearning()
 
     /// E1: the detour factor for a ride starting at `pickup`: its area's, learned or configured.
     func detourFactor(at pickup: Coordinate) -> Double {
-        detour.factor(for: catalog?.area(containing: pickup), configuration: configuration)
+        learning.factor(for: catalog?.area(containing: pickup), configuration: configuration)
     }
 
     /// The ride-option catalog, for booking by name (3.4); nil when the service offers no quotes.

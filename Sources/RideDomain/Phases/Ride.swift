@@ -39,10 +39,14 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed package internal(set) var estimatedPickupEndDate: Date?
     @NaNBoxed var ongoingSince: Date?
     package internal(set) var drivenMetres: Double
-    /// P5: where the distance driven was last counted to (``countDistance(to:from:)``); not durable.
+    /// E1, P5: where and when the pace and the distance driven were last counted (``recordPace``); not durable.
     @NaNBoxed var anchorLatitude: Double?
     var anchorLongitude = 0.0
+    @NaNBoxed var anchorTime: Date?
+    /// E1: the speed while moving, smoothed over moving seconds; nil until the car is seen moving.
     @NaNBoxed package internal(set) var smoothedSpeed: Double?
+    /// E1: the share of time standing, smoothed over all seconds; nil until counted (`rides.typicalStopShare`).
+    @NaNBoxed package internal(set) var stopShare: Double?
     package internal(set) var estimatedPickupDate: Date
     @NaNBoxed package internal(set) var estimatedDropOffDate: Date?
     /// V7: what the last valid status said beyond the booking, boxed; the booking's part never changes,
@@ -52,15 +56,18 @@ public struct Ride: Sendable, Equatable {
     package var lastValidStatus: RideStatus? { lastValid.map { status(from: $0.value) } }
     /// Great-circle metres from pickup to drop-off, computed once.
     var legMetres: Double
-    /// E1: road over great-circle distance for this ride, its area's when it started (``DetourLearning``).
+    /// E1: road over great-circle distance for this ride, its area's when it started (``AreaLearning``).
     package internal(set) var detourFactor: Double
 
     public var rideIdentifier: String { booking.rideIdentifier }
 
     /// P1: with a vehicle `confirmed` (or the booking's `received`/`confirmed`); without, `received`.
-    /// - Parameter detourFactor: E1's factor for the ride's area (``DetourLearning``); `rides.detourFactor` when nil.
+    /// - Parameters:
+    ///   - detourFactor: E1's factor for the ride's area (``AreaLearning``); `rides.detourFactor` when nil.
+    ///   - stopShare: E1's stop share learned for the ride's area; `rides.typicalStopShare` when nil.
     public init(
-        booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil
+        booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil,
+        stopShare: Double? = nil
     ) {
         terms = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
@@ -76,6 +83,7 @@ public struct Ride: Sendable, Equatable {
         drivenMetres = 0
         legMetres = booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         self.detourFactor = detourFactor ?? configuration.detourFactor
+        self.stopShare = stopShare
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
     }
@@ -94,7 +102,7 @@ public struct Ride: Sendable, Equatable {
         self.estimatedPickupDate = estimatedPickupDate
         self.legMetres = legMetres
         // Set from the durable state when it has one; otherwise the engine gives a restored ride its area's
-        // factor (``DetourLearning``, ``RideEngine/restore(_:now:)``), which it recognises by 0.
+        // factor (``AreaLearning``, ``RideEngine/restore(_:now:)``), which it recognises by 0.
         detourFactor = 0
     }
 
@@ -135,39 +143,21 @@ public struct Ride: Sendable, Equatable {
         public var staleCleared: Bool
     }
 
-    /// P5, E1: the distance driven, fix to fix, but not through GPS noise: a fix counts once it lies farther
-    /// than twice its accuracy (5 to 20 m) from the point counted last, so a car waiting at a light or in a
-    /// jam is not charged for its position's jitter (which summed fix to fix added metres every second). The
-    /// first count of a ride starts from the fix before it.
-    mutating func countDistance(to fix: TelemetryFix, from previous: VehicleLocation?) {
-        let anchor =
-            anchorLatitude.map { Coordinate(latitude: $0, longitude: anchorLongitude) } ?? previous?.coordinate
-            ?? fix.coordinate
-        let step = anchor.distance(to: fix.coordinate)
-        let threshold = min(max(2 * (fix.horizontalAccuracy ?? 5), 5), 20)
-        let counted = step >= threshold ? fix.coordinate : anchor
-        if step >= threshold { drivenMetres += step }
-        (anchorLatitude, anchorLongitude) = (counted.latitude, counted.longitude)
-    }
-
     /// An accepted fix of this ride's vehicle: P2-P5 from position and speed.
-    mutating func apply(_ fix: TelemetryFix, now: Date, configuration: RideConfiguration) -> FixEffect {
+    /// - Parameter reportedSpeed: the tracker's own `speed`, before T7 derived one from two fixes.
+    mutating func apply(_ fix: TelemetryFix, reportedSpeed: Double?, now: Date, configuration: RideConfiguration)
+        -> FixEffect
+    {
         let wasStale = isStale(now: now, configuration: configuration)
         let previous = location
         location = VehicleLocation(
             coordinate: fix.coordinate, course: fix.course ?? previous?.course, speed: fix.speed,
             horizontalAccuracy: fix.horizontalAccuracy, timestamp: fix.timestamp)
         lastFixAcceptedAt = now
-        // E1: until the car is seen moving the speed is unknown, and estimates use the typical speed (a first fix
-        // without a speed, since T7 needs two, or of a car at a light). The first moving speed starts the
-        // smoothing: the typical speed is a guess, not a speed to average the trip's real pace with. (Stored as
-        // the smoothed speed, it held a 4-minute arterial trip near 7 m/s for most of its way: issue 31.)
-        if let speed = fix.speed, smoothedSpeed != nil || speed >= configuration.stoppedSpeed {
-            smoothedSpeed = Estimator.smoothed(
-                smoothedSpeed, with: speed,
-                over: previous.map { fix.timestamp.timeIntervalSince($0.timestamp) }, configuration: configuration)
-        }
-        if phase == .ongoing { countDistance(to: fix, from: previous) }
+        // E1's pace, and P5's distance driven: counted fix to fix, but not through GPS noise (a fix counts once
+        // it lies farther than twice its accuracy, 5 to 20 m, from the point counted last, so a car waiting at a
+        // light is not charged for its position's jitter, which summed fix to fix added metres every second).
+        recordPace(fix, reportedSpeed: reportedSpeed, previous: previous, configuration: configuration)
         let before = phase
         let stopped = (fix.speed ?? 0) < configuration.stoppedSpeed
         let toPickup = fix.coordinate.distance(to: booking.pickupLocation.coordinate)
@@ -177,7 +167,7 @@ public struct Ride: Sendable, Equatable {
                 arriveAtPickup(now: now, configuration: configuration)  // P3
             } else if phase == .confirmed {
                 let eta = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
-                    .travelTime(metres: toPickup, speed: smoothedSpeed ?? configuration.typicalSpeed)
+                    .travelTime(metres: toPickup, speed: paceSpeed(configuration: configuration))
                 if eta <= configuration.approachingWithin || toPickup <= configuration.approachingDistance {
                     phase = .approachingPickup  // P2
                 }

@@ -192,7 +192,7 @@ public struct ServiceArea: Sendable, Equatable {
     public var polygons: [[[Coordinate]]]
 
     /// E1: road over great-circle distance here (issue 15); nil takes `rides.detourFactor`. Completed rides
-    /// correct it (``DetourLearning``).
+    /// correct it (``AreaLearning``).
     public var detourFactor: Double?
 
     public init(name: String, currencyCode: String, polygons: [[[Coordinate]]], detourFactor: Double? = nil) {

@@ -2,11 +2,13 @@ import Foundation
 
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder
 
-// This release writes shape 5: the field names and nesting that every release used (other tools read them),
+// This release writes shape 7: the field names and nesting that every release used (other tools read them),
 // with RFC 3339 UTC times (milliseconds, as on the wire), a `version` (since 3), the `sequenceCeiling`
 // (since 4: a restart continues above it, so the state need not be written with every status), the
 // ownership `epoch` (since 5, G2; absent, it is 1) and the ride's E1 `detourFactor` (since 6, G3: a new owner
-// keeps the factor the ride started with, so its ETA does not jump at a handover). It is written
+// keeps the factor the ride started with, so its ETA does not jump at a handover), and E1's pace in two parts
+// (since 7, issue 31: `smoothedSpeed` is the speed while moving, `stopShare` the share of time standing; an older
+// `smoothedSpeed`, stops averaged in, is read as the moving speed). It is written
 // on every change that matters and once per `sequenceBlock` statuses, so it goes through the allocation-free
 // JSONWriter rather than `JSONEncoder`; it is read only at recovery
 // (L5) and when another client changes it (A2), where `JSONDecoder` is fast enough and reads every older
@@ -14,7 +16,7 @@ import Foundation
 
 extension Ride {
     /// The shape of the durable state this release writes.
-    package static let durableStateVersion = 6
+    package static let durableStateVersion = 7
 
     /// The durable state (L5): the retained payload of `ridestatus/state/{rideId}`.
     public func durableState() -> [UInt8] {
@@ -59,6 +61,10 @@ extension Ride {
         if let smoothedSpeed {
             writer.key("smoothedSpeed")
             writer.number(smoothedSpeed)
+        }
+        if let stopShare {
+            writer.key("stopShare")
+            writer.number(stopShare)
         }
         writer.date("estimatedPickupDate", estimatedPickupDate)
         writer.dateIfPresent("estimatedDropOffDate", estimatedDropOffDate)
@@ -136,7 +142,7 @@ extension LastValidStatus {
 extension Ride: Decodable {
     private struct Durable: Decodable {
         /// The shape's version: absent before 3 (dates as seconds since 2001), 3 for RFC 3339 dates, 4 with
-        /// the sequence ceiling, 5 with the ownership epoch.
+        /// the sequence ceiling, 5 with the ownership epoch, 6 with the detour factor, 7 with the stop share.
         var version: Int?
         var bookingBox: BookingTerms?
         /// The first releases kept the whole booking under this name (read, never written).
@@ -161,6 +167,8 @@ extension Ride: Decodable {
         var ongoingSince: Date?
         var drivenMetres: Double
         var smoothedSpeed: Double?
+        /// Absent before shape 7: the ride starts from `rides.typicalStopShare`.
+        var stopShare: Double?
         var estimatedPickupDate: Date
         var estimatedDropOffDate: Date?
         var lastValid: LastValidStatus.Durable?
@@ -199,6 +207,7 @@ extension Ride: Decodable {
         estimatedPickupEndDate = durable.estimatedPickupEndDate
         ongoingSince = durable.ongoingSince
         smoothedSpeed = durable.smoothedSpeed
+        stopShare = durable.stopShare
         estimatedDropOffDate = durable.estimatedDropOffDate
         detourFactor = durable.detourFactor ?? 0
         lastValid = nil

@@ -86,6 +86,9 @@ extension Ride {
         if let speed = smoothedSpeed, !(speed.isFinite && speed >= 0) {
             throw Rejection(.invalidField, "smoothedSpeed \(speed) is not a speed (A2, T6)")
         }
+        if let share = stopShare, !(0...1).contains(share) {
+            throw Rejection(.invalidField, "stopShare \(share) is not a share of time, 0...1 (A2, E1)")
+        }
         // Places (T1).
         let places: [(String, Coordinate?)] = [
             ("pickupLocation", booking.pickupLocation.coordinate),
