@@ -192,6 +192,12 @@ function etaOf(s) {
   return date ? Date.parse(date) : null;
 }
 
+// An estimate with its range (issue 31): "2 min 5 s, at the latest 2 min 50 s".
+function withLatest(date, latest) {
+  const text = seconds(date ? Date.parse(date) : null);
+  return date && latest ? `${text}, at the latest ${seconds(Date.parse(latest))}` : text;
+}
+
 function seconds(date) {
   if (date === null || date === undefined) return "–";
   const s = Math.round((date - (Date.now() + clockSkew)) / 1000);
@@ -301,8 +307,8 @@ function fillStatus(status) {
     ["driver", status.driver ? [status.driver.displayName, status.driver.rating && `★ ${status.driver.rating}`].filter(Boolean).join(" ") : "–"],
     ["option", option.name + (option.usesMeteredFare === false ? " (fixed price)" : "")],
     ["price", price],
-    ["pickup in", seconds(status.estimatedPickupDate ? Date.parse(status.estimatedPickupDate) : null)],
-    ["drop-off in", seconds(status.estimatedDropOffDate ? Date.parse(status.estimatedDropOffDate) : null)],
+    ["pickup in", withLatest(status.estimatedPickupDate, status.estimatedPickupDateLatest)],
+    ["drop-off in", withLatest(status.estimatedDropOffDate, status.estimatedDropOffDateLatest)],
     ["issued", new Date(status.issuedAt).toLocaleTimeString()],
     ["stale", status.stale ? "yes" : "no"],
   ];

@@ -42,9 +42,11 @@
     const phase = status.phase;
     text("panel-title", phaseNames[phase] || phase);
     text("share-phase", phaseNames[phase] || phase);
-    const eta = phase === "ongoing" || phase === "pickup" ? time(status.estimatedDropOffDate)
-      : time(status.estimatedPickupDate);
-    text("share-eta", eta ? (phase === "ongoing" || phase === "pickup" ? "arrives about " : "pickup about ") + eta : "");
+    const riding = phase === "ongoing" || phase === "pickup";
+    const eta = riding ? time(status.estimatedDropOffDate) : time(status.estimatedPickupDate);
+    // Issue 31's range: the latest time nine arrivals in ten come by.
+    const latest = riding ? time(status.estimatedDropOffDateLatest) : time(status.estimatedPickupDateLatest);
+    text("share-eta", eta ? (riding ? "arrives about " : "pickup about ") + eta + (latest ? `, by ${latest} at the latest` : "") : "");
     const rows = [];
     const car = status.vehicle || {};
     const name = [car.manufacturer, car.model].filter(Boolean).join(" ");

@@ -57,6 +57,11 @@ struct ETABenchmark: ParsableCommand {
         var horizon: Double
         var error: Double
         var naiveError: Double
+        /// The latest time (``ArrivalRanges``, learned from the class's earlier trips only) less the arrival:
+        /// at least 0 when the arrival came by it.
+        var latestError: Double
+        /// The latest time less the estimate: what the range costs the rider in certainty.
+        var width: Double
         /// How the estimate moved, when it moved by more than 30 s from the ride's previous status: E1's
         /// smoothing rule allows all but ``Jump/againstRule``.
         var jump: Jump?
@@ -128,10 +133,14 @@ struct ETABenchmark: ParsableCommand {
             var dropOff: [Sample] = []
             // One worker's learning (E1's detour factor and stop share) carries from each trip to the next.
             var detour = AreaLearning()
+            // E1's range: the worker learns it from each trip as its car arrives, so every trip's latest times come
+            // from the trips before it (coverage on trips the range was not learned from).
+            var ranges = ArrivalRanges()
             let here = all.filter { $0.kind == kind }
             for (index, trip) in here.enumerated() {
                 let (toPickup, toDropOff) = Self.replay(
-                    trip, ride: "r-eta-\(index)", configuration: rideConfiguration, detour: &detour, random: &random)
+                    trip, ride: "r-eta-\(index)", configuration: rideConfiguration, detour: &detour, ranges: &ranges,
+                    random: &random)
                 pickup += toPickup
                 dropOff += toDropOff
             }
@@ -163,7 +172,7 @@ struct ETABenchmark: ParsableCommand {
         print("")
         print("  \(title)")
         print(
-            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  bias | oracle: mean |err|  bias | ideal E1: mean |err|  bias"
+            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  bias | oracle: mean |err|  bias | ideal E1: mean |err|  bias | range: coverage  width"
         )
         func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
         for (label, range) in horizons {
@@ -179,7 +188,11 @@ struct ETABenchmark: ParsableCommand {
                         format: " |      %9.1f %6.1f |       %9.1f %6.1f |         %9.1f %6.1f",
                         mean(here.map { abs($0.naiveError) }), mean(here.map(\.naiveError)),
                         mean(here.map { abs($0.oracleError) }), mean(here.map(\.oracleError)),
-                        mean(here.map { abs($0.idealError) }), mean(here.map(\.idealError))))
+                        mean(here.map { abs($0.idealError) }), mean(here.map(\.idealError)))
+                    + String(
+                        format: " |        %5.1f%% %6.1f",
+                        100 * Double(here.filter { $0.latestError >= 0 }.count) / Double(here.count),
+                        mean(here.map(\.width))))
         }
         let kinds = samples.compactMap(\.jump)
         if !kinds.isEmpty {
@@ -217,6 +230,11 @@ struct ETABenchmark: ParsableCommand {
         }
         let bias = mean(samples.map(\.error))
         verdicts.append(String(format: "bias %.1f s (within 15: %@)", bias, abs(bias) <= 15 ? "meets" : "MISSES"))
+        let coverage = Double(samples.filter { $0.latestError >= 0 }.count) / Double(samples.count)
+        verdicts.append(
+            String(
+                format: "range coverage %.1f%% (85 to 95: %@)", 100 * coverage,
+                (0.85...0.95).contains(coverage) ? "meets" : "MISSES"))
         let against = samples.filter { $0.jump == .againstRule }.count
         verdicts.append("jumps against E1's rule \(against) (none: \(against == 0 ? "meets" : "MISSES"))")
         print("  issue 31: " + verdicts.joined(separator: "; "))
@@ -311,11 +329,16 @@ struct ETABenchmark: ParsableCommand {
 
     static func replay(
         _ trip: Trip, ride: String, configuration: RideConfiguration, detour: inout AreaLearning,
+        ranges: inout ArrivalRanges,
         random: inout SeededRandom
     ) -> (pickup: [Sample], dropOff: [Sample]) {
         var engine = RideEngine(configuration: configuration)
         engine.learning = detour
-        defer { detour = engine.learning }
+        engine.ranges = ranges
+        defer {
+            detour = engine.learning
+            ranges = engine.ranges
+        }
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let pickup = trip.toPickup.last!.coordinate
         let dropOff = trip.toDropOff.last?.coordinate ?? pickup.moved(metres: 3000, bearing: 90)
@@ -408,8 +431,13 @@ struct ETABenchmark: ParsableCommand {
                         jump = estimate - last.estimate > limit ? .againstRule : .laterWithinLimit
                     }
                 }
+                // E1's range, as the worker publishes it.
+                let latest =
+                    (before ? status.estimatedPickupDateLatest : status.estimatedDropOffDateLatest)
+                    .map { $0.timeIntervalSince(start) } ?? estimate
                 let sample = Sample(
                     horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
+                    latestError: latest - arrival, width: latest - estimate,
                     jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
                     oracleError: oracle - arrival, idealError: ideal - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }

@@ -72,12 +72,14 @@ public struct RideActivityAttributes: Sendable, Hashable, Codable {
                 } ?? nil
             if ending != nil || status.phase == .completed {
                 estimatedArrival = nil
+                estimatedArrivalLatest = nil
             } else if [.received, .confirmed, .approachingPickup].contains(status.phase) {
                 estimatedArrival = status.estimatedPickupDate ?? status.rideOption.estimatedPickupDate
+                estimatedArrivalLatest = status.estimatedPickupDateLatest
             } else {
                 estimatedArrival = status.estimatedDropOffDate
+                estimatedArrivalLatest = status.estimatedDropOffDateLatest
             }
-            estimatedArrivalLatest = nil
             let model = [status.vehicle.manufacturer, status.vehicle.model].compactMap { $0 }.joined(separator: " ")
             vehicleModel = model.isEmpty ? nil : Self.cut(model)
             registrationPlate = status.vehicle.registrationPlate.map { Self.cut($0) }

@@ -21,6 +21,11 @@ public struct RideStatus: Sendable, Hashable, Codable {
     public var estimatedPickupDate: Date?
     public var estimatedPickupEndDate: Date?
     public var estimatedDropOffDate: Date?
+    /// The 90th percentile of the arrival at the pickup (before `pickup`) and at the drop-off (before
+    /// `completed`), from how late the worker's cars came (issue 31; beyond `INRideStatus`); never before the
+    /// estimate. Nil from a worker that gives no range.
+    public var estimatedPickupDateLatest: Date?
+    public var estimatedDropOffDateLatest: Date?
     public var pickupLocation: Place
     public var dropOffLocation: Place
     public var waypoints: [Place]
@@ -34,7 +39,8 @@ public struct RideStatus: Sendable, Hashable, Codable {
     public init(
         rideIdentifier: String, phase: RidePhase, completionStatus: CompletionStatus? = nil, vehicle: Vehicle,
         driver: Driver? = nil, rideOption: RideOption, estimatedPickupDate: Date? = nil,
-        estimatedPickupEndDate: Date? = nil, estimatedDropOffDate: Date? = nil, pickupLocation: Place,
+        estimatedPickupEndDate: Date? = nil, estimatedDropOffDate: Date? = nil, estimatedPickupDateLatest: Date? = nil,
+        estimatedDropOffDateLatest: Date? = nil, pickupLocation: Place,
         dropOffLocation: Place, waypoints: [Place] = [], scheduledPickupTime: ScheduledPickupTime? = nil,
         sequence: Int, issuedAt: Date, stale: Bool = false
     ) {
@@ -47,6 +53,8 @@ public struct RideStatus: Sendable, Hashable, Codable {
         self.estimatedPickupDate = estimatedPickupDate
         self.estimatedPickupEndDate = estimatedPickupEndDate
         self.estimatedDropOffDate = estimatedDropOffDate
+        self.estimatedPickupDateLatest = estimatedPickupDateLatest
+        self.estimatedDropOffDateLatest = estimatedDropOffDateLatest
         self.pickupLocation = pickupLocation
         self.dropOffLocation = dropOffLocation
         self.waypoints = waypoints
@@ -58,7 +66,8 @@ public struct RideStatus: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case rideIdentifier, phase, completionStatus, vehicle, driver, rideOption, estimatedPickupDate
-        case estimatedPickupEndDate, estimatedDropOffDate, pickupLocation, dropOffLocation, waypoints
+        case estimatedPickupEndDate, estimatedDropOffDate, estimatedPickupDateLatest, estimatedDropOffDateLatest
+        case pickupLocation, dropOffLocation, waypoints
         case scheduledPickupTime, sequence, issuedAt, stale
     }
 
@@ -73,6 +82,8 @@ public struct RideStatus: Sendable, Hashable, Codable {
         try container.encodeOrNull(estimatedPickupDate, forKey: .estimatedPickupDate)
         try container.encodeOrNull(estimatedPickupEndDate, forKey: .estimatedPickupEndDate)
         try container.encodeOrNull(estimatedDropOffDate, forKey: .estimatedDropOffDate)
+        try container.encodeOrNull(estimatedPickupDateLatest, forKey: .estimatedPickupDateLatest)
+        try container.encodeOrNull(estimatedDropOffDateLatest, forKey: .estimatedDropOffDateLatest)
         try container.encode(pickupLocation, forKey: .pickupLocation)
         try container.encode(dropOffLocation, forKey: .dropOffLocation)
         try container.encode(waypoints, forKey: .waypoints)

@@ -126,57 +126,61 @@ extension RideStatusService {
 
 /// A wake-up call for one sleeping task: ``signal()`` ends the current ``wait(upTo:)`` early, or the next
 /// one at once if nobody is waiting (a signal is never lost, and several collapse into one).
-final class Wakeup: Sendable {
+///
+/// The timed sleep of a wait is a task of its own that ``signal()`` cancels at once, before the waiter runs
+/// again: while it stayed asleep on the clock until the waiter got round to cancelling it, a manual clock
+/// counted the woken loop as still asleep, and a test's advance raced past every status due in between to the
+/// old deadline (the lost wake-up of `docs/architecture.md`, "Time"). On a real clock that gap cost only the
+/// waiter's scheduling delay.
+package final class Wakeup: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
+        var timer: Task<Void, Never>?
     }
 
     private let state = Locked(State())
     private let time: WorkerTime
 
-    init(time: WorkerTime) { self.time = time }
+    package init(time: WorkerTime) { self.time = time }
 
-    func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+    package func signal() {
+        let (waiter, timer) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
             guard let waiter = state.waiter else {
                 state.pending = true
-                return nil
+                return (nil, nil)
             }
-            state.waiter = nil
-            return waiter
+            defer { (state.waiter, state.timer) = (nil, nil) }
+            return (waiter, state.timer)
         }
+        timer?.cancel()
         waiter?.resume()
     }
 
     /// Returns after `duration`, at a signal, or when the task is cancelled, whichever comes first.
-    func wait(upTo duration: Duration) async {
+    package func wait(upTo duration: Duration) async {
         guard duration > .zero else { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await self.time.sleep(for: duration)
-                    self.signal()
-                } catch {}
-            }
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLock { state -> Bool in
-                        if state.pending {
-                            state.pending = false
-                            return true
-                        }
-                        state.waiter = continuation
-                        return false
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.pending {
+                        state.pending = false
+                        return true
                     }
-                    if resumeNow { continuation.resume() }
+                    state.waiter = continuation
+                    state.timer = Task { [time] in
+                        // Cancelled by a signal: no signal of its own.
+                        guard (try? await time.sleep(for: duration)) != nil else { return }
+                        self.signal()
+                    }
+                    return false
                 }
-            } onCancel: {
-                self.signal()
+                if resumeNow { continuation.resume() }
             }
-            group.cancelAll()
+        } onCancel: {
+            self.signal()
         }
-        // The sleeper's own signal may have come after the wait ended: it is not a real one.
+        // A timer that fired as a signal came may have signalled after the wait ended: it is not a real one.
         state.withLock { $0.pending = false }
     }
 }

@@ -68,6 +68,14 @@ package struct WorkerMetrics: Sendable {
             Gauge(label: "ridestatus_rides", dimensions: [("phase", phase.rawValue)]).record(count)
         }
         vehicleSubscriptions.record(engine.subscribedVehicleCount)
+        // E1's range (issue 31): the share of arrivals by their latest time, by leg and the estimate's horizon.
+        for leg in ArrivalRanges.Leg.allCases {
+            for (horizon, name) in ArrivalRanges.horizonNames.enumerated() {
+                guard let coverage = engine.ranges.coverage(leg, horizon: horizon) else { continue }
+                Gauge(label: "ridestatus_eta_range_coverage", dimensions: [("leg", leg.name), ("horizon", name)])
+                    .record(coverage)
+            }
+        }
     }
 }
 
@@ -102,6 +110,8 @@ extension WorkerMetrics {
         "ridestatus_invalid_statuses_total": "Statuses that failed validation; the last valid one went instead (V7).",
         "ridestatus_active_rides": "Rides active on this worker.",
         "ridestatus_rides": "Rides active on this worker, by phase (P1-P8).",
+        "ridestatus_eta_range_coverage":
+            "Share of arrivals by their latest time (E1's range, issue 31; target 0.85 to 0.95), by leg and the estimate's horizon.",
         "ridestatus_group_members": "Live workers in this worker's view of the group, itself included (G1).",
         "ridestatus_handover_rides_total": "Rides taken over, released or fenced in handovers (G3, G4).",
         "ridestatus_handover_seconds": "From the view that gives buckets to this worker to serving them (G3).",

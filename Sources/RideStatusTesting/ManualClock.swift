@@ -84,8 +84,11 @@ public final class ManualClock: Clock, Sendable {
     }
 
     /// Waits until the tasks woken went back to sleep (as many sleep as `before`), or, for one that stopped
-    /// sleeping on the clock (a retry that succeeded), until the count has not changed for 50 ms.
-    private func idle(before: Int, timeout: Duration = .seconds(10)) async throws {
+    /// sleeping on the clock (a retry that succeeded), until the count has not changed for `settle` (nil: never;
+    /// on a loaded machine a woken loop may take longer than any such pause to sleep again).
+    private func idle(
+        before: Int, settle: Duration? = .milliseconds(50), timeout: Duration = .seconds(10)
+    ) async throws {
         let deadline = ContinuousClock.now + timeout
         var last = sleeping
         var since = ContinuousClock.now
@@ -96,7 +99,7 @@ public final class ManualClock: Clock, Sendable {
             if count != last {
                 last = count
                 since = ContinuousClock.now
-            } else if ContinuousClock.now - since >= .milliseconds(50) {
+            } else if let settle, ContinuousClock.now - since >= settle {
                 return
             }
         }
@@ -105,12 +108,16 @@ public final class ManualClock: Clock, Sendable {
     /// Moves the clock (and the wall time) on by `duration`, stopping at each sleeper's deadline on the way (so
     /// periodic work runs at each of its times, exactly) and at most `step` apart: at each stop it wakes what is
     /// due and waits until the clock is idle again.
-    public func advance(by duration: Duration, step: Duration = .milliseconds(100)) async throws {
+    /// - Parameter settle: how long an unchanged count of sleepers below the count before means idle (a task that
+    ///   stopped sleeping); nil waits until every task woken sleeps again, for tests whose tasks always do.
+    public func advance(
+        by duration: Duration, step: Duration = .milliseconds(100), settle: Duration? = .milliseconds(50)
+    ) async throws {
         let end = now.advanced(by: duration)
         while now < end {
             // Whatever woke meanwhile (a message, a signal) goes back to sleep before the time moves: else it would
             // take its next deadline from the time after the move.
-            try await idle(before: state.withLock { $0.resting })
+            try await idle(before: state.withLock { $0.resting }, settle: settle)
             let before = sleeping
             let due = state.withLock { state -> [Sleeper] in
                 let next = state.sleepers.values.map(\.deadline).filter { $0 > state.now }.min()
@@ -121,7 +128,7 @@ public final class ManualClock: Clock, Sendable {
                 return due.values.sorted { $0.deadline < $1.deadline }
             }
             for sleeper in due { sleeper.continuation.resume() }
-            if !due.isEmpty { try await idle(before: before) }
+            if !due.isEmpty { try await idle(before: before, settle: settle) }
             let resting = sleeping
             state.withLock { $0.resting = resting }
         }

@@ -36,7 +36,18 @@ struct RideActivityTests {
             #expect((0...1).contains(state.progress))
             #expect(state.progress >= last, "progress \(state.progress) after \(last) at \(status.phase)")
             last = state.progress
-            #expect(state.estimatedArrivalLatest == nil, "no range until the worker publishes one")
+            // Issue 31's range: the latest time of the arrival shown, never before it.
+            switch status.phase {
+            case .received, .confirmed, .approachingPickup:
+                #expect(state.estimatedArrivalLatest == status.estimatedPickupDateLatest)
+            case .pickup, .ongoing:
+                #expect(state.estimatedArrivalLatest == status.estimatedDropOffDateLatest)
+            case .completed:
+                #expect(state.estimatedArrivalLatest == nil)
+            }
+            if let latest = state.estimatedArrivalLatest, let arrival = state.estimatedArrival {
+                #expect(latest >= arrival)
+            }
         }
         let first = try #require(statuses.first)
         let attributes = RideActivityAttributes(status: first)

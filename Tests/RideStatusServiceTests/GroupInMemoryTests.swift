@@ -183,7 +183,8 @@ struct GroupInMemoryTests {
 
     @Test("G3, G4: a fenced ride that ended meanwhile (its state deleted) stays ended when its bucket comes back")
     func fencedThenEnded() async throws {
-        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-end", vehicle: "v-e")
+        let (running, mine, topic) = try await Self.ownRideBesideOther(
+            prefix: "r-end", vehicle: "v-e", clock: ManualClock())
         let broker = running.broker
         broker.publish(topic, try Self.takenOver(broker, topic: topic), retain: true)
         try await running.waitFor("the ride fenced off (G4)") {
@@ -194,10 +195,8 @@ struct GroupInMemoryTests {
         broker.publish(
             "ridestatus/workers/w-other/released", #"{"buckets":[\#(Ownership.bucket(of: mine))],"incarnation":1}"#)
         // A read again would go through a load's marker, a round trip with nothing to observe when it does not
-        // happen: a real second (this test does not run on the manual clock, whose run of it lost a cadence
-        // wake-up in a full suite: docs/architecture.md, "Time").
-        try await running.handled()
-        try await Task.sleep(for: .seconds(1))
+        // happen: a second of the worker's time, its cadence (0.2 s) and handover ticks run through.
+        try await running.advance(.seconds(1))
         #expect(!running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }, "not served again")
         #expect(broker.retained(topic) == nil, "and no state written for it")
         await running.stop()

@@ -106,7 +106,7 @@ extension RideEngine {
             let ride = Ride(
                 booking: booking, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
-                stopShare: learning.stopShare(for: area))
+                stopShare: learning.stopShare(for: area), area: area?.name)
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

@@ -98,6 +98,7 @@ extension RideEngine {
         // G3: the factor the ride started with, kept in its state, so its ETA does not jump with a new owner's
         // learned one; a state of an older shape has none and takes its area's.
         if ride.detourFactor < 1 { ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate) }
+        ride.area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)?.name
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
@@ -189,7 +190,9 @@ extension RideEngine {
     ) {
         let id = rideTable.identifier(at: slot)
         // In place, by slot: the ride is neither looked up again nor copied out and back.
-        let status = rideTable[slot: slot].nextStatus(now: now, configuration: configuration)
+        // E1's range: a change of phase may end a leg, whose estimates teach their area how late cars come.
+        if phaseChanged { rideTable[slot: slot].endLeg(now: now, ranges: &ranges) }
+        let status = rideTable[slot: slot].nextStatus(now: now, configuration: configuration, ranges: ranges)
         // V5, G3: the first status with a location writes the state too, so that a new owner reading it never
         // starts from no location once one was shown (the state's location may then lag by up to a block).
         let located = status.vehicleLocation != nil && rideTable[slot: slot].lastValid?.value.vehicleLocation == nil

@@ -141,6 +141,9 @@ public struct RideEngine: Sendable {
     /// E1: each area's detour factor, corrected by completed rides (settable to carry it between engines, as the
     /// ETA benchmark's trips do).
     public var learning = AreaLearning()
+    /// E1's range (issue 31): how much later than estimated cars arrive, per area, leg and horizon, learned
+    /// from this worker's arrivals (settable to carry it between engines, as the ETA benchmark's trips do).
+    public var ranges = ArrivalRanges()
 
     /// E1: the detour factor for a ride starting at `pickup`: its area's, learned or configured.
     func detourFactor(at pickup: Coordinate) -> Double {

@@ -58,6 +58,11 @@ public struct Ride: Sendable, Equatable {
     var legMetres: Double
     /// E1: road over great-circle distance for this ride, its area's when it started (``AreaLearning``).
     package internal(set) var detourFactor: Double
+    /// E1's range: the service area of the ride's pickup (nil outside every area), whose learned ranges its
+    /// latest times use (``ArrivalRanges``); not durable: an engine finds it again from its catalog.
+    package internal(set) var area: String?
+    /// E1's range: the estimates of the leg under way that the ride learns from when the car arrives.
+    var arrivalSamples = ArrivalSamples()
 
     public var rideIdentifier: String { booking.rideIdentifier }
 
@@ -65,9 +70,10 @@ public struct Ride: Sendable, Equatable {
     /// - Parameters:
     ///   - detourFactor: E1's factor for the ride's area (``AreaLearning``); `rides.detourFactor` when nil.
     ///   - stopShare: E1's stop share learned for the ride's area; `rides.typicalStopShare` when nil.
+    ///   - area: the service area of the pickup, for E1's range.
     public init(
         booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil,
-        stopShare: Double? = nil
+        stopShare: Double? = nil, area: String? = nil
     ) {
         terms = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
@@ -84,6 +90,7 @@ public struct Ride: Sendable, Equatable {
         legMetres = booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         self.detourFactor = detourFactor ?? configuration.detourFactor
         self.stopShare = stopShare
+        self.area = area
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
     }

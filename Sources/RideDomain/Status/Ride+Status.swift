@@ -4,9 +4,13 @@ public import Foundation
 
 extension Ride {
     /// The next status (sequence + 1, `issuedAt` never earlier than the last). Not yet validated.
-    public mutating func nextStatus(now: Date, configuration: RideConfiguration) -> RideStatus {
+    /// - Parameter ranges: E1's learned ranges, for the latest times (issue 31); nil gives none.
+    public mutating func nextStatus(now: Date, configuration: RideConfiguration, ranges: ArrivalRanges? = nil)
+        -> RideStatus
+    {
         updateEstimates(now: now, configuration: configuration)
         limitEstimateDelays(now: now, configuration: configuration)
+        let (pickupLatest, dropOffLatest) = ranges.map { latestTimes(now: now, ranges: $0) } ?? (nil, nil)
         sequence += 1
         let issuedAt = max(now, lastIssuedAt ?? now)
         cadenceGap = lastIssuedAt.map { issuedAt.timeIntervalSince($0) }
@@ -18,10 +22,48 @@ extension Ride {
             rideIdentifier: booking.rideIdentifier, phase: phase, completionStatus: completion,
             vehicleLocation: location, vehicle: vehicle, driver: driver, rideOption: option,
             estimatedPickupDate: estimatedPickupDate, estimatedPickupEndDate: estimatedPickupEndDate,
-            estimatedDropOffDate: estimatedDropOffDate, pickupLocation: booking.pickupLocation,
+            estimatedDropOffDate: estimatedDropOffDate, estimatedPickupDateLatest: pickupLatest,
+            estimatedDropOffDateLatest: dropOffLatest, pickupLocation: booking.pickupLocation,
             dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
             scheduledPickupTime: booking.scheduledPickupTime, sequence: sequence, issuedAt: issuedAt,
             stale: isStale(now: now, configuration: configuration))
+    }
+
+    /// E1's range (issue 31): the latest times of the estimates just made, from the ranges learned for the ride's
+    /// area; the estimates of the leg under way are kept to learn from when the car arrives (only E1's own: not
+    /// the booking's estimate, which stands while the car's position is unknown). Before the pickup the
+    /// drop-off's latest time adds the ride's leg to the pickup's latest time, at least.
+    mutating func latestTimes(now: Date, ranges: ArrivalRanges) -> (pickup: Date?, dropOff: Date?) {
+        let area = self.area ?? ""
+        var pickup: Date?
+        if phase < .pickup {
+            let toGo = max(0, estimatedPickupDate.timeIntervalSince(now))
+            let latest = ranges.latest(in: toGo, leg: .pickup, area: area)
+            pickup = now.addingTimeInterval(latest)
+            if location != nil { arrivalSamples.record(.pickup, at: now, toGo: toGo, latest: latest) }
+        }
+        guard phase < .completed, let dropOffDate = estimatedDropOffDate else { return (pickup, nil) }
+        let toGo = max(0, dropOffDate.timeIntervalSince(now))
+        let latest = ranges.latest(in: toGo, leg: .dropOff, area: area)
+        var dropOff = now.addingTimeInterval(latest)
+        if let pickup {
+            dropOff = max(dropOff, pickup.addingTimeInterval(dropOffDate.timeIntervalSince(estimatedPickupDate)))
+        }
+        if phase == .ongoing { arrivalSamples.record(.dropOff, at: now, toGo: toGo, latest: latest) }
+        return (pickup, dropOff)
+    }
+
+    /// E1's range: a change of phase ends a leg. Arriving at the pickup (or boarding without `pickup`) teaches
+    /// the pickup's estimates; completing teaches the drop-off's; a cancellation teaches nothing.
+    mutating func endLeg(now: Date, ranges: inout ArrivalRanges) {
+        guard let leg = arrivalSamples.leg else { return }
+        if completion.map({ $0.canceled || $0.missedPickup }) == true {
+            arrivalSamples.clear()
+        } else if leg == .pickup, phase >= .pickup {
+            arrivalSamples.teach(&ranges, arrival: pickupArrivedAt ?? ongoingSince ?? now, area: area ?? "")
+        } else if leg == .dropOff, phase == .completed {
+            arrivalSamples.teach(&ranges, arrival: completedAt ?? now, area: area ?? "")
+        }
     }
 
     /// C1, C5: the status just numbered did not leave (the broker had no room for it). Its number is given
@@ -52,8 +94,10 @@ extension Ride {
                 phase: last.phase, completion: completion, vehicleLocation: last.vehicleLocation,
                 crew: lastCrew == crew.value ? crew : Shared(lastCrew), optionPickupDate: last.optionPickupDate,
                 estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
-                estimatedDropOffDate: last.estimatedDropOffDate, sequence: last.sequence, issuedAt: last.issuedAt,
-                stale: last.stale))
+                estimatedDropOffDate: last.estimatedDropOffDate,
+                estimatedPickupDateLatest: last.estimatedPickupDateLatest,
+                estimatedDropOffDateLatest: last.estimatedDropOffDateLatest, sequence: last.sequence,
+                issuedAt: last.issuedAt, stale: last.stale))
     }
 
     func status(from last: LastValidStatus) -> RideStatus {
@@ -65,7 +109,8 @@ extension Ride {
             vehicleLocation: last.vehicleLocation, vehicle: last.crew.value.vehicle, driver: last.crew.value.driver,
             rideOption: option,
             estimatedPickupDate: last.estimatedPickupDate, estimatedPickupEndDate: last.estimatedPickupEndDate,
-            estimatedDropOffDate: last.estimatedDropOffDate, pickupLocation: booking.pickupLocation,
+            estimatedDropOffDate: last.estimatedDropOffDate, estimatedPickupDateLatest: last.estimatedPickupDateLatest,
+            estimatedDropOffDateLatest: last.estimatedDropOffDateLatest, pickupLocation: booking.pickupLocation,
             dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
             scheduledPickupTime: booking.scheduledPickupTime, sequence: last.sequence, issuedAt: last.issuedAt,
             stale: last.stale)
@@ -99,6 +144,8 @@ struct LastValidStatus: Sendable, Equatable {
     @NaNBoxed var estimatedPickupDate: Date?
     @NaNBoxed var estimatedPickupEndDate: Date?
     @NaNBoxed var estimatedDropOffDate: Date?
+    @NaNBoxed var estimatedPickupDateLatest: Date?
+    @NaNBoxed var estimatedDropOffDateLatest: Date?
     var sequence: Int
     var issuedAt: Date
     var stale: Bool

@@ -43,6 +43,8 @@ extension RideStatus {
         writer.date("estimatedPickupDate", estimatedPickupDate)
         writer.date("estimatedPickupEndDate", estimatedPickupEndDate)
         writer.date("estimatedDropOffDate", estimatedDropOffDate)
+        writer.date("estimatedPickupDateLatest", estimatedPickupDateLatest)
+        writer.date("estimatedDropOffDateLatest", estimatedDropOffDateLatest)
         writer.key("pickupLocation")
         pickupLocation.write(to: &writer)
         writer.key("dropOffLocation")

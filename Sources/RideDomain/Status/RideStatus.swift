@@ -56,6 +56,11 @@ public struct RideStatus: Sendable, Equatable, Codable {
     public var estimatedPickupDate: Date?
     public var estimatedPickupEndDate: Date?
     public var estimatedDropOffDate: Date?
+    /// E1's range (issue 31, beyond the contract: `docs/CONTRACT-NOTES.md`): the 90th percentile of the
+    /// arrival at the pickup, before `pickup`, and at the drop-off, before `completed`; never before the
+    /// estimate.
+    public var estimatedPickupDateLatest: Date?
+    public var estimatedDropOffDateLatest: Date?
     public var pickupLocation: Place
     public var dropOffLocation: Place
     public var waypoints: [Place]
@@ -141,6 +146,19 @@ public enum StatusValidator {
         }
         if let pickup = status.estimatedPickupDate, let dropOff = status.estimatedDropOffDate, dropOff < pickup {
             return StatusViolation(rule: .V6, detail: "estimatedDropOffDate is before estimatedPickupDate")
+        }
+        // E1's range: a valid time, never before its estimate (two checks, no array: this runs per status).
+        if let latest = status.estimatedPickupDateLatest,
+            !valid(latest) || latest < (status.estimatedPickupDate ?? .distantFuture)
+        {
+            return StatusViolation(
+                rule: .V6, detail: "estimatedPickupDateLatest is not a time at or after its estimate")
+        }
+        if let latest = status.estimatedDropOffDateLatest,
+            !valid(latest) || latest < (status.estimatedDropOffDate ?? .distantFuture)
+        {
+            return StatusViolation(
+                rule: .V6, detail: "estimatedDropOffDateLatest is not a time at or after its estimate")
         }
         return nil
     }

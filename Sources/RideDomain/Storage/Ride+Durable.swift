@@ -125,6 +125,8 @@ extension LastValidStatus {
         writer.dateIfPresent("estimatedPickupDate", estimatedPickupDate)
         writer.dateIfPresent("estimatedPickupEndDate", estimatedPickupEndDate)
         writer.dateIfPresent("estimatedDropOffDate", estimatedDropOffDate)
+        writer.dateIfPresent("estimatedPickupDateLatest", estimatedPickupDateLatest)
+        writer.dateIfPresent("estimatedDropOffDateLatest", estimatedDropOffDateLatest)
         writer.key("sequence")
         writer.integer(sequence)
         writer.date("issuedAt", issuedAt)
@@ -230,6 +232,9 @@ extension LastValidStatus {
         var estimatedPickupDate: Date?
         var estimatedPickupEndDate: Date?
         var estimatedDropOffDate: Date?
+        /// Absent before shape 7 (E1's range, issue 31).
+        var estimatedPickupDateLatest: Date?
+        var estimatedDropOffDateLatest: Date?
         var sequence: Int
         var issuedAt: Date
         var stale: Bool
@@ -243,7 +248,9 @@ extension LastValidStatus.Durable {
             phase: status.phase, completionStatus: status.completionStatus, vehicleLocation: status.vehicleLocation,
             vehicle: status.vehicle, driver: status.driver, optionPickupDate: status.rideOption.estimatedPickupDate,
             estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
-            estimatedDropOffDate: status.estimatedDropOffDate, sequence: status.sequence, issuedAt: status.issuedAt,
-            stale: status.stale)
+            estimatedDropOffDate: status.estimatedDropOffDate,
+            estimatedPickupDateLatest: status.estimatedPickupDateLatest,
+            estimatedDropOffDateLatest: status.estimatedDropOffDateLatest, sequence: status.sequence,
+            issuedAt: status.issuedAt, stale: status.stale)
     }
 }

@@ -72,6 +72,8 @@ extension Ride {
             ("estimatedPickupDate", estimatedPickupDate), ("estimatedDropOffDate", estimatedDropOffDate),
             ("estimatedPickupEndDate", estimatedPickupEndDate),
             ("rideOption.estimatedPickupDate", booking.rideOption.estimatedPickupDate),
+            ("lastValid.estimatedPickupDateLatest", lastValid?.value.estimatedPickupDateLatest),
+            ("lastValid.estimatedDropOffDateLatest", lastValid?.value.estimatedDropOffDateLatest),
         ]
         for case (let field, let date?) in estimates where !Timestamps.isRepresentable(date) {
             throw Rejection(.invalidField, "\(field) is not a valid time (A2, V6)")

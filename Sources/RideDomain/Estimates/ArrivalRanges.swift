@@ -1,0 +1,195 @@
+import Foundation
+
+/// E1's range (issue 31): how much later than its estimate a car arrives, learned from the arrivals the worker
+/// sees, per service area, leg (to the pickup, to the drop-off) and horizon (the estimate's own: 0-60, 60-120,
+/// 120-240, 240+ s). Each arrival teaches the ratio of the time it really took to the time estimated; the
+/// latest time of a new estimate is its time to go times the 90th percentile of that ratio, never below the
+/// estimate. A wide constant margin would meet any coverage, so the width is what the learning buys and is
+/// measured beside the coverage (`make bench-eta`).
+///
+/// - An area with little history borrows from the fleet: its percentile is shrunk toward the fleet-wide one
+///   by ``shrinkWeight`` observations' worth, and the fleet-wide one toward ``priorRatio`` the same way.
+/// - Old arrivals fade: every observation weighs ``fading`` less than the one after it, so a cell follows a
+///   change of traffic within a few hundred arrivals.
+/// - Pure and small: a histogram of 48 ratio bins per cell, 8 cells per area.
+public struct ArrivalRanges: Sendable, Equatable {
+    public enum Leg: Int, Sendable, CaseIterable {
+        case pickup, dropOff
+
+        /// As in metrics and reports: the status field's stem.
+        public var name: String { self == .pickup ? "pickup" : "dropOff" }
+    }
+
+    /// The quantile the latest time stands for.
+    public static let quantile = 0.9
+    /// The ratio assumed before any arrival was seen: half as long again as estimated.
+    public static let priorRatio = 1.5
+    /// How many observations' worth the fleet's percentile (and the prior, for the fleet) counts for beside
+    /// an area's own.
+    public static let shrinkWeight = 20.0
+    /// Each new observation multiplies the weight of the ones before by this.
+    public static let fading = 0.995
+    /// Estimates closer than this teach nothing: a few seconds of GPS noise would be a ratio of 3.
+    public static let shortestHorizon = 15.0
+    /// Horizon buckets, by the estimate's own time to go: below 60, 120, 240 s, and beyond.
+    public static let horizonBounds: [Double] = [60, 120, 240]
+    /// The buckets' names, as in metrics and reports.
+    public static let horizonNames = ["0-60", "60-120", "120-240", "240+"]
+    /// Ratio bins, evenly spaced in log from 1/4 to 4; ratios outside fall in the end bins.
+    static let bins = 48
+    static let lowestRatio = 0.25
+    static let highestRatio = 4.0
+
+    struct Cell: Sendable, Equatable {
+        var weights = [Double](repeating: 0, count: ArrivalRanges.bins)
+        var total = 0.0
+
+        mutating func add(ratio: Double) {
+            for index in weights.indices { weights[index] *= ArrivalRanges.fading }
+            total = total * ArrivalRanges.fading + 1
+            weights[ArrivalRanges.bin(of: ratio)] += 1
+        }
+
+        /// The ratio below which `quantile` of the weight lies (the upper edge of that bin); nil when empty.
+        func ratio(at quantile: Double) -> Double? {
+            guard total > 0 else { return nil }
+            var below = 0.0
+            for (index, weight) in weights.enumerated() {
+                below += weight
+                if below >= quantile * total { return ArrivalRanges.upperEdge(of: index) }
+            }
+            return ArrivalRanges.highestRatio
+        }
+    }
+
+    /// By area name ("" outside every area), then leg x horizon.
+    private var cells: [String: [Cell]] = [:]
+    /// Every observation, whatever its area.
+    private var fleet = [Cell](repeating: Cell(), count: Leg.allCases.count * (horizonBounds.count + 1))
+    /// The ratios ``ratio(_:horizon:area:)`` answers, kept up to date by ``observe`` (arrivals are rare, statuses
+    /// many: a status looks its ratio up rather than walking two histograms).
+    private var areaRatios: [String: [Double]] = [:]
+    private var fleetRatios = [Double](repeating: priorRatio, count: Leg.allCases.count * (horizonBounds.count + 1))
+    /// Coverage (issue 31): arrivals seen with a latest time, and those that came by it, by leg x horizon.
+    public private(set) var arrivals = [Int](repeating: 0, count: Leg.allCases.count * (horizonBounds.count + 1))
+    public private(set) var covered = [Int](repeating: 0, count: Leg.allCases.count * (horizonBounds.count + 1))
+
+    public init() {}
+
+    /// The horizon bucket of an estimate `seconds` away: 0 to 3.
+    public static func horizon(of seconds: Double) -> Int {
+        seconds < 120 ? (seconds < 60 ? 0 : 1) : (seconds < 240 ? 2 : 3)  // horizonBounds, without a closure
+    }
+
+    static func cell(_ leg: Leg, _ horizon: Int) -> Int { leg.rawValue * (horizonBounds.count + 1) + horizon }
+
+    static func bin(of ratio: Double) -> Int {
+        guard ratio.isFinite, ratio > lowestRatio else { return 0 }
+        let share = log(ratio / lowestRatio) / log(highestRatio / lowestRatio)
+        return min(bins - 1, Int(share * Double(bins)))
+    }
+
+    static func upperEdge(of bin: Int) -> Double {
+        lowestRatio * pow(highestRatio / lowestRatio, Double(bin + 1) / Double(bins))
+    }
+
+    /// The ratio of the latest time to the estimate's time to go, for `leg` at `horizon` in `area`: at least 1.
+    public func ratio(_ leg: Leg, horizon: Int, area: String) -> Double {
+        let index = Self.cell(leg, horizon)
+        // No hashing of the area's name while nothing has been learned (a status asks this twice).
+        guard !areaRatios.isEmpty else { return fleetRatios[index] }
+        return areaRatios[area]?[index] ?? fleetRatios[index]
+    }
+
+    /// Recomputes the ratios of cell `index`: the fleet's, shrunk toward the prior, and every area's, shrunk
+    /// toward the fleet's.
+    private mutating func refresh(_ index: Int) {
+        let fleetCell = fleet[index]
+        let fleetRatio = max(
+            1, Self.shrunk(fleetCell.ratio(at: Self.quantile), weight: fleetCell.total, toward: Self.priorRatio))
+        fleetRatios[index] = fleetRatio
+        for (area, cells) in cells {
+            let own = cells[index]
+            areaRatios[area, default: fleetRatios][index] = max(
+                1, Self.shrunk(own.ratio(at: Self.quantile), weight: own.total, toward: fleetRatio))
+        }
+    }
+
+    static func shrunk(_ value: Double?, weight: Double, toward prior: Double) -> Double {
+        guard let value else { return prior }
+        return (weight * value + shrinkWeight * prior) / (weight + shrinkWeight)
+    }
+
+    /// The latest time for an estimate `seconds` away, in seconds from now.
+    public func latest(in seconds: Double, leg: Leg, area: String) -> Double {
+        let seconds = max(0, seconds)
+        return seconds * ratio(leg, horizon: Self.horizon(of: seconds), area: area)
+    }
+
+    /// An arrival `actual` seconds after an estimate that said `estimated` seconds, whose latest time said
+    /// `latest` seconds (nil: none was given): teaches the ratio and counts the coverage.
+    public mutating func observe(estimated: Double, actual: Double, latest: Double?, leg: Leg, area: String) {
+        guard estimated.isFinite, actual.isFinite, actual >= 0 else { return }
+        let horizon = Self.horizon(of: estimated)
+        let index = Self.cell(leg, horizon)
+        if let latest {
+            arrivals[index] += 1
+            if actual <= latest { covered[index] += 1 }
+        }
+        guard estimated >= Self.shortestHorizon else { return }
+        let ratio = actual / estimated
+        fleet[index].add(ratio: ratio)
+        cells[area, default: [Cell](repeating: Cell(), count: fleet.count)][index].add(ratio: ratio)
+        refresh(index)
+    }
+
+    /// The share of arrivals by their latest time for `leg` at `horizon`; nil before any.
+    public func coverage(_ leg: Leg, horizon: Int) -> Double? {
+        let index = Self.cell(leg, horizon)
+        return arrivals[index] == 0 ? nil : Double(covered[index]) / Double(arrivals[index])
+    }
+}
+
+/// E1's range, per ride (issue 31): one estimate per horizon of the leg under way (when it was made, its time
+/// to go and its latest time's), which the ride teaches ``ArrivalRanges`` when the car arrives. 64 bytes
+/// inline, no allocation per ride.
+struct ArrivalSamples: Sendable, Equatable {
+    /// The leg the samples belong to; nil when there are none.
+    private(set) var leg: ArrivalRanges.Leg?
+    /// Seconds since 1970 at which each bucket's estimate was made; NaN for none.
+    private var made = SIMD4<Double>(repeating: .nan)
+    private var toGo = SIMD4<Float>(repeating: 0)
+    private var latest = SIMD4<Float>(repeating: 0)
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.leg == rhs.leg && lhs.toGo == rhs.toGo && lhs.latest == rhs.latest
+            && (0..<4).allSatisfy { lhs.made[$0] == rhs.made[$0] || (lhs.made[$0].isNaN && rhs.made[$0].isNaN) }
+    }
+
+    /// Keeps the estimate made `now` for `leg`, `toGo` seconds away with its latest time `latest` seconds away,
+    /// unless its horizon's bucket holds one already. Samples of another leg are dropped first.
+    mutating func record(_ leg: ArrivalRanges.Leg, at now: Date, toGo: Double, latest: Double) {
+        if self.leg != leg { self = ArrivalSamples(leg: leg) }
+        let bucket = ArrivalRanges.horizon(of: toGo)
+        guard made[bucket].isNaN else { return }
+        made[bucket] = now.timeIntervalSince1970
+        self.toGo[bucket] = Float(toGo)
+        self.latest[bucket] = Float(latest)
+    }
+
+    /// The car arrived at `arrival` at the end of the samples' leg: teaches every sample to `ranges` under
+    /// `area` and forgets them.
+    mutating func teach(_ ranges: inout ArrivalRanges, arrival: Date, area: String) {
+        if let leg {
+            for bucket in 0..<4 where !made[bucket].isNaN {
+                ranges.observe(
+                    estimated: Double(toGo[bucket]), actual: arrival.timeIntervalSince1970 - made[bucket],
+                    latest: Double(latest[bucket]), leg: leg, area: area)
+            }
+        }
+        self = ArrivalSamples()
+    }
+
+    /// Forgets the samples (a leg that did not arrive: a cancellation).
+    mutating func clear() { self = ArrivalSamples() }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import PropertyBased
+import RideDomain
+import Testing
+
+/// E1's range (issue 31): the latest time is the estimate's time to go times the 90th percentile of how much
+/// longer arrivals took, per area, leg and horizon, shrunk toward the fleet and a prior while history is thin.
+@Suite("Estimates E1: the range of an arrival and how often it holds")
+struct ArrivalRangeTests {
+    @Test("E1: before any arrival the latest time is half as long again; an estimate's horizon picks its bucket")
+    func prior() {
+        let ranges = ArrivalRanges()
+        #expect(ranges.latest(in: 100, leg: .pickup, area: "berlin") == 150)
+        #expect(ranges.latest(in: 0, leg: .dropOff, area: "") == 0)
+        #expect(ArrivalRanges.horizon(of: 59.9) == 0 && ArrivalRanges.horizon(of: 60) == 1)
+        #expect(ArrivalRanges.horizon(of: 239) == 2 && ArrivalRanges.horizon(of: 240) == 3)
+        #expect(ranges.coverage(.pickup, horizon: 1) == nil)
+    }
+
+    @Test(
+        "E1: on a known error distribution (arrivals 0.8 to 1.4 times the estimate) the latest time is its 90th percentile, shrunk toward the prior, and covers what it says"
+    )
+    func knownDistribution() {
+        var ranges = ArrivalRanges()
+        var random = SeededRandom(seed: 31)
+        for _ in 0..<1000 {
+            let ratio = Double.random(in: 0.8...1.4, using: &random)
+            ranges.observe(estimated: 100, actual: 100 * ratio, latest: nil, leg: .pickup, area: "berlin")
+        }
+        // The 90th percentile is 0.8 + 0.9 x 0.6 = 1.34; the histogram answers with the upper edge of its bin
+        // (bins 6 % wide), and 1000 fading arrivals weigh (1 - 0.995^1000) / 0.005 = 198.7 against the
+        // prior's 20 (shrunk toward 1.5 twice: the fleet's cell toward the prior, the area's toward the fleet).
+        let weight = (1 - pow(0.995, 1000)) / 0.005
+        let step = pow(16, 1.0 / 48)
+        func shrunk(_ value: Double, toward prior: Double) -> Double { (weight * value + 20 * prior) / (weight + 20) }
+        let lowest = shrunk(1.34, toward: shrunk(1.34, toward: 1.5))
+        let highest = shrunk(1.34 * step, toward: shrunk(1.34 * step, toward: 1.5))
+        let ratio = ranges.ratio(.pickup, horizon: 1, area: "berlin")
+        #expect(ratio >= lowest && ratio <= highest, "\(ratio) in \(lowest)...\(highest)")
+        // Another area with no history of its own borrows the fleet's.
+        let borrowed = ranges.ratio(.pickup, horizon: 1, area: "hamburg")
+        #expect(borrowed >= shrunk(1.34, toward: 1.5) && borrowed <= shrunk(1.34 * step, toward: 1.5), "\(borrowed)")
+        // Other legs and horizons have learned nothing.
+        #expect(ranges.ratio(.dropOff, horizon: 1, area: "berlin") == 1.5)
+        #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
+        // Coverage on arrivals the range was not learned from: the share of ratios up to the latest's.
+        var fresh = ranges
+        for _ in 0..<2000 {
+            let actual = 100 * Double.random(in: 0.8...1.4, using: &random)
+            let latest = ranges.latest(in: 100, leg: .pickup, area: "berlin")
+            fresh.observe(estimated: 100, actual: actual, latest: latest, leg: .pickup, area: "berlin")
+        }
+        let expected = (ratio - 0.8) / 0.6
+        let coverage = fresh.coverage(.pickup, horizon: 1) ?? 0
+        #expect(abs(coverage - expected) < 0.03, "coverage \(coverage) against \(expected)")
+        #expect(fresh.arrivals[1] == 2000)
+    }
+
+    @Test(
+        "E1: statuses carry the latest times; a car arriving at the pickup teaches its area's range, a cancellation nothing"
+    )
+    func throughTheEngine() throws {
+        var harness = Harness()
+        harness.start()
+        harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 2000, bearing: 0), speed: 10)
+        let now = t0.addingTimeInterval(5)
+        let status = try #require(
+            harness.engine.tick(now: now).statuses.first ?? harness.engine.publishAll(now: now).statuses.first)
+        let estimate = try #require(status.estimatedPickupDate).timeIntervalSince(status.issuedAt)
+        let latest = try #require(status.estimatedPickupDateLatest).timeIntervalSince(status.issuedAt)
+        #expect(abs(latest - 1.5 * estimate) < 0.01, "the prior: \(latest) for \(estimate)")
+        #expect(try #require(status.estimatedDropOffDateLatest) >= (status.estimatedDropOffDate ?? .distantFuture))
+        #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
+        // The car stands at the pickup 200 s after the booking: the estimate of 5 s (306 s, horizon 240+; the
+        // booking's own estimate of 480 s teaches nothing) took 0.64 of its time, within its latest.
+        harness.fix(at: t0.addingTimeInterval(200), pickup.moved(metres: 10, bearing: 0), speed: 0)
+        #expect(harness.phase() == .pickup)
+        let ranges = harness.engine.ranges
+        #expect(ranges.arrivals[3] == 1 && ranges.covered[3] == 1, "\(ranges.arrivals)")
+        #expect(ranges.coverage(.pickup, horizon: 3) == 1)
+        #expect(ranges.ratio(.pickup, horizon: 3, area: "") < 1.45, "learned toward 0.64")
+        #expect(ranges.ratio(.pickup, horizon: 2, area: "") == 1.5, "other horizons keep the prior")
+        // A cancelled ride teaches nothing.
+        harness.start(ride: "r-2", vehicle: "v-2", at: t0.addingTimeInterval(210))
+        harness.send(
+            "rides/r-2/cancel", bytes(#"{"canceledBy":"user"}"#), at: t0.addingTimeInterval(220))
+        #expect(harness.engine.ranges.arrivals == ranges.arrivals)
+    }
+
+    @Test(
+        "E1: estimates closer than 15 s teach nothing; an arrival earlier than estimated keeps the latest at the estimate"
+    )
+    func shortAndEarly() {
+        var ranges = ArrivalRanges()
+        for _ in 0..<500 { ranges.observe(estimated: 10, actual: 40, latest: nil, leg: .dropOff, area: "") }
+        #expect(ranges.ratio(.dropOff, horizon: 0, area: "") == 1.5, "a 4x ratio from 10 s estimates is noise")
+        for _ in 0..<2000 { ranges.observe(estimated: 300, actual: 150, latest: nil, leg: .dropOff, area: "") }
+        #expect(ranges.latest(in: 300, leg: .dropOff, area: "") == 300, "never before the estimate")
+    }
+
+    @Test("E1: over random arrivals, the latest time is never before the estimate, nor ever in the past")
+    func neverBeforeTheEstimate() async {
+        let arrivals = zip(Gen.double(in: 0...1000), Gen.double(in: 0...4000), Gen.int(in: 0...1)).array(of: 0...200)
+        await propertyCheck(count: 300, input: zip(arrivals, Gen.double(in: -10...2000))) { arrivals, toGo in
+            var ranges = ArrivalRanges()
+            for (estimated, actual, leg) in arrivals {
+                ranges.observe(
+                    estimated: estimated, actual: actual, latest: nil, leg: leg == 0 ? .pickup : .dropOff, area: "a")
+            }
+            for leg in ArrivalRanges.Leg.allCases {
+                let latest = ranges.latest(in: toGo, leg: leg, area: "a")
+                #expect(latest >= max(0, toGo), "E1: \(latest) before \(toGo)")
+            }
+        }
+    }
+}
