@@ -98,6 +98,26 @@ struct ArrivalRangeTests {
         #expect(ranges.latest(in: 300, leg: .dropOff, area: "") == 300, "never before the estimate")
     }
 
+    @Test("E1: another car starts its own pace: the old car's place and estimates are not counted against it")
+    func reassignment() throws {
+        var harness = Harness()
+        harness.start()
+        for second in 1...20 {
+            harness.fix(
+                at: t0.addingTimeInterval(Double(second)),
+                pickup.moved(metres: 3000 - 10 * Double(second), bearing: 0), speed: 10)
+        }
+        _ = harness.engine.publishAll(now: t0.addingTimeInterval(20))
+        harness.send("rides/r-1/assign", bytes(#"{"vehicleId":"v-2"}"#), at: t0.addingTimeInterval(21))
+        // The new car is 3 km on the other side, its first fix 2 s after the old car's last, without a speed.
+        harness.fix(vehicle: "v-2", at: t0.addingTimeInterval(22), pickup.moved(metres: 3000, bearing: 180))
+        let ride = try #require(harness.engine.ride("r-1"))
+        #expect(ride.smoothedSpeed == nil, "no pace until the new car is seen moving, not 3 km in 2 s")
+        #expect(ride.phase == .confirmed, "P2: 3 km at the typical speed is no approach")
+        let eta = ride.estimatedPickupDate.timeIntervalSince(t0.addingTimeInterval(22))
+        #expect(abs(eta - 3000 * ride.detourFactor / 7) < 1, "\(eta) s: the typical 7 m/s")
+    }
+
     @Test("E1: over random arrivals, the latest time is never before the estimate, nor ever in the past")
     func neverBeforeTheEstimate() async {
         let arrivals = zip(Gen.double(in: 0...1000), Gen.double(in: 0...4000), Gen.int(in: 0...1)).array(of: 0...200)

@@ -151,19 +151,34 @@ public struct ArrivalRanges: Sendable, Equatable {
 }
 
 /// E1's range, per ride (issue 31): one estimate per horizon of the leg under way (when it was made, its time
-/// to go and its latest time's), which the ride teaches ``ArrivalRanges`` when the car arrives. 64 bytes
-/// inline, no allocation per ride.
+/// to go and its latest time's), which the ride teaches ``ArrivalRanges`` when the car arrives. Inline, no
+/// allocation per ride, 8-byte aligned (homogeneous tuples, not SIMD vectors, whose 16- or 32-byte alignment
+/// would pad every ride).
 struct ArrivalSamples: Sendable, Equatable {
     /// The leg the samples belong to; nil when there are none.
     private(set) var leg: ArrivalRanges.Leg?
     /// Seconds since 1970 at which each bucket's estimate was made; NaN for none.
-    private var made = SIMD4<Double>(repeating: .nan)
-    private var toGo = SIMD4<Float>(repeating: 0)
-    private var latest = SIMD4<Float>(repeating: 0)
+    private var made: (Double, Double, Double, Double) = (.nan, .nan, .nan, .nan)
+    private var toGo: (Float, Float, Float, Float) = (0, 0, 0, 0)
+    private var latest: (Float, Float, Float, Float) = (0, 0, 0, 0)
+
+    private static func get<T>(_ tuple: (T, T, T, T), _ index: Int) -> T {
+        withUnsafeBytes(of: tuple) { $0.load(fromByteOffset: index * MemoryLayout<T>.stride, as: T.self) }
+    }
+
+    private static func set<T>(_ tuple: inout (T, T, T, T), _ index: Int, _ value: T) {
+        withUnsafeMutableBytes(of: &tuple) {
+            $0.storeBytes(of: value, toByteOffset: index * MemoryLayout<T>.stride, as: T.self)
+        }
+    }
 
     static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.leg == rhs.leg && lhs.toGo == rhs.toGo && lhs.latest == rhs.latest
-            && (0..<4).allSatisfy { lhs.made[$0] == rhs.made[$0] || (lhs.made[$0].isNaN && rhs.made[$0].isNaN) }
+        lhs.leg == rhs.leg
+            && (0..<4).allSatisfy { index in
+                let (left, right) = (get(lhs.made, index), get(rhs.made, index))
+                return (left == right || (left.isNaN && right.isNaN)) && get(lhs.toGo, index) == get(rhs.toGo, index)
+                    && get(lhs.latest, index) == get(rhs.latest, index)
+            }
     }
 
     /// Keeps the estimate made `now` for `leg`, `toGo` seconds away with its latest time `latest` seconds away,
@@ -171,25 +186,26 @@ struct ArrivalSamples: Sendable, Equatable {
     mutating func record(_ leg: ArrivalRanges.Leg, at now: Date, toGo: Double, latest: Double) {
         if self.leg != leg { self = ArrivalSamples(leg: leg) }
         let bucket = ArrivalRanges.horizon(of: toGo)
-        guard made[bucket].isNaN else { return }
-        made[bucket] = now.timeIntervalSince1970
-        self.toGo[bucket] = Float(toGo)
-        self.latest[bucket] = Float(latest)
+        guard Self.get(made, bucket).isNaN else { return }
+        Self.set(&made, bucket, now.timeIntervalSince1970)
+        Self.set(&self.toGo, bucket, Float(toGo))
+        Self.set(&self.latest, bucket, Float(latest))
     }
 
     /// The car arrived at `arrival` at the end of the samples' leg: teaches every sample to `ranges` under
     /// `area` and forgets them.
     mutating func teach(_ ranges: inout ArrivalRanges, arrival: Date, area: String) {
         if let leg {
-            for bucket in 0..<4 where !made[bucket].isNaN {
+            for bucket in 0..<4 where !Self.get(made, bucket).isNaN {
                 ranges.observe(
-                    estimated: Double(toGo[bucket]), actual: arrival.timeIntervalSince1970 - made[bucket],
-                    latest: Double(latest[bucket]), leg: leg, area: area)
+                    estimated: Double(Self.get(toGo, bucket)),
+                    actual: arrival.timeIntervalSince1970 - Self.get(made, bucket),
+                    latest: Double(Self.get(latest, bucket)), leg: leg, area: area)
             }
         }
         self = ArrivalSamples()
     }
 
-    /// Forgets the samples (a leg that did not arrive: a cancellation).
+    /// Forgets the samples (a leg that did not arrive: a cancellation, another car).
     mutating func clear() { self = ArrivalSamples() }
 }

@@ -172,7 +172,7 @@ extension RideEngine {
     /// on for a new ride, so it would stay silent until L4 removes it.
     func checkPublishable(_ ride: Ride, now: Date, reason: RejectionReason) throws(Rejection) {
         var trial = ride
-        let status = trial.nextStatus(now: now, configuration: configuration)
+        let status = trial.nextStatus(now: now, configuration: configuration, ranges: ranges)
         if let violation = StatusValidator.violation(of: status, bookedRide: ride.rideIdentifier) {
             throw Rejection(reason, "\(violation.detail) (\(violation.rule))")
         }

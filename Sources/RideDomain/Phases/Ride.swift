@@ -123,7 +123,14 @@ public struct Ride: Sendable, Equatable {
             throw Rejection(.eventNotAllowed, "assign is not allowed in phase \(phase.rawValue) (P8)")
         }
         let replaced = vehicleId == assignment.vehicleId ? nil : vehicleId
-        if replaced != nil { location = nil }
+        if replaced != nil {
+            // Another car (E1): the old car's pace, the point it was counted from and its estimates to learn
+            // from say nothing of this one (measured from the old car's place, the new car's first fix would
+            // be a pace of hundreds of m/s, and its ETA near now).
+            location = nil
+            (anchorLatitude, anchorTime, smoothedSpeed) = (nil, nil, nil)
+            arrivalSamples.clear()
+        }
         vehicleId = assignment.vehicleId
         if assignment.vehicle != nil || assignment.driver != nil {
             var updated = crew.value

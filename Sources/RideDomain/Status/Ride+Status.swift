@@ -39,7 +39,10 @@ extension Ride {
         if phase < .pickup {
             let toGo = max(0, estimatedPickupDate.timeIntervalSince(now))
             let latest = ranges.latest(in: toGo, leg: .pickup, area: area)
-            pickup = now.addingTimeInterval(latest)
+            let date = now.addingTimeInterval(latest)
+            // A booking's estimate far enough out has no writable latest time (V6): none is given.
+            guard Timestamps.isRepresentable(date) else { return (nil, nil) }
+            pickup = date
             if location != nil { arrivalSamples.record(.pickup, at: now, toGo: toGo, latest: latest) }
         }
         guard phase < .completed, let dropOffDate = estimatedDropOffDate else { return (pickup, nil) }
@@ -49,6 +52,7 @@ extension Ride {
         if let pickup {
             dropOff = max(dropOff, pickup.addingTimeInterval(dropOffDate.timeIntervalSince(estimatedPickupDate)))
         }
+        guard Timestamps.isRepresentable(dropOff) else { return (pickup, nil) }
         if phase == .ongoing { arrivalSamples.record(.dropOff, at: now, toGo: toGo, latest: latest) }
         return (pickup, dropOff)
     }

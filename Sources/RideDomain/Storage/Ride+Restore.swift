@@ -88,6 +88,15 @@ extension Ride {
         if let speed = smoothedSpeed, !(speed.isFinite && speed >= 0) {
             throw Rejection(.invalidField, "smoothedSpeed \(speed) is not a speed (A2, T6)")
         }
+        // E1's range (V6): a stored latest time is never before its estimate.
+        if let last = lastValid?.value {
+            if let latest = last.estimatedPickupDateLatest, latest < (last.estimatedPickupDate ?? .distantFuture) {
+                throw Rejection(.invalidField, "lastValid.estimatedPickupDateLatest is before its estimate (A2, V6)")
+            }
+            if let latest = last.estimatedDropOffDateLatest, latest < (last.estimatedDropOffDate ?? .distantFuture) {
+                throw Rejection(.invalidField, "lastValid.estimatedDropOffDateLatest is before its estimate (A2, V6)")
+            }
+        }
         if let share = stopShare, !(0...1).contains(share) {
             throw Rejection(.invalidField, "stopShare \(share) is not a share of time, 0...1 (A2, E1)")
         }
