@@ -114,10 +114,12 @@ public final class ManualClock: Clock, Sendable {
         by duration: Duration, step: Duration = .milliseconds(100), settle: Duration? = .milliseconds(50)
     ) async throws {
         let end = now.advanced(by: duration)
+        // Strict waits longer: in a full parallel run other suites can hold the cooperative pool for seconds.
+        let patience: Duration = settle == nil ? .seconds(60) : .seconds(10)
         while now < end {
             // Whatever woke meanwhile (a message, a signal) goes back to sleep before the time moves: else it would
             // take its next deadline from the time after the move.
-            try await idle(before: state.withLock { $0.resting }, settle: settle)
+            try await idle(before: state.withLock { $0.resting }, settle: settle, timeout: patience)
             let before = sleeping
             let due = state.withLock { state -> [Sleeper] in
                 let next = state.sleepers.values.map(\.deadline).filter { $0 > state.now }.min()
@@ -128,7 +130,7 @@ public final class ManualClock: Clock, Sendable {
                 return due.values.sorted { $0.deadline < $1.deadline }
             }
             for sleeper in due { sleeper.continuation.resume() }
-            if !due.isEmpty { try await idle(before: before, settle: settle) }
+            if !due.isEmpty { try await idle(before: before, settle: settle, timeout: patience) }
             let resting = sleeping
             state.withLock { $0.resting = resting }
         }
