@@ -78,7 +78,8 @@ public struct ArrivalRanges: Sendable, Equatable {
 
     /// The horizon bucket of an estimate `seconds` away: 0 to 3.
     public static func horizon(of seconds: Double) -> Int {
-        seconds < 120 ? (seconds < 60 ? 0 : 1) : (seconds < 240 ? 2 : 3)  // horizonBounds, without a closure
+        let bounds = horizonBounds  // compared in place: no closure per status
+        return seconds < bounds[1] ? (seconds < bounds[0] ? 0 : 1) : (seconds < bounds[2] ? 2 : 3)
     }
 
     static func cell(_ leg: Leg, _ horizon: Int) -> Int { leg.rawValue * (horizonBounds.count + 1) + horizon }
