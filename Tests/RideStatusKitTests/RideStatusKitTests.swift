@@ -276,10 +276,24 @@ struct RideStatusKitTests {
         #expect(ContractTime.format(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")
         #expect(ContractTime.format(Date(timeIntervalSince1970: 1e300)) == "9999-12-31T23:59:59.999Z", "no trap")
         #expect(ContractTime.format(Date(timeIntervalSince1970: .nan)) == "1970-01-01T00:00:00.000Z", "no trap")
-        // The kit writes times as the worker does.
-        for _ in 0..<500 {
-            let date = Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000)) / 1000)
-            #expect(ContractTime.format(date) == Timestamps.format(date), "\(date.timeIntervalSince1970)")
+        // Proleptic Gregorian years before Foundation's calendar cuts over to the Julian one (Python's datetime).
+        #expect(ContractTime.format(Date(timeIntervalSince1970: -30_610_224_000.001)) == "0999-12-31T23:59:59.999Z")
+        #expect(ContractTime.format(Date(timeIntervalSince1970: -62_135_596_800)) == "0001-01-01T00:00:00.000Z")
+        #expect(ContractTime.format(Date(timeIntervalSince1970: -12_220_199_999.993)) == "1582-10-04T12:00:00.007Z")
+        #expect(ContractTime.format(Date(timeIntervalSince1970: 253_402_300_799.999)) == "9999-12-31T23:59:59.999Z")
+        // Against an independent oracle: Foundation's Gregorian calendar in UTC, from 1600 to 9999.
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        for _ in 0..<2000 {
+            let milliseconds = Int64.random(in: -11_676_096_000_000...253_402_300_799_999)
+            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            let wholeSeconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+            let parts = calendar.dateComponents(
+                [.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: Double(wholeSeconds)))
+            let expected = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.year!, parts.month!, parts.day!, parts.hour!,
+                parts.minute!, parts.second!, Int(milliseconds - wholeSeconds * 1000))
+            #expect(ContractTime.format(date) == expected, "\(milliseconds) ms")
         }
         // A time read from the wire writes back the same text (the fraction's nearest Double is not truncated).
         for text in ["2026-11-22T09:58:41.695Z", "2026-11-22T09:52:28.500Z", "2026-12-31T23:59:59.999Z"] {
