@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
 
 all: build
 
@@ -48,7 +48,7 @@ reset:
 test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build --skip NATSClusterTests
-	@$(MAKE) --no-print-directory test-browser test-api test-ops build-unbuffered SKIP_BUILD=1
+	@$(MAKE) --no-print-directory test-browser test-api test-ops test-push build-unbuffered SKIP_BUILD=1
 
 ## build-unbuffered: the MQTT client without its read buffer under libmosquitto (the package trait UnbufferedIO,
 ## the path every platform but Linux with glibc takes), in its own build folder; about a minute
@@ -65,6 +65,13 @@ test-browser: deps
 test-ops: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
 	python3 Tests/Python/ops/test_ops.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+
+## test-push: ride-push (issue 32) end to end: the APNs and FCM stand-ins checked against aioapns, then mosquitto,
+## the worker, fleet-sim, ride-push and the stand-ins through a ride's life, an APNs outage and a 410
+test-push: deps
+	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
+	python3 Tests/Python/push/test_standins.py
+	python3 Tests/Python/push/test_push.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-api: schemathesis over web/openapi.json against a running worker with rides (mosquitto, fleet-sim)
 test-api: deps

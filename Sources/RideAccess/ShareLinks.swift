@@ -9,7 +9,7 @@ import RideDomain
 ///
 /// The token is a JWT (RFC 7519) in JWS compact form with `alg` `EdDSA` and a `kid`, so that dispatch may sign
 /// with any JWT library: `sub` is the ride (I1), `exp` the expiry, `aud` ``ShareLinks/audience``. Expiry is read
-/// against the worker's clock (``WorkerTime``), not the library's.
+/// against the caller's clock (the worker's `WorkerTime`, ride-push's), not the library's.
 public enum ShareLinks {
     /// The audience every share token carries, so that a token made with the same key for another purpose
     /// opens no ride.

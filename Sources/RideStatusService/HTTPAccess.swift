@@ -1,4 +1,5 @@
 import Foundation
+import RideAccess
 
 /// Who may read what over HTTP (issue 30), decided from a request's bearer token or a share link's path, with
 /// no HTTP types, so that it is tested alone:

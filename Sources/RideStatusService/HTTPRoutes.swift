@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RideAccess
 import RideJSON
 
 /// The routes of the read API (`/v1`) and of share links (`/share/{token}`), each asking ``HTTPAccess`` first.

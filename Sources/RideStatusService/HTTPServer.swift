@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import RideAccess
 import RideJSON
 import ServiceLifecycle
 

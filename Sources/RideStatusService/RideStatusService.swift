@@ -3,6 +3,7 @@ import Locking
 public import Logging
 public import MQTTClient
 import Metrics
+import RideAccess
 import RideDomain
 public import ServiceLifecycle
 import WorkerGroup

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RideAccess
 import RideStatusService
 
 /// `ride-status-worker share-key`: a new Ed25519 key for share links (issue 30). The private key goes to a file

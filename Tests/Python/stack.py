@@ -45,7 +45,7 @@ def iso(seconds_ago):
 class Stack:
     """mosquitto, the worker and fleet-sim on free loopback ports; stopped in reverse order."""
 
-    def __init__(self, bin_dir, folder, vehicles=12, bad_input_rate=0.0, worker_settings=()):
+    def __init__(self, bin_dir, folder, vehicles=12, bad_input_rate=0.0, worker_settings=(), fleet_arguments=()):
         self.folder = folder
         self.processes = []
         self.broker_port = free_port()
@@ -65,7 +65,7 @@ class Stack:
         self.start("fleet-sim", [
             os.path.join(bin_dir, "fleet-sim"), "--broker", broker, "--vehicles", str(vehicles), "--cancel-rate", "0",
             "--ride-prefix", "sim", "--bad-input-rate", str(bad_input_rate),
-        ])
+        ] + list(fleet_arguments))
         self.broker = broker
 
     def start(self, name, command):

@@ -1,6 +1,7 @@
 import Foundation
 import MQTTClient
 import MosquittoTesting
+import RideAccess
 import RideDomain
 import Testing
 

@@ -6,6 +6,7 @@ import RideDomain
 import RideStatusTesting
 import Testing
 
+@testable import RideAccess
 @testable import RideStatusService
 
 /// Share links (issue 30): Ed25519 tokens with a key id that open one ride until they expire, checked alone

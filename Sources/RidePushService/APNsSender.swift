@@ -1,0 +1,120 @@
+import AsyncHTTPClient
+public import Foundation
+import JWTKit
+public import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+public import RidePush
+
+/// Sends Live Activity pushes to APNs over HTTP/2 (async-http-client negotiates it by ALPN) with token
+/// authentication: an ES256 JWT naming the team, signed with the key APNs gave for it, made again as
+/// ``ProviderTokenPolicy`` says.
+public actor APNsSender {
+    public struct Configuration: Sendable {
+        /// `https://api.push.apple.com` (or `api.sandbox.push.apple.com`, or a stand-in in tests).
+        public var baseURL: String
+        /// The app's bundle identifier: the topic is `<bundle>.push-type.liveactivity`.
+        public var bundleIdentifier: String
+        /// The team (the JWT's `iss`) and the key's id (its `kid`).
+        public var teamIdentifier: String
+        public var keyIdentifier: String
+        /// The signing key as Apple hands it out (a `.p8` file: PEM, PKCS #8, P-256).
+        public var privateKeyPEM: String
+        /// A PEM file of the certificates to trust instead of the system's (a stand-in's); nil for APNs itself.
+        public var trustRootsFile: String?
+        public var renewalAge: TimeInterval
+
+        public init(
+            baseURL: String, bundleIdentifier: String, teamIdentifier: String, keyIdentifier: String,
+            privateKeyPEM: String, trustRootsFile: String? = nil, renewalAge: TimeInterval = 40 * 60
+        ) {
+            self.baseURL = baseURL
+            self.bundleIdentifier = bundleIdentifier
+            self.teamIdentifier = teamIdentifier
+            self.keyIdentifier = keyIdentifier
+            self.privateKeyPEM = privateKeyPEM
+            self.trustRootsFile = trustRootsFile
+            self.renewalAge = renewalAge
+        }
+    }
+
+    /// The claims of a provider token: the team and when it was made, in whole seconds.
+    struct ProviderClaims: JWTPayload {
+        var iss: IssuerClaim
+        var iat: IssuedAtClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    private let configuration: Configuration
+    private let client: HTTPClient
+    private let keys: JWTKeyCollection
+    private let now: @Sendable () -> Date
+    private let logger: Logger
+    private var policy: ProviderTokenPolicy
+    private var token: String?
+
+    /// - Throws: when the key is not a P-256 private key in PEM, or the trust roots cannot be read.
+    public init(configuration: Configuration, now: @escaping @Sendable () -> Date, logger: Logger) async throws {
+        let key = try ES256PrivateKey(pem: configuration.privateKeyPEM)
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: key, kid: JWKIdentifier(string: configuration.keyIdentifier))
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let file = configuration.trustRootsFile { tls.trustRoots = .file(file) }
+        self.client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: HTTPClient.Configuration(
+                tlsConfiguration: tls, timeout: .init(connect: .seconds(10), read: .seconds(30))))
+        self.configuration = configuration
+        self.keys = keys
+        self.now = now
+        self.logger = logger
+        self.policy = ProviderTokenPolicy(renewalAge: configuration.renewalAge)
+    }
+
+    /// Sends `push` and says what became of it. A connection failure or a timeout is worth a retry.
+    public func send(_ push: Push) async -> PushPlanner.Outcome {
+        do {
+            let request = try APNs.request(
+                for: push, bundleIdentifier: configuration.bundleIdentifier, providerToken: try await providerToken())
+            var http = HTTPClientRequest(url: configuration.baseURL + request.path)
+            http.method = .POST
+            for (name, value) in request.headers { http.headers.add(name: name, value: value) }
+            http.body = .bytes(ByteBuffer(bytes: request.body))
+            let response = try await client.execute(http, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 64 * 1024)
+            return APNs.outcome(
+                status: Int(response.status.code), body: Array(buffer: body),
+                retryAfter: response.headers.first(name: "retry-after"))
+        } catch let error as APNs.TooLarge {
+            return .refused(reason: "PayloadTooLarge (\(error.bytes) bytes)")
+        } catch {
+            logger.debug("APNs request failed", metadata: ["push.device": "\(push.device)", "error": "\(error)"])
+            return .retry(after: nil)
+        }
+    }
+
+    /// APNs called the provider token expired: make a new one if APNs will take it (see
+    /// ``ProviderTokenPolicy/expired(now:)``). Returns whether the clock of this host or APNs's is off.
+    @discardableResult
+    public func providerTokenExpired() -> Bool {
+        if policy.expired(now: now()) { token = nil }
+        return policy.expiredEarly
+    }
+
+    /// The provider token, made again once it reached its renewal age.
+    func providerToken() async throws -> String {
+        let now = self.now()
+        if let token, !policy.needsNewToken(now: now) { return token }
+        // Whole seconds: APNs reads `iat` as an integer.
+        let issued = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let made = try await keys.sign(
+            ProviderClaims(iss: .init(value: configuration.teamIdentifier), iat: .init(value: issued)),
+            kid: JWKIdentifier(string: configuration.keyIdentifier))
+        policy.made(at: now)
+        token = made
+        return made
+    }
+
+    public func shutdown() async throws { try await client.shutdown() }
+}

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""ride-push end to end (issue 32): mosquitto, the worker, fleet-sim, ride-push and the APNs and FCM stand-ins,
+each a real process on free loopback ports.
+  - Registration: a device proves its ride with the ride's share token (issue 30); another ride's token, none,
+    or a push token that is not one is refused, and nothing is registered.
+  - A ride through its phases: the APNs device gets its pushes in order, timestamps growing (the stand-in
+    records any that do not), priority 10 exactly for the first push, a phase change, or an arrival moving more
+    than 60 s (within the budget), then an `end` at priority 10 with a dismissal-date; the Android device gets
+    the same states as FCM data messages, sequences growing. After the end the registrations are gone.
+  - An APNs outage (503): the pending gauge stays at most one per activity; when APNs is back, the next push is
+    the newest state, not a backlog.
+  - 410 Unregistered removes the registration.
+
+Usage: Tests/Python/push/test_push.py --bin-dir .build/debug
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from stack import Stack, free_port, iso, offset, share_keys, share_link, wait_until  # noqa: E402
+from test_standins import Standin  # noqa: E402
+
+APNS_TOKENS = ["a1" * 32, "b2" * 32, "c3" * 32]
+FCM_TOKEN = "fcm-device-1:APA91b-test"
+
+
+class RidePush:
+    def __init__(self, bin_dir, folder, stack, standin, key_set):
+        self.port = free_port()
+        log = open(os.path.join(folder, "ride-push.log"), "wb")
+        self.process = subprocess.Popen([
+            os.path.join(bin_dir, "ride-push"), "--broker", stack.broker, "--http-port", str(self.port),
+            "--share-keys", key_set,
+            "--apns-url", f"https://127.0.0.1:{standin.apns_port}", "--apns-key", standin.apns_key_path,
+            "--apns-key-id", "TESTKEY123", "--team-id", "TEAM123456", "--bundle-id", "com.example.rides",
+            "--apns-ca-file", standin.certificate,
+            "--fcm-url", f"https://127.0.0.1:{standin.port}", "--fcm-account", standin.account_path,
+            "--fcm-ca-file", standin.certificate,
+            # Short intervals, so that a ride of a minute or two shows routine pushes and refreshes.
+            "--minimum-interval", "2", "--refresh-interval", "6", "--log-level", "debug",
+        ], stdout=log, stderr=subprocess.STDOUT)
+        wait_until("ride-push to listen", lambda: Stack.listening(self.port), 30)
+
+    def call(self, method, path, body=None, token=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
+        request.add_header("content-type", "application/json")
+        if token:
+            request.add_header("authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                text = response.read()
+                return response.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as error:
+            text = error.read()
+            return error.code, json.loads(text) if text else None
+
+    def metric(self, name):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        total = 0.0
+        found = False
+        for line in text.splitlines():
+            if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
+                total += float(line.rsplit(" ", 1)[1])
+                found = True
+        return total if found else None
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError("ride-push did not stop within 10 s of SIGTERM")
+        assert self.process.returncode == 0, f"ride-push exited with {self.process.returncode}"
+
+
+def token_of(link):
+    return re.search(r"/share/([^/?#]+)", link).group(1)
+
+
+def early_ride(stack, exclude=()):
+    """A ride of fleet-sim that has not yet reached its pickup."""
+    found = {}
+
+    def check():
+        rides = stack.get("/v1/rides?limit=1000") or {}
+        for ride in rides.get("rides", []):
+            if ride["rideIdentifier"] not in exclude and ride["phase"] in ("received", "confirmed", "approachingPickup"):
+                found["ride"] = ride["rideIdentifier"]
+                return True
+        return False
+
+    wait_until("a ride before its pickup", check, 60)
+    return found["ride"]
+
+
+def apns_pushes(standin, token):
+    return [p for p in standin.control("GET", "/control/pushes") if p["service"] == "apns" and p["token"] == token]
+
+
+def fcm_pushes(standin, token):
+    return [p for p in standin.control("GET", "/control/pushes")
+            if p["service"] == "fcm" and p["payload"]["message"]["token"] == token]
+
+
+PHASES = ["received", "confirmed", "approachingPickup", "pickup", "ongoing", "completed"]
+
+
+def check_lifetime(standin, ride, token):
+    pushes = apns_pushes(standin, token)
+    assert pushes, "no APNs push"
+    states = [p["payload"]["aps"] for p in pushes]
+    assert states[-1]["event"] == "end" and pushes[-1]["priority"] == 10, states[-1]
+    assert isinstance(states[-1].get("dismissal-date"), int)
+    assert all(s["event"] == "update" for s in states[:-1]), "only the last push ends the activity"
+    phases = [PHASES.index(s["content-state"]["phase"]) for s in states]
+    assert phases == sorted(phases), f"phases went back: {phases}"
+    assert pushes[0]["priority"] == 10, "the first push is urgent"
+    for previous, push in zip(pushes, pushes[1:]):
+        a, b = previous["payload"]["aps"], push["payload"]["aps"]
+        changed = a["content-state"]["phase"] != b["content-state"]["phase"] or \
+            a["content-state"].get("ending") != b["content-state"].get("ending")
+        if changed:
+            assert push["priority"] == 10, f"a phase change at priority {push['priority']}"
+        assert b["timestamp"] > a["timestamp"]
+        if b["event"] == "update":
+            assert b["stale-date"] > push["at"], "a healthy ride's state arrives before it is stale"
+    urgent = sum(1 for p in pushes if p["priority"] == 10 and p["payload"]["aps"]["event"] == "update")
+    assert urgent <= 12, f"{urgent} priority-10 updates in one ride"
+    assert sorted(set(phases)) == list(range(6)), f"every phase on the lock screen: {sorted(set(phases))}"
+    assert states[-1]["content-state"]["ending"] == "completed"
+    print(f"ok: {ride}: {len(pushes)} APNs pushes, {urgent} urgent, phases "
+          f"{[PHASES[i] for i in sorted(set(phases))]}, then end")
+
+
+PICKUP = (52.5219, 13.4132)
+DROP_OFF = (52.5096, 13.3759)
+
+
+def drive(stack, ride, vehicle):
+    """A ride through every phase in about 40 s, as dispatch and a car would send it: booked without a car
+    (received), assigned (confirmed), fixes closing in on the pickup (approachingPickup, the ETA moving), the
+    driver's arrival (pickup), the rider on board (ongoing), fixes toward the drop-off, the arrival there
+    (completed), and the stop (L2)."""
+    def fix(point, speed):
+        stack.publish(f"fleet/vehicles/{vehicle}/position", {
+            "vehicleId": vehicle, "timestamp": iso(0), "latitude": point[0], "longitude": point[1], "speed": speed,
+            "horizontalAccuracy": 5})
+
+    stack.publish(f"rides/{ride}/assign", {"vehicleId": vehicle, "vehicle": {
+        "registrationPlate": "B-RP 32", "manufacturer": "Tesla", "model": "Model 3"}, "driver": {"displayName": "Ana"}})
+    time.sleep(2)
+    for step in range(12):
+        fix(offset(PICKUP, 900 - 70 * step, 0), 12)
+        time.sleep(1)
+    stack.publish(f"rides/{ride}/event", {"type": "arrivedAtPickup"})
+    time.sleep(3)
+    stack.publish(f"rides/{ride}/event", {"type": "passengerOnBoard"})
+    for step in range(10):
+        share = step / 12
+        fix((PICKUP[0] + (DROP_OFF[0] - PICKUP[0]) * share, PICKUP[1] + (DROP_OFF[1] - PICKUP[1]) * share), 11)
+        time.sleep(1)
+    stack.publish(f"rides/{ride}/event", {"type": "arrivedAtDropOff"})
+    time.sleep(3)
+    stack.publish(f"rides/{ride}/stop", {"reason": "done"})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        private_key, key_set = share_keys(args.bin_dir, folder)
+        standin = Standin(folder)
+        stack = Stack(args.bin_dir, folder, vehicles=30, worker_settings=[f"http.shareKeys={key_set}"],
+                      fleet_arguments=["--radius", "500"])
+        push = None
+        try:
+            push = RidePush(args.bin_dir, folder, stack, standin, key_set)
+            ride = "push-ride-1"
+            stack.publish(f"rides/{ride}/start", {
+                "rideIdentifier": ride, "rideOption": {"name": "Compact", "estimatedPickupDate": iso(-300)},
+                "pickupLocation": {"latitude": PICKUP[0], "longitude": PICKUP[1], "name": "Alexanderplatz"},
+                "dropOffLocation": {"latitude": DROP_OFF[0], "longitude": DROP_OFF[1], "name": "Potsdamer Platz"}})
+            other = early_ride(stack, exclude={ride})
+            token = token_of(share_link(args.bin_dir, private_key, ride, "http://x"))
+            other_token = token_of(share_link(args.bin_dir, private_key, other, "http://x"))
+            path = f"/v1/rides/{ride}/devices"
+
+            # Refused: no token, another ride's, a forged one, a push token that is not one.
+            assert push.call("POST", path, {"service": "apns", "token": APNS_TOKENS[0]})[0] == 401
+            status, problem = push.call("POST", path, {"service": "apns", "token": APNS_TOKENS[0]}, other_token)
+            assert status == 403 and problem["reason"] == "otherRide", (status, problem)
+            assert push.call("POST", path, {"service": "apns", "token": APNS_TOKENS[0]}, token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB"))[0] == 401
+            status, problem = push.call("POST", path, {"service": "apns", "token": "not-hex"}, token)
+            assert status == 400 and problem["reason"] == "malformedToken", (status, problem)
+            assert push.metric("ridepush_registrations") == 0
+            # Registered: an iPhone and an Android phone.
+            assert push.call("POST", path, {"service": "apns", "token": APNS_TOKENS[0]}, token)[0] == 201
+            assert push.call("POST", path, {"service": "apns", "token": APNS_TOKENS[0]}, token)[0] == 200
+            assert push.call("POST", path, {"service": "fcm", "token": FCM_TOKEN}, token)[0] == 201
+            wait_until("a first push", lambda: apns_pushes(standin, APNS_TOKENS[0]), 20)
+            print(f"ok: registration for {ride} needs its share token")
+
+            # A second ride's iPhone: APNs goes down for 12 s, then comes back.
+            other_path = f"/v1/rides/{other}/devices"
+            assert push.call("POST", other_path, {"service": "apns", "token": APNS_TOKENS[1]}, other_token)[0] == 201
+            wait_until("the other ride's first push", lambda: apns_pushes(standin, APNS_TOKENS[1]), 20)
+            standin.control("POST", "/control/fail", {"status": 503, "reason": "ServiceUnavailable", "count": -1})
+            outage_end = time.time() + 12
+            most_pending = 0
+            while time.time() < outage_end:
+                most_pending = max(most_pending, push.metric("ridepush_pending") or 0)
+                time.sleep(0.5)
+            assert most_pending <= push.metric("ridepush_registrations"), most_pending
+            before = len(apns_pushes(standin, APNS_TOKENS[1]))
+            standin.control("POST", "/control/fail", {"count": 0})
+            wait_until("a push after the outage", lambda: len(apns_pushes(standin, APNS_TOKENS[1])) > before, 90)
+            after = apns_pushes(standin, APNS_TOKENS[1])[before]
+            newest = stack.get(f"/v1/rides/{other}")
+            sequence = after["payload"]["aps"]["content-state"]["sequence"]
+            assert newest is None or sequence >= newest["sequence"] - 3, (sequence, newest and newest["sequence"])
+            print(f"ok: an APNs outage held at most {most_pending:.0f} pending; then the newest state went")
+
+            # 410: the other ride's device is gone.
+            standin.control("POST", "/control/unregister", {"token": APNS_TOKENS[1]})
+            wait_until("the unregistered device removed",
+                       lambda: (push.metric('ridepush_registrations_removed_total') or 0) >= 1, 60)
+            assert push.call("DELETE", other_path, {"service": "apns", "token": APNS_TOKENS[1]}, other_token)[0] == 404
+            print("ok: 410 Unregistered removed the registration")
+
+            # The first ride through its phases to its end.
+            drive(stack, ride, "car-push-1")
+            wait_until(f"{ride} to end on the lock screen",
+                       lambda: any(p["payload"]["aps"]["event"] == "end" for p in apns_pushes(standin, APNS_TOKENS[0])),
+                       30)
+            check_lifetime(standin, ride, APNS_TOKENS[0])
+            wait_until("the Android end", lambda: any(p["payload"]["message"]["data"]["event"] == "end"
+                                                     for p in fcm_pushes(standin, FCM_TOKEN)), 30)
+            data = [p["payload"]["message"]["data"] for p in fcm_pushes(standin, FCM_TOKEN)]
+            sequences = [int(d["sequence"]) for d in data]
+            assert sequences == sorted(sequences), sequences
+            assert data[-1]["event"] == "end" and data[-1]["phase"] == "completed" and data[-1]["ending"] == "completed"
+            wait_until("the ended ride's registrations gone",
+                       lambda: push.call("DELETE", path, {"service": "fcm", "token": FCM_TOKEN}, token)[0] == 404, 30)
+            assert standin.control("GET", "/control/violations") == [], "a timestamp that did not grow"
+            print(f"ok: Android got {len(data)} data messages, sequences growing, then end")
+        finally:
+            if push:
+                push.stop()
+            stack.stop()
+            standin.stop()
+
+
+if __name__ == "__main__":
+    main()
