@@ -169,8 +169,20 @@ struct GroupBenchmark: AsyncParsableCommand {
             try await waitFor("the group of \(workers.count)", timeout: 60) {
                 workers.allSatisfy { $0.metric("ridestatus_group_members") == Double(workers.count) }
             }
-            try await waitFor("the newcomer's share", timeout: 60) {
-                ContinuousClock.now - joined > .seconds(2 * interval) && Set(owners.current.values).contains(id)
+            // Settled: the newcomer's share has not changed for two intervals. (Waiting only for its first ride
+            // let the next join start while a third of this one's rides were still moving, so that join's
+            // figures held the tail of this one: 28.5 % moved instead of 50 %, then 41.8 % instead of 33.3 %.)
+            var share = 0
+            var steadySince = ContinuousClock.now
+            try await waitFor("the newcomer's share to settle", timeout: 120) {
+                let now = ContinuousClock.now
+                let count = owners.current.values.count { $0 == id }
+                if count != share {
+                    share = count
+                    steadySince = now
+                }
+                return count > 0 && now - joined > .seconds(2 * interval)
+                    && now - steadySince > .seconds(2 * interval)
             }
             let after = owners.current
             let moved = before.filter { after[$0.key] != $0.value }

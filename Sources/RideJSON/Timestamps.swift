@@ -26,9 +26,8 @@ public enum Timestamps {
         let (year, month, day) = civil(fromDays: days)
         let milliseconds = Int(millisecondsOfDay)
         // Written through a pointer into a stack buffer and appended once: one capacity check instead of 24,
-        // two digits per store pair by multiply-shift divisions. Measured under callgrind (`make
-        // bench-instructions`, status): a digit loop with a bounds-checked buffer cost about 840 instructions
-        // per time, this about a fifth of that.
+        // two digits per step by multiply-shift divisions. Measured under callgrind (`make bench-instructions`):
+        // a status (six times or so) took 37,432 instructions with a bounds-checked digit loop, 34,527 with this.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
             let text = buffer.baseAddress!
             let century = Int(year) / 100

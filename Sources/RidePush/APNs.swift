@@ -56,12 +56,14 @@ public enum APNs {
         if status == 200 { return .delivered }
         let reason = Self.reason(in: body) ?? "status \(status)"
         switch (status, reason) {
-        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
+        // Only what says the token itself is gone: `DeviceTokenNotForTopic` or `BadTopic` mean a wrong bundle
+        // identifier in ride-push's settings, and must not remove every device on its first push.
+        case (410, _), (400, "BadDeviceToken"):
             return .unregistered
         case (403, "ExpiredProviderToken"):
             return .credentialExpired
         case (429, _), (500, _), (503, _):
-            return .retry(after: retryAfter.flatMap(TimeInterval.init))
+            return .retry(after: PushPlanner.retryAfter(retryAfter))
         default:
             return .refused(reason: reason)
         }

@@ -54,12 +54,15 @@ public enum FCM {
         if status == 200 { return .delivered }
         let code = Self.errorCode(in: body) ?? "status \(status)"
         switch (status, code) {
-        case (404, _), (_, "UNREGISTERED"), (403, "SENDER_ID_MISMATCH"):
+        // Only what says the token is gone: a 404 without `UNREGISTERED` (a wrong project in the path) or
+        // `SENDER_ID_MISMATCH` (another project's token, or a wrong project) is a setting to fix, not a reason to
+        // remove every device.
+        case (_, "UNREGISTERED"):
             return .unregistered
         case (401, _):
             return .credentialExpired
         case (429, _), (500, _), (503, _):
-            return .retry(after: retryAfter.flatMap(TimeInterval.init))
+            return .retry(after: PushPlanner.retryAfter(retryAfter))
         default:
             return .refused(reason: code)
         }

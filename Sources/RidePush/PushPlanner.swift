@@ -35,6 +35,9 @@ public struct PushPlanner: Sendable {
         public var refreshInterval: TimeInterval = 60
         /// How long an ended activity stays on the lock screen, seconds (`dismissal-date`).
         public var dismissalDelay: TimeInterval = 900
+        /// How long a ride that ended is remembered, so that a device registering late gets `rideEnded` (its
+        /// retained status is gone after the stop), seconds.
+        public var endedRideMemory: TimeInterval = 3600
         /// Backoff after the first retryable failure, doubling with each further one up to ``retryLimit``;
         /// the wait is between half and all of it (jitter), seconds.
         public var retryBase: TimeInterval = 1
@@ -75,10 +78,15 @@ public struct PushPlanner: Sendable {
         case unregistered
         /// The device asked.
         case requested
+        /// The share token it registered with expired: nothing then proves the ride any more, and a ride that
+        /// never ends (its stop lost) keeps no subscription beyond it.
+        case expired
     }
 
     public private(set) var settings: Settings
     private var rides: [String: RideEntry] = [:]
+    /// Rides whose end went out, and when: a late registration gets `rideEnded` (``Settings/endedRideMemory``).
+    private var endedRides: [String: Date] = [:]
     private var random: SplitMix64
 
     public init(settings: Settings = Settings(), seed: UInt64 = 0x5EED) {
@@ -88,9 +96,13 @@ public struct PushPlanner: Sendable {
 
     // MARK: - Events
 
-    /// A device registers for `ride`. The first device of a ride subscribes to its status; a ride whose state
-    /// is known sends it at once.
-    public mutating func register(_ device: PushDevice, ride: String, now: Date) -> Result<PushActions, Refusal> {
+    /// A device registers for `ride` until `expires` (its share token's expiry). The first device of a ride
+    /// subscribes to its status; a ride whose state is known sends it at once. Registering again moves the
+    /// expiry on.
+    public mutating func register(_ device: PushDevice, ride: String, expires: Date, now: Date) -> Result<
+        PushActions, Refusal
+    > {
+        guard endedRides[ride] == nil else { return .failure(.rideEnded) }
         var entry = rides[ride] ?? RideEntry()
         if let latest = entry.latest, latest.ended { return .failure(.rideEnded) }
         var actions = PushActions()
@@ -100,7 +112,10 @@ public struct PushPlanner: Sendable {
                 entry.subscribed = true
                 actions.subscribe = ride
             }
-            entry.activities[device] = Activity()
+            entry.activities[device] = Activity(expires: expires)
+        } else if var activity = entry.activities[device] {
+            activity.expires = max(activity.expires, expires)
+            entry.activities[device] = activity
         }
         rides[ride] = entry
         actions.pushes += pushesDue(ride: ride, devices: [device], now: now)
@@ -122,6 +137,7 @@ public struct PushPlanner: Sendable {
         let state = RideActivityAttributes.ContentState(status: status)
         entry.latest = Latest(
             state: state, sequence: status.sequence, issuedAt: status.issuedAt, ended: state.ending != nil)
+        if state.ending != nil { entry.endedAt = now }
         rides[ride] = entry
         var actions = PushActions()
         actions.pushes = pushesDue(ride: ride, devices: Array(entry.activities.keys), now: now)
@@ -134,6 +150,8 @@ public struct PushPlanner: Sendable {
         guard var entry = rides[ride] else { return PushActions() }
         var actions = PushActions()
         guard var latest = entry.latest else {
+            entry.endedAt = now
+            rides[ride] = entry
             for device in Array(entry.activities.keys) {
                 remove(device, ride: ride, reason: .rideEnded, into: &actions)
             }
@@ -141,6 +159,7 @@ public struct PushPlanner: Sendable {
         }
         guard !latest.ended else { return actions }
         latest.ended = true
+        entry.endedAt = now
         entry.latest = latest
         rides[ride] = entry
         actions.pushes = pushesDue(ride: ride, devices: Array(entry.activities.keys), now: now)
@@ -193,8 +212,13 @@ public struct PushPlanner: Sendable {
     /// and refreshes that keep a healthy ride's `stale-date` ahead.
     public mutating func tick(now: Date) -> PushActions {
         var actions = PushActions()
-        for (ride, entry) in rides where entry.latest != nil {
-            actions.pushes += pushesDue(ride: ride, devices: Array(entry.activities.keys), now: now)
+        endedRides = endedRides.filter { now.timeIntervalSince($0.value) < settings.endedRideMemory }
+        for (ride, entry) in rides {
+            for (device, activity) in entry.activities where activity.expires <= now && activity.inFlight == nil {
+                remove(device, ride: ride, reason: .expired, into: &actions)
+            }
+            guard entry.latest != nil, let remaining = rides[ride] else { continue }
+            actions.pushes += pushesDue(ride: ride, devices: Array(remaining.activities.keys), now: now)
         }
         return actions
     }
@@ -232,6 +256,7 @@ public struct PushPlanner: Sendable {
                 let push = nextPush(for: &activity, latest: latest, ride: ride, device: device, now: now)
             else { continue }
             activity.inFlight = push
+            activity.highestTimestamp = max(activity.highestTimestamp, push.timestamp)
             entry.activities[device] = activity
             pushes.append(push)
         }
@@ -279,7 +304,7 @@ public struct PushPlanner: Sendable {
         return Push(
             ride: ride, device: device, event: event, priority: priority, state: latest.state,
             sequence: latest.sequence,
-            timestamp: max(issued, (last?.timestamp ?? Int.min) + 1),
+            timestamp: max(issued, activity.highestTimestamp + 1),
             staleDate: event == .end ? nil : latest.issuedAt.addingTimeInterval(2 * settings.refreshInterval),
             dismissalDate: event == .end ? now.addingTimeInterval(settings.dismissalDelay) : nil,
             relevanceScore: Self.relevance(latest.state, ended: latest.ended))
@@ -289,6 +314,7 @@ public struct PushPlanner: Sendable {
         guard var entry = rides[ride], entry.activities.removeValue(forKey: device) != nil else { return }
         actions.removed.append(Removed(ride: ride, device: device, reason: reason))
         if entry.activities.isEmpty {
+            if entry.latest?.ended == true || reason == .rideEnded { endedRides[ride] = entry.endedAt ?? .distantPast }
             rides[ride] = nil
             if entry.subscribed { actions.unsubscribe = ride }
         } else {
@@ -302,6 +328,14 @@ public struct PushPlanner: Sendable {
         guard let last else { return true }
         guard last.event != .end else { return false }
         return latest.sequence > last.sequence || latest.ended
+    }
+
+    /// A `Retry-After` header in seconds, within 0 to 3600 (a delta in seconds is what APNs and FCM send; an
+    /// HTTP date, a negative or infinite number are not followed).
+    public static func retryAfter(_ header: String?) -> TimeInterval? {
+        guard let header, let seconds = TimeInterval(header.trimmingCharacters(in: .whitespaces)), seconds.isFinite
+        else { return nil }
+        return min(max(seconds, 0), 3600)
     }
 
     /// Whether the arrival appeared, went, or moved by more than `limit` seconds.
@@ -341,6 +375,8 @@ public struct PushPlanner: Sendable {
         var latest: Latest?
         var activities: [PushDevice: Activity] = [:]
         var subscribed = false
+        /// When the ride's end (a completion or the stop) was seen.
+        var endedAt: Date?
     }
 
     private struct Latest: Sendable {
@@ -358,6 +394,13 @@ public struct PushPlanner: Sendable {
         var failures = 0
         /// When the priority-10 pushes of the last hour went, oldest first; at most the budget's count.
         var urgentTimes: [Date] = []
+        /// The highest `timestamp` this activity was sent, delivered or not: a push that timed out may have
+        /// reached APNs, and the device drops a state whose timestamp does not grow.
+        var highestTimestamp = Int.min
+        /// When the share token it registered with expires.
+        var expires: Date
+
+        init(expires: Date) { self.expires = expires }
     }
 
     private struct Sent: Sendable {

@@ -53,6 +53,9 @@ public actor APNsSender {
     private let logger: Logger
     private var policy: ProviderTokenPolicy
     private var token: String?
+    /// The token being made: concurrent sends wait for it rather than each signing one (APNs answers a burst of
+    /// new tokens with `TooManyProviderTokenUpdates`).
+    private var signing: Task<String, any Error>?
 
     /// - Throws: when the key is not a P-256 private key in PEM, or the trust roots cannot be read.
     public init(configuration: Configuration, now: @escaping @Sendable () -> Date, logger: Logger) async throws {
@@ -106,11 +109,16 @@ public actor APNsSender {
     func providerToken() async throws -> String {
         let now = self.now()
         if let token, !policy.needsNewToken(now: now) { return token }
+        if let signing { return try await signing.value }
         // Whole seconds: APNs reads `iat` as an integer.
         let issued = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        let made = try await keys.sign(
-            ProviderClaims(iss: .init(value: configuration.teamIdentifier), iat: .init(value: issued)),
-            kid: JWKIdentifier(string: configuration.keyIdentifier))
+        let claims = ProviderClaims(iss: .init(value: configuration.teamIdentifier), iat: .init(value: issued))
+        let keys = self.keys
+        let kid = JWKIdentifier(string: configuration.keyIdentifier)
+        let task = Task { try await keys.sign(claims, kid: kid) }
+        signing = task
+        defer { signing = nil }
+        let made = try await task.value
         policy.made(at: now)
         token = made
         return made

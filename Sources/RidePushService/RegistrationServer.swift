@@ -31,14 +31,16 @@ public struct RegistrationServer: Service {
             let ride = try context.parameters.require("ride")
             switch await Self.device(request, ride: ride, verifier: verifier, now: now()) {
             case .failure(let problem): return problem.response
-            case .success(let device):
-                switch await service.register(device, ride: ride) {
+            case .success(let (device, expires)):
+                switch await service.register(device, ride: ride, expires: expires) {
                 case .success(let new):
                     return Self.json(new ? .created : .ok, ["ride": ride, "device": device.description])
                 case .failure(.planner(.tooManyDevices)):
                     return Problem(.conflict, "tooManyDevices", "the ride has as many devices as it may").response
                 case .failure(.planner(.rideEnded)):
                     return Problem(.gone, "rideEnded", "the ride has ended").response
+                case .failure(.shuttingDown):
+                    return Problem(.serviceUnavailable, "shuttingDown", "ride-push is stopping; try again").response
                 case .failure(.serviceOff(let service)):
                     return Problem(
                         .serviceUnavailable, "serviceOff", "this ride-push sends nothing through \(service.rawValue)"
@@ -50,7 +52,7 @@ public struct RegistrationServer: Service {
             let ride = try context.parameters.require("ride")
             switch await Self.device(request, ride: ride, verifier: verifier, now: now()) {
             case .failure(let problem): return problem.response
-            case .success(let device):
+            case .success(let (device, _)):
                 return await service.unregister(device, ride: ride)
                     ? Response(status: .noContent)
                     : Problem(.notFound, "notRegistered", "the device is not registered for the ride").response
@@ -86,9 +88,9 @@ public struct RegistrationServer: Service {
         }
     }
 
-    /// The device a request registers for `ride`, once its share token opens that ride.
+    /// The device a request registers for `ride`, and until when, once its share token opens that ride.
     static func device(_ request: Request, ride: String, verifier: ShareLinks.Verifier, now: Date) async -> Result<
-        PushDevice, Problem
+        (PushDevice, Date), Problem
     > {
         guard let authorization = request.headers[.authorization] else {
             return .failure(
@@ -98,13 +100,14 @@ public struct RegistrationServer: Service {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             return .failure(Problem(.unauthorized, "malformedToken", "Authorization takes Bearer and a token"))
         }
+        let expires: Date
         switch await verifier.verify(String(parts[1]), now: now) {
         case .failure(let refusal):
             return .failure(Problem(.unauthorized, refusal.rawValue, "the share token opens no ride"))
         case .success(let grant) where grant.ride != ride:
             return .failure(Problem(.forbidden, "otherRide", "this share token opens another ride"))
-        case .success:
-            break
+        case .success(let grant):
+            expires = grant.expires
         }
         struct Body: Decodable {
             var service: PushDevice.Service
@@ -119,7 +122,7 @@ public struct RegistrationServer: Service {
                     .badRequest, "malformedRegistration", #"the body is {"service": "apns" or "fcm", "token": "..."}"#))
         }
         do {
-            return .success(try PushDevice(service: body.service, token: body.token))
+            return .success((try PushDevice(service: body.service, token: body.token), expires))
         } catch {
             return .failure(Problem(.badRequest, "malformedToken", "not a push token of \(body.service.rawValue)"))
         }

@@ -58,12 +58,14 @@ public final class RidePushService: Service, Sendable {
         case planner(PushPlanner.Refusal)
         /// The device's service has no sender configured (`push.apns` or `push.fcm`).
         case serviceOff(PushDevice.Service)
+        /// ride-push is stopping.
+        case shuttingDown
     }
 
     enum Event: Sendable {
         case message(topic: String, payload: [UInt8])
         case register(
-            PushDevice, ride: String, reply: @Sendable (Result<Bool, RegistrationRefusal>) -> Void)
+            PushDevice, ride: String, expires: Date, reply: @Sendable (Result<Bool, RegistrationRefusal>) -> Void)
         case unregister(PushDevice, ride: String, reply: @Sendable (Bool) -> Void)
         case outcome(Push, PushPlanner.Outcome)
         case tick
@@ -97,11 +99,13 @@ public final class RidePushService: Service, Sendable {
 
     // MARK: - The service's API
 
-    /// Registers `device` for `ride`. Returns whether it is new (false: it was registered already).
-    public func register(_ device: PushDevice, ride: String) async -> Result<Bool, RegistrationRefusal> {
+    /// Registers `device` for `ride` until `expires` (the share token's expiry). Returns whether it is new
+    /// (false: it was registered already).
+    public func register(_ device: PushDevice, ride: String, expires: Date) async -> Result<Bool, RegistrationRefusal> {
         await withCheckedContinuation { continuation in
-            let sent = input.yield(.register(device, ride: ride, reply: { continuation.resume(returning: $0) }))
-            if case .terminated = sent { continuation.resume(returning: .failure(.planner(.rideEnded))) }
+            let sent = input.yield(
+                .register(device, ride: ride, expires: expires, reply: { continuation.resume(returning: $0) }))
+            if case .terminated = sent { continuation.resume(returning: .failure(.shuttingDown)) }
         }
     }
 
@@ -206,14 +210,14 @@ public final class RidePushService: Service, Sendable {
                             "a status that does not decode, or names another ride, is not pushed",
                             metadata: ["ride.id": "\(ride)", "bytes": "\(payload.count)"])
                     }
-                case .register(let device, let ride, let reply):
+                case .register(let device, let ride, let expires, let reply):
                     let enabled = device.service == .apns ? senders.apns != nil : senders.fcm != nil
                     guard enabled else {
                         reply(.failure(.serviceOff(device.service)))
                         continue
                     }
                     let known = planner.devices(of: ride).contains(device)
-                    switch planner.register(device, ride: ride, now: now) {
+                    switch planner.register(device, ride: ride, expires: expires, now: now) {
                     case .success(let actions):
                         reply(.success(!known))
                         carryOut(actions)

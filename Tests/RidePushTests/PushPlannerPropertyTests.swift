@@ -45,9 +45,13 @@ struct PushPlannerPropertyTests {
             // What each device last accepted (delivered or refused: a retried push may repeat its timestamp).
             var accepted: [String: (sequence: Int, timestamp: Int)] = [:]
             var urgentTimes: [String: [Date]] = [:]
+            // Devices whose `end` was accepted: nothing more goes to them unless they register again.
+            var endedDevices: Set<String> = []
             func key(_ push: Push) -> String { "\(push.ride)/\(push.device.digest)" }
             func take(_ actions: PushActions) {
                 for push in actions.pushes {
+                    #expect(push.event == .update || push.priority == .urgent, "an end always goes at priority 10")
+                    #expect(!endedDevices.contains(key(push)), "nothing after an end")
                     #expect(!outstanding.contains { $0.ride == push.ride && $0.device == push.device }, "one in flight")
                     if let last = accepted[key(push)] {
                         #expect(push.sequence >= last.sequence, "sequence \(push.sequence) after \(last.sequence)")
@@ -64,6 +68,7 @@ struct PushPlannerPropertyTests {
             func answered(_ push: Push, _ outcome: PushPlanner.Outcome) {
                 guard outcome == .delivered || outcome == .refused(reason: "x") else { return }
                 accepted[key(push)] = (push.sequence, push.timestamp)
+                if push.event == .end { endedDevices.insert(key(push)) }
                 if push.priority == .urgent && push.event == .update {
                     var times = urgentTimes[key(push), default: []].filter { now.timeIntervalSince($0) < 3600 }
                     times.append(now)
@@ -76,7 +81,10 @@ struct PushPlannerPropertyTests {
                 now += Double(gaps[index % gaps.count])
                 switch step {
                 case .register(let device, let ride):
-                    if case .success(let actions) = planner.register(devices[device], ride: "r\(ride)", now: now) {
+                    if case .success(let actions) = planner.register(
+                        devices[device], ride: "r\(ride)", expires: .distantFuture, now: now)
+                    {
+                        endedDevices.remove("r\(ride)/\(devices[device].digest)")
                         take(actions)
                     }
                 case .unregister(let device, let ride):

@@ -39,9 +39,9 @@ struct PushPlannerTests {
     func firstPush() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        let registered = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        let registered = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         #expect(registered.subscribe == maker.ride && registered.pushes.isEmpty)
-        let second = try planner.register(android, ride: maker.ride, now: maker.start).get()
+        let second = try planner.register(android, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         #expect(second.subscribe == nil, "one subscription per ride, however many devices")
         let actions = planner.status(maker.next(.confirmed, at: 0), now: maker.start)
         #expect(actions.pushes.count == 2)
@@ -53,7 +53,7 @@ struct PushPlannerTests {
     func newestOnly() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let first = try #require(planner.status(maker.next(.confirmed, at: 0), now: maker.start).pushes.first)
         for second in stride(from: 5.0, through: 40, by: 5) {
             #expect(
@@ -74,7 +74,7 @@ struct PushPlannerTests {
         var planner = PushPlanner()
         var maker = StatusMaker()
         var now = maker.start
-        _ = try planner.register(phone, ride: maker.ride, now: now).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: now).get()
         func send(_ status: RideStatus) -> Push? {
             now = status.issuedAt
             guard let push = planner.status(status, now: now).pushes.first else { return nil }
@@ -92,7 +92,7 @@ struct PushPlannerTests {
     func budget() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         var urgent = 0
         var routine = 0
         // The arrival jumps by 2 minutes every 20 s: each one wants priority 10.
@@ -114,7 +114,7 @@ struct PushPlannerTests {
     func timestamps() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         var stamps: [Int] = []
         for (phase, offset) in [(RidePhase.approachingPickup, 0.1), (.pickup, 0.4), (.ongoing, 0.8), (.ongoing, 20)] {
             let status = maker.next(phase, at: offset, arrival: offset < 20 ? 300 : 330)
@@ -131,7 +131,7 @@ struct PushPlannerTests {
     func staleness() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         var staleDate = Date.distantPast
         var pushes = 0
         // Statuses every 5 s for 30 minutes, then silence for 5; the planner ticks every second.
@@ -160,7 +160,7 @@ struct PushPlannerTests {
     func completionEnds() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let first = try #require(planner.status(maker.next(.ongoing, at: 0), now: maker.start).pushes.first)
         _ = planner.outcome(.delivered, of: first, now: maker.start)
         let done = maker.next(.completed, at: 30, completion: CompletionStatus(completed: true))
@@ -171,14 +171,53 @@ struct PushPlannerTests {
         let after = planner.outcome(.delivered, of: end, now: done.issuedAt)
         #expect(after.removed == [Removed(ride: maker.ride, device: phone, reason: .rideEnded)])
         #expect(after.unsubscribe == maker.ride && planner.registrations == 0)
-        #expect(planner.register(phone, ride: maker.ride, now: done.issuedAt).isSuccess, "a new ride of that name")
+        // A device that registers late (its ride's status is gone after the stop) is told the ride ended, for
+        // an hour; then the ride is forgotten.
+        #expect(
+            planner.register(android, ride: maker.ride, expires: .distantFuture, now: done.issuedAt).failure
+                == .rideEnded)
+        _ = planner.tick(now: done.issuedAt + 3601)
+        #expect(
+            planner.register(android, ride: maker.ride, expires: .distantFuture, now: done.issuedAt + 3601).isSuccess)
+    }
+
+    @Test("A registration lasts as long as its share token: an expired one is removed, and with it the subscription")
+    func expiry() throws {
+        var planner = PushPlanner()
+        var maker = StatusMaker()
+        _ = try planner.register(phone, ride: maker.ride, expires: maker.start + 600, now: maker.start).get()
+        _ = try planner.register(android, ride: maker.ride, expires: maker.start + 300, now: maker.start).get()
+        // Registering again with a later token moves the expiry on.
+        _ = try planner.register(android, ride: maker.ride, expires: maker.start + 900, now: maker.start).get()
+        for push in planner.status(maker.next(.confirmed, at: 0), now: maker.start).pushes {
+            _ = planner.outcome(.delivered, of: push, now: maker.start)
+        }
+        #expect(planner.tick(now: maker.start + 599).removed.isEmpty)
+        let first = planner.tick(now: maker.start + 600)
+        #expect(
+            first.removed == [Removed(ride: maker.ride, device: phone, reason: .expired)] && first.unsubscribe == nil)
+        let last = planner.tick(now: maker.start + 900)
+        #expect(last.removed.map(\.reason) == [.expired] && last.unsubscribe == maker.ride)
+        #expect(planner.registrations == 0 && planner.subscribedRides == 0)
+    }
+
+    @Test("A push that failed may still have reached APNs: the next one's timestamp is higher all the same")
+    func timestampAfterRetry() throws {
+        var planner = PushPlanner()
+        var maker = StatusMaker()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
+        let first = try #require(planner.status(maker.next(.confirmed, at: 0.2), now: maker.start).pushes.first)
+        _ = planner.outcome(.retry(after: nil), of: first, now: maker.start + 0.3)
+        _ = planner.status(maker.next(.approachingPickup, at: 0.5), now: maker.start + 0.5)
+        let second = try #require(planner.tick(now: maker.start + 2).pushes.first)
+        #expect(second.sequence == 2 && second.timestamp == first.timestamp + 1)
     }
 
     @Test("L2: a stop without a completion ends the activity with the last state; with none known, it just goes")
     func stopEnds() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let first = try #require(planner.status(maker.next(.approachingPickup, at: 0), now: maker.start).pushes.first)
         // The stop comes while the first push is still out: the end waits for it.
         #expect(planner.stopped(ride: maker.ride, now: maker.start + 1).pushes.isEmpty)
@@ -189,7 +228,7 @@ struct PushPlannerTests {
         #expect(planner.outcome(.delivered, of: end, now: maker.start + 3).unsubscribe == maker.ride)
 
         var other = StatusMaker(ride: "ride-push-2")
-        _ = try planner.register(android, ride: other.ride, now: other.start).get()
+        _ = try planner.register(android, ride: other.ride, expires: .distantFuture, now: other.start).get()
         let stopped = planner.stopped(ride: other.ride, now: other.start)
         #expect(stopped.pushes.isEmpty && stopped.unsubscribe == other.ride)
         #expect(stopped.removed.map(\.reason) == [.rideEnded])
@@ -201,7 +240,9 @@ struct PushPlannerTests {
         var planner = PushPlanner()
         var maker = StatusMaker()
         let devices = try (0..<5).map { try PushDevice(service: .apns, token: String(format: "%064lx", $0 + 1)) }
-        for device in devices { _ = try planner.register(device, ride: maker.ride, now: maker.start).get() }
+        for device in devices {
+            _ = try planner.register(device, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
+        }
         var inFlight = planner.status(maker.next(.approachingPickup, at: 0), now: maker.start).pushes
         var attempts = 0
         var waits: [TimeInterval] = []
@@ -240,7 +281,7 @@ struct PushPlannerTests {
     func retryAfter() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let push = try #require(planner.status(maker.next(.confirmed, at: 0), now: maker.start).pushes.first)
         _ = planner.outcome(.retry(after: 30), of: push, now: maker.start)
         #expect(planner.tick(now: maker.start + 29).pushes.isEmpty)
@@ -251,8 +292,8 @@ struct PushPlannerTests {
     func unregistered() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
-        _ = try planner.register(android, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
+        _ = try planner.register(android, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let pushes = planner.status(maker.next(.confirmed, at: 0), now: maker.start).pushes
         let apns = try #require(pushes.first { $0.device == phone })
         let fcm = try #require(pushes.first { $0.device == android })
@@ -266,7 +307,7 @@ struct PushPlannerTests {
     func credentialExpired() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let push = try #require(planner.status(maker.next(.confirmed, at: 0), now: maker.start).pushes.first)
         let actions = planner.outcome(.credentialExpired, of: push, now: maker.start)
         #expect(actions.renewCredential == .apns && actions.pushes.isEmpty)
@@ -277,7 +318,7 @@ struct PushPlannerTests {
     func refused() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
-        _ = try planner.register(phone, ride: maker.ride, now: maker.start).get()
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         let push = try #require(planner.status(maker.next(.confirmed, at: 0), now: maker.start).pushes.first)
         let actions = planner.outcome(.refused(reason: "BadPriority"), of: push, now: maker.start)
         #expect(actions.refused.map { $0.1 } == ["BadPriority"] && planner.registrations == 1)
@@ -290,16 +331,24 @@ struct PushPlannerTests {
         var maker = StatusMaker()
         for index in 0..<5 {
             #expect(
-                planner.register(try PushDevice(service: .fcm, token: "t\(index)"), ride: maker.ride, now: maker.start)
-                    .isSuccess)
+                planner.register(
+                    try PushDevice(service: .fcm, token: "t\(index)"), ride: maker.ride, expires: .distantFuture,
+                    now: maker.start
+                )
+                .isSuccess)
         }
-        #expect(planner.register(phone, ride: maker.ride, now: maker.start).failure == .tooManyDevices)
         #expect(
-            planner.register(try PushDevice(service: .fcm, token: "t0"), ride: maker.ride, now: maker.start).isSuccess,
+            planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).failure
+                == .tooManyDevices)
+        #expect(
+            planner.register(
+                try PushDevice(service: .fcm, token: "t0"), ride: maker.ride, expires: .distantFuture, now: maker.start
+            ).isSuccess,
             "again: no change")
         _ = planner.status(
             maker.next(.completed, at: 0, completion: CompletionStatus(completed: true)), now: maker.start)
-        #expect(planner.register(phone, ride: maker.ride, now: maker.start).failure != nil)
+        #expect(
+            planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).failure == .rideEnded)
         #expect(!"\(phone)".contains(phone.token) && "\(phone)".hasPrefix("apns device "))
         #expect(throws: PushDevice.Problem.malformedToken) { try PushDevice(service: .apns, token: "not hex") }
         #expect(throws: PushDevice.Problem.malformedToken) { try PushDevice(service: .fcm, token: "") }

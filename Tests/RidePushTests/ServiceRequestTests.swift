@@ -54,6 +54,12 @@ struct ServiceRequestTests {
         #expect(APNs.outcome(status: 500, body: [], retryAfter: nil) == .retry(after: nil))
         #expect(
             APNs.outcome(status: 400, body: body("BadPriority"), retryAfter: nil) == .refused(reason: "BadPriority"))
+        // A wrong bundle identifier is a setting to fix, not every device gone.
+        #expect(
+            APNs.outcome(status: 400, body: body("DeviceTokenNotForTopic"), retryAfter: nil)
+                == .refused(reason: "DeviceTokenNotForTopic"))
+        #expect(APNs.outcome(status: 429, body: body("TooManyRequests"), retryAfter: "inf") == .retry(after: nil))
+        #expect(APNs.outcome(status: 429, body: body("TooManyRequests"), retryAfter: "99999") == .retry(after: 3600))
         #expect(APNs.outcome(status: 413, body: [0xFF], retryAfter: nil) == .refused(reason: "status 413"))
         #expect(
             APNs.outcome(status: 403, body: body("InvalidProviderToken"), retryAfter: nil)
@@ -111,6 +117,12 @@ struct ServiceRequestTests {
         }
         #expect(FCM.outcome(status: 200, body: [], retryAfter: nil) == .delivered)
         #expect(FCM.outcome(status: 404, body: body("NOT_FOUND", "UNREGISTERED"), retryAfter: nil) == .unregistered)
+        // A wrong project: a 404 without UNREGISTERED, or a sender mismatch, removes nobody.
+        #expect(
+            FCM.outcome(status: 404, body: body("NOT_FOUND", nil), retryAfter: nil) == .refused(reason: "NOT_FOUND"))
+        #expect(
+            FCM.outcome(status: 403, body: body("PERMISSION_DENIED", "SENDER_ID_MISMATCH"), retryAfter: nil)
+                == .refused(reason: "SENDER_ID_MISMATCH"))
         #expect(
             FCM.outcome(status: 400, body: body("INVALID_ARGUMENT", "UNREGISTERED"), retryAfter: nil) == .unregistered)
         #expect(FCM.outcome(status: 401, body: body("UNAUTHENTICATED", nil), retryAfter: nil) == .credentialExpired)
