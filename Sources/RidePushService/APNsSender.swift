@@ -2,9 +2,6 @@ import AsyncHTTPClient
 public import Foundation
 import JWTKit
 public import Logging
-import NIOCore
-import NIOHTTP1
-import NIOSSL
 public import RidePush
 
 /// Sends Live Activity pushes to APNs over HTTP/2 (async-http-client negotiates it by ALPN) with token
@@ -62,12 +59,7 @@ public actor APNsSender {
         let key = try ES256PrivateKey(pem: configuration.privateKeyPEM)
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: key, kid: JWKIdentifier(string: configuration.keyIdentifier))
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let file = configuration.trustRootsFile { tls.trustRoots = .file(file) }
-        self.client = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(
-                tlsConfiguration: tls, timeout: .init(connect: .seconds(10), read: .seconds(30))))
+        self.client = .forPushService(trustRootsFile: configuration.trustRootsFile)
         self.configuration = configuration
         self.keys = keys
         self.now = now
@@ -80,15 +72,9 @@ public actor APNsSender {
         do {
             let request = try APNs.request(
                 for: push, bundleIdentifier: configuration.bundleIdentifier, providerToken: try await providerToken())
-            var http = HTTPClientRequest(url: configuration.baseURL + request.path)
-            http.method = .POST
-            for (name, value) in request.headers { http.headers.add(name: name, value: value) }
-            http.body = .bytes(ByteBuffer(bytes: request.body))
-            let response = try await client.execute(http, timeout: .seconds(30))
-            let body = try await response.body.collect(upTo: 64 * 1024)
-            return APNs.outcome(
-                status: Int(response.status.code), body: Array(buffer: body),
-                retryAfter: response.headers.first(name: "retry-after"))
+            let answer = try await client.post(
+                url: configuration.baseURL + request.path, headers: request.headers, body: request.body)
+            return APNs.outcome(status: answer.status, body: answer.body, retryAfter: answer.retryAfter)
         } catch let error as APNs.TooLarge {
             return .refused(reason: "PayloadTooLarge (\(error.bytes) bytes)")
         } catch {

@@ -2,9 +2,6 @@ import AsyncHTTPClient
 public import Foundation
 import JWTKit
 public import Logging
-import NIOCore
-import NIOHTTP1
-import NIOSSL
 public import RidePush
 
 /// Sends Android's Live Update data messages through FCM HTTP v1. It signs in as a service account: an RS256
@@ -78,12 +75,7 @@ public actor FCMSender {
         }
         let keys = JWTKeyCollection()
         await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: account.privateKey), digestAlgorithm: .sha256)
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let file = configuration.trustRootsFile { tls.trustRoots = .file(file) }
-        self.client = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(
-                tlsConfiguration: tls, timeout: .init(connect: .seconds(10), read: .seconds(30))))
+        self.client = .forPushService(trustRootsFile: configuration.trustRootsFile)
         self.configuration = configuration
         self.account = account
         self.project = project
@@ -95,16 +87,13 @@ public actor FCMSender {
     public func send(_ push: Push) async -> PushPlanner.Outcome {
         do {
             let body = try FCM.body(for: push, now: now())
-            var request = HTTPClientRequest(url: configuration.baseURL + FCM.sendPath(project: project))
-            request.method = .POST
-            request.headers.add(name: "authorization", value: "Bearer \(try await token())")
-            request.headers.add(name: "content-type", value: "application/json; charset=utf-8")
-            request.body = .bytes(ByteBuffer(bytes: body))
-            let response = try await client.execute(request, timeout: .seconds(30))
-            let answer = try await response.body.collect(upTo: 64 * 1024)
-            return FCM.outcome(
-                status: Int(response.status.code), body: Array(buffer: answer),
-                retryAfter: response.headers.first(name: "retry-after"))
+            let answer = try await client.post(
+                url: configuration.baseURL + FCM.sendPath(project: project),
+                headers: [
+                    ("authorization", "Bearer \(try await token())"),
+                    ("content-type", "application/json; charset=utf-8"),
+                ], body: body)
+            return FCM.outcome(status: answer.status, body: answer.body, retryAfter: answer.retryAfter)
         } catch let error as APNs.TooLarge {
             return .refused(reason: "message too large (\(error.bytes) bytes)")
         } catch {
@@ -125,13 +114,10 @@ public actor FCMSender {
                 iss: .init(value: account.clientEmail), scope: "https://www.googleapis.com/auth/firebase.messaging",
                 aud: .init(value: [account.tokenURI]), iat: .init(value: issued),
                 exp: .init(value: issued.addingTimeInterval(3600))))
-        var request = HTTPClientRequest(url: account.tokenURI)
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        request.body = .bytes(ByteBuffer(string: form))
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 64 * 1024)
+        let answer = try await client.post(
+            url: account.tokenURI, headers: [("content-type", "application/x-www-form-urlencoded")],
+            body: Array(form.utf8))
         struct Grant: Decodable {
             var accessToken: String
             var expiresIn: Double
@@ -140,9 +126,8 @@ public actor FCMSender {
                 case expiresIn = "expires_in"
             }
         }
-        guard response.status == .ok, let grant = try? JSONDecoder().decode(Grant.self, from: Data(Array(buffer: body)))
-        else {
-            throw Problem(description: "the token endpoint answered \(response.status.code)")
+        guard answer.status == 200, let grant = try? JSONDecoder().decode(Grant.self, from: Data(answer.body)) else {
+            throw Problem(description: "the token endpoint answered \(answer.status)")
         }
         accessToken = (grant.accessToken, now.addingTimeInterval(max(60, grant.expiresIn - 300)))
         return grant.accessToken
