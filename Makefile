@@ -24,6 +24,7 @@ build-release: deps
 	$(SWIFT) build -c release --product ride-status-worker
 	$(SWIFT) build -c release --product fleet-sim
 	$(SWIFT) build -c release --product ride-watch
+	$(SWIFT) build -c release --product ride-push
 
 ## run: the main job: local mosquitto, the worker, the fleet simulator and the live view (Ctrl-C stops all)
 ## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT and VEHICLES change the defaults)

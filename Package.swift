@@ -51,6 +51,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // ride-push's registration records are named by a SHA-256 of the push token (jwt-kit resolves it already)
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // MARK: C boundary
@@ -103,7 +105,7 @@ let package = Package(
         // requests and answers as values
         .target(
             name: "RidePush",
-            dependencies: ["RideStatusKit"],
+            dependencies: ["RideStatusKit", "WorkerGroup", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
 
@@ -156,6 +158,7 @@ let package = Package(
                 "RideAccess",
                 "RidePush",
                 "RideStatusKit",
+                "WorkerGroup",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -178,6 +181,7 @@ let package = Package(
                 "RideAccess",
                 "RidePush",
                 "RidePushService",
+                "RideStatusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -304,6 +308,7 @@ let package = Package(
             dependencies: [
                 "RidePush",
                 "RideStatusKit",
+                "WorkerGroup",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings

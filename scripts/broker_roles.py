@@ -40,6 +40,14 @@ DISPATCH = [
 
 MONITOR = [("read", "ridestatus/workers/+"), ("read", "ridestatus/deadletter")]
 
+# ride-push (issue 32): the statuses of the rides it serves, its group's presences, and the registration records,
+# which hold rider devices' push tokens (no other role reads them; the workers' ridestatus/# grant aside).
+PUSH = [
+    ("read", "rides/+/status"),
+    ("readwrite", "ridestatus/push/members/+"),
+    ("readwrite", "ridestatus/push/devices/+/+"),
+]
+
 # A vehicle and the driver app in it: its own position, availability and driver events (A3: the worker applies an
 # event only for the ride this vehicle is assigned to).
 VEHICLE = [
@@ -74,6 +82,7 @@ ROLES = {
     "worker": WORKER,
     "dispatch": DISPATCH,
     "monitoring": MONITOR,
+    "push": PUSH,
     "vehicles": VEHICLE,
     "simulators": SIMULATOR,
 }

@@ -25,7 +25,7 @@ say() { printf '%s\n' "$*" 2>/dev/null || true; }
 stop_leftovers() {
     [ -d "$run_dir" ] || return 0
     # Reverse start order, so that the worker can still say offline and flush to the broker (L8).
-    for name in ride-watch fleet-sim ride-status-worker mosquitto; do
+    for name in push-demo ride-watch fleet-sim ride-status-worker mosquitto; do
         local file="$run_dir/$name.pid"
         [ -e "$file" ] || continue
         local pid
@@ -106,7 +106,7 @@ cleanup() {
     [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
     [ -n "$view" ] && kill "$view" 2>/dev/null && rm -f "$run_dir/ride-watch.pid"
     say ""
-    say "==> stopping simulator, worker and broker"
+    say "==> stopping ride-push, simulator, worker and broker"
     # Reverse start order: the simulator first, then the worker (it says offline and flushes), the broker last.
     for (( index=${#pids[@]}-1; index>=0; index-- )); do
         kill -TERM "${pids[index]}" 2>/dev/null || true
@@ -190,6 +190,19 @@ if [ -n "$first_ride" ]; then
     link=$("$bin/ride-status-worker" share-link --ride "$first_ride" --private-key "$share/signing.jwk" \
         --expires-in 2h --base-url "http://127.0.0.1:$metrics_port" 2>/dev/null)
     [ -n "$link" ] && say "==> share link for $first_ride (2 hours; that ride alone): $link"
+    # The lock screen (issue 32): ride-push against stand-ins of APNs and FCM, an iPhone and an Android phone
+    # registered for that ride with the link's token; every push they accept goes to var/log/push.log.
+    token=${link##*/share/}
+    token=${token%%[?#]*}
+    if [ -n "$link" ] && [ -x "$bin/ride-push" ] && [ -s "$security/secrets/ride-push" ]; then
+        start push-demo python3 scripts/push-demo.py --bin-dir "$bin" --ride "$first_ride" --share-token "$token" \
+            --share-keys "$share/keys.json" --folder var/push --broker "mqtts://localhost:$port" \
+            --ca-file "$security/tls/ca.crt" --username ride-push --password-file "$security/secrets/ride-push" \
+            >> var/log/push.log 2>&1
+        say "==> ride-push with APNs and FCM stand-ins: what $first_ride's lock screens get, in var/log/push.log (tail -f)"
+    elif [ ! -s "$security/secrets/ride-push" ]; then
+        say "==> ride-push not started: $security predates its broker account (rm -rf $security, then make run)"
+    fi
 fi
 say "==> live map: http://127.0.0.1:$metrics_port/ in a browser; live view here (Ctrl-C stops everything)"
 sleep 1

@@ -99,20 +99,26 @@ public struct PushPlanner: Sendable {
     /// A device registers for `ride` until `expires` (its share token's expiry). The first device of a ride
     /// subscribes to its status; a ride whose state is known sends it at once. Registering again moves the
     /// expiry on.
-    public mutating func register(_ device: PushDevice, ride: String, expires: Date, now: Date) -> Result<
-        PushActions, Refusal
-    > {
-        guard endedRides[ride] == nil else { return .failure(.rideEnded) }
+    ///
+    /// `takenOver`: the device may have had pushes from another ride-push process, which handed the ride over
+    /// (``PushGroup``). Its timestamps are unknown here, but every process keeps its timestamps within a second of
+    /// the later of its clock and the state's `issuedAt`; so this activity's first push waits for the next whole
+    /// second and goes one above it: the device never gets a timestamp that does not grow (with the hosts' clocks
+    /// in step), at the cost of up to a second's wait and one repeat of the state the old owner last sent.
+    public mutating func register(
+        _ device: PushDevice, ride: String, expires: Date, now: Date, takenOver: Bool = false
+    ) -> Result<PushActions, Refusal> {
+        if let refusal = refusal(of: device, ride: ride) { return .failure(refusal) }
         var entry = rides[ride] ?? RideEntry()
-        if let latest = entry.latest, latest.ended { return .failure(.rideEnded) }
         var actions = PushActions()
         if entry.activities[device] == nil {
-            guard entry.activities.count < settings.maximumDevicesPerRide else { return .failure(.tooManyDevices) }
             if entry.activities.isEmpty && !entry.subscribed {
                 entry.subscribed = true
                 actions.subscribe = ride
             }
-            entry.activities[device] = Activity(expires: expires)
+            var activity = Activity(expires: expires)
+            if takenOver { activity.notBefore = Self.second(now) + 1 }
+            entry.activities[device] = activity
         } else if var activity = entry.activities[device] {
             activity.expires = max(activity.expires, expires)
             entry.activities[device] = activity
@@ -121,6 +127,31 @@ public struct PushPlanner: Sendable {
         actions.pushes += pushesDue(ride: ride, devices: [device], now: now)
         return .success(actions)
     }
+
+    /// Why `device` could not register for `ride` now, or nil when it could: a ride that ended, or a new device
+    /// beyond ``Settings/maximumDevicesPerRide``.
+    public func refusal(of device: PushDevice, ride: String) -> Refusal? {
+        guard endedRides[ride] == nil else { return .rideEnded }
+        guard let entry = rides[ride] else { return nil }
+        if let latest = entry.latest, latest.ended { return .rideEnded }
+        if entry.activities[device] == nil, entry.activities.count >= settings.maximumDevicesPerRide {
+            return .tooManyDevices
+        }
+        return nil
+    }
+
+    /// Another ride-push process serves `ride` now (``PushGroup``): its devices and state leave this planner with
+    /// no removal (their registrations stay), the subscription goes, and an outcome of a push still out is
+    /// ignored.
+    public mutating func release(ride: String) -> PushActions {
+        var actions = PushActions()
+        guard let entry = rides.removeValue(forKey: ride) else { return actions }
+        if entry.subscribed { actions.unsubscribe = ride }
+        return actions
+    }
+
+    /// Whether `ride` has devices here.
+    public func serves(ride: String) -> Bool { rides[ride] != nil }
 
     /// A device leaves `ride`; with the ride's last device, the subscription goes.
     public mutating func unregister(_ device: PushDevice, ride: String) -> PushActions {
@@ -257,6 +288,7 @@ public struct PushPlanner: Sendable {
             else { continue }
             activity.inFlight = push
             activity.highestTimestamp = max(activity.highestTimestamp, push.timestamp)
+            activity.notBefore = nil
             entry.activities[device] = activity
             pushes.append(push)
         }
@@ -271,6 +303,19 @@ public struct PushPlanner: Sendable {
         if let retryAt = activity.retryAt, now < retryAt { return nil }
         let last = activity.lastSent
         guard Self.hasNews(latest, since: last) else { return nil }
+        // Timestamps stay within a second of the later of this host's clock and the state's `issuedAt`, so that a
+        // process taking a ride over can start above whatever the old owner sent: a burst beyond one push a
+        // second waits for the clock. A taken-over activity's first push waits for the second after the
+        // takeover and goes one above it. (With the hosts' clocks in step, as G1's incarnations assume too: the
+        // old owner saw no state issued after it stopped.)
+        let issued = Self.second(latest.issuedAt)
+        let clock = Self.second(now)
+        var timestamp = max(issued, activity.highestTimestamp + 1)
+        if let notBefore = activity.notBefore {
+            guard clock >= notBefore else { return nil }
+            timestamp = max(timestamp, clock + 1)
+        }
+        guard timestamp <= max(issued, clock) + 1 else { return nil }
         activity.urgentTimes.removeAll { now.timeIntervalSince($0) >= 3600 }
         let event: LiveActivityPush.Event
         let priority: Push.Priority
@@ -300,11 +345,10 @@ public struct PushPlanner: Sendable {
                 }
             }
         }
-        let issued = Int(latest.issuedAt.timeIntervalSince1970.rounded(.down))
         return Push(
             ride: ride, device: device, event: event, priority: priority, state: latest.state,
             sequence: latest.sequence,
-            timestamp: max(issued, activity.highestTimestamp + 1),
+            timestamp: timestamp,
             staleDate: event == .end ? nil : latest.issuedAt.addingTimeInterval(2 * settings.refreshInterval),
             dismissalDate: event == .end ? now.addingTimeInterval(settings.dismissalDelay) : nil,
             relevanceScore: Self.relevance(latest.state, ended: latest.ended))
@@ -324,6 +368,9 @@ public struct PushPlanner: Sendable {
 
     /// Whether an activity that got `last` has something newer to get: a newer status, or the stop of a ride whose
     /// last status had no completion. Nothing after its `end`.
+    /// A time in whole seconds since 1970, as APNs's `timestamp` counts.
+    static func second(_ date: Date) -> Int { Int(date.timeIntervalSince1970.rounded(.down)) }
+
     private static func hasNews(_ latest: Latest, since last: Sent?) -> Bool {
         guard let last else { return true }
         guard last.event != .end else { return false }
@@ -397,6 +444,9 @@ public struct PushPlanner: Sendable {
         /// The highest `timestamp` this activity was sent, delivered or not: a push that timed out may have
         /// reached APNs, and the device drops a state whose timestamp does not grow.
         var highestTimestamp = Int.min
+        /// Registered when another process handed the ride over: the whole second (UNIX time) its first push waits
+        /// for; nil once one went, or for a device registered here first.
+        var notBefore: Int?
         /// When the share token it registered with expires.
         var expires: Date
 

@@ -8,6 +8,7 @@ import Prometheus
 import RideAccess
 import RidePush
 import RidePushService
+import RideStatusKit
 import ServiceLifecycle
 import UnixSignals
 
@@ -54,6 +55,12 @@ struct RidePushCommand: AsyncParsableCommand {
     @Option(help: "Seconds an ended activity stays on the lock screen.") var dismissalDelay = PushPlanner.Settings()
         .dismissalDelay
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
+    @Option(
+        help: """
+            This process's id among the ride-push processes sharing the rides (default: ride-push-<host>-<http port>, \
+            stable across restarts and unique per host).
+            """)
+    var memberID: String?
 
     func validate() throws {
         if apnsKey != nil, apnsKeyID == nil || teamID == nil || bundleID == nil {
@@ -103,15 +110,24 @@ struct RidePushCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
 
-        let client = try MQTTClient(
-            configuration: try access.configuration(clientID: "ride-push-\(UInt32.random(in: 0...UInt32.max))"),
-            logger: logger)
         var settings = RidePushService.Settings()
-        settings.planner.maximumDevicesPerRide = maximumDevices
-        settings.planner.urgentPushesPerHour = urgentPerHour
-        settings.planner.minimumInterval = minimumInterval
-        settings.planner.refreshInterval = refreshInterval
-        settings.planner.dismissalDelay = dismissalDelay
+        settings.group.planner.maximumDevicesPerRide = maximumDevices
+        settings.group.planner.urgentPushesPerHour = urgentPerHour
+        settings.group.planner.minimumInterval = minimumInterval
+        settings.group.planner.refreshInterval = refreshInterval
+        settings.group.planner.dismissalDelay = dismissalDelay
+        let member = memberID ?? "ride-push-\(ProcessInfo.processInfo.hostName)-\(httpPort)"
+        // The will: this connection's offline presence, so the others take its rides at once (G1's pattern).
+        let goodbye = Presence(state: .offline, since: now(), version: settings.version)
+        var configuration = try access.configuration(clientID: member)
+        configuration.will = .init(
+            topic: settings.topics.pushMember(member), payload: goodbye.encoded(), retain: true,
+            payloadForIncarnation: { incarnation in
+                var will = goodbye
+                will.incarnation = Int(clamping: incarnation)
+                return will.encoded()
+            })
+        let client = try MQTTClient(configuration: configuration, logger: logger)
         let sendAPNs: (@Sendable (Push) async -> PushPlanner.Outcome)? = apns.map { sender in
             { @Sendable push in await sender.send(push) }
         }
@@ -119,7 +135,7 @@ struct RidePushCommand: AsyncParsableCommand {
             { @Sendable push in await sender.send(push) }
         }
         let service = RidePushService(
-            settings: settings,
+            member: member, settings: settings,
             senders: .init(
                 apns: sendAPNs, fcm: sendFCM,
                 renew: { service in
@@ -133,14 +149,17 @@ struct RidePushCommand: AsyncParsableCommand {
                     case .fcm: await fcm?.accessTokenRefused()
                     }
                 }),
-            subscriber: .init(
+            broker: .init(
                 subscribe: { try await client.subscribe($0, qos: .atLeastOnce) },
-                unsubscribe: { try await client.unsubscribe($0) }),
+                unsubscribe: { try await client.unsubscribe($0) },
+                publish: { topic, payload, retain in
+                    try await client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: retain)
+                }),
             now: now, logger: logger)
         let http = RegistrationServer(
             host: httpHost, port: httpPort, service: service, verifier: verifier, now: now,
             metricsText: { registry.emitToString() }, logger: logger)
-        let connection = BrokerConnection(client: client, service: service)
+        let connection = BrokerConnection(client: client, service: service, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
                 services: [
@@ -154,10 +173,13 @@ struct RidePushCommand: AsyncParsableCommand {
     }
 }
 
-/// The MQTT client as a service: started first, its messages handed to the push service, disconnected last.
+/// The MQTT client as a service: started first, its messages and connection changes handed to the push
+/// service; at shutdown it says goodbye (an offline presence: a clean disconnect publishes no will) and
+/// disconnects last.
 struct BrokerConnection: Service {
     let client: MQTTClient
     let service: RidePushService
+    let logger: Logger
 
     func run() async throws {
         client.start()
@@ -167,7 +189,22 @@ struct BrokerConnection: Service {
                     service.received(topic: message.topic, payload: message.payload)
                 }
             }
+            group.addTask {
+                for await event in client.events {
+                    switch event {
+                    case .subscriptionsRestored(let incarnation, _): service.connected(incarnation: incarnation)
+                    case .disconnected(let reason):
+                        logger.warning("lost the broker; serving nothing until back", metadata: ["reason": "\(reason)"])
+                        service.disconnected()
+                    case .trouble(let trouble): logger.warning("MQTT client: \(trouble)")
+                    case .refused(let error): logger.error("the broker refused ride-push: \(error)")
+                    default: break
+                    }
+                }
+            }
             try? await gracefulShutdown()
+            let (topic, payload) = service.presence(online: false, incarnation: client.incarnation, now: Date())
+            try? await client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
             await client.disconnect()
         }
     }

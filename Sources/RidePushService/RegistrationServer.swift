@@ -11,7 +11,8 @@ public import ServiceLifecycle
 ///
 /// - `POST /v1/rides/{ride}/devices` with `Authorization: Bearer <share token of the ride>` and
 ///   `{"service": "apns" | "fcm", "token": "<push token>"}`: 201 for a new registration, 200 for a known one;
-///   409 `tooManyDevices`, 410 `rideEnded`, 503 `serviceOff`.
+///   409 `tooManyDevices`, 410 `rideEnded`, 503 `serviceOff` or `brokerUnavailable` (the registration is a
+///   retained record in the broker: ``PushGroup``).
 /// - `DELETE` on the same path with the same body: 204, or 404 when the device was not registered.
 /// - 400 `malformedRegistration` for a body that is not that, 400 `malformedToken` for a push token that is not
 ///   one; 401 for a share token missing or refused (its reason), 403 `otherRide` for one of another ride.
@@ -41,6 +42,11 @@ public struct RegistrationServer: Service {
                     return Problem(.gone, "rideEnded", "the ride has ended").response
                 case .failure(.shuttingDown):
                     return Problem(.serviceUnavailable, "shuttingDown", "ride-push is stopping; try again").response
+                case .failure(.brokerUnavailable):
+                    return Problem(
+                        .serviceUnavailable, "brokerUnavailable",
+                        "ride-push cannot store the registration now; try again"
+                    ).response
                 case .failure(.serviceOff(let service)):
                     return Problem(
                         .serviceUnavailable, "serviceOff", "this ride-push sends nothing through \(service.rawValue)"
@@ -53,9 +59,16 @@ public struct RegistrationServer: Service {
             switch await Self.device(request, ride: ride, verifier: verifier, now: now()) {
             case .failure(let problem): return problem.response
             case .success(let (device, _)):
-                return await service.unregister(device, ride: ride)
-                    ? Response(status: .noContent)
-                    : Problem(.notFound, "notRegistered", "the device is not registered for the ride").response
+                switch await service.unregister(device, ride: ride) {
+                case .success(true): return Response(status: .noContent)
+                case .success(false):
+                    return Problem(.notFound, "notRegistered", "the device is not registered for the ride").response
+                case .failure:
+                    return Problem(
+                        .serviceUnavailable, "brokerUnavailable",
+                        "ride-push cannot remove the registration now; try again"
+                    ).response
+                }
             }
         }
         var serverLogger = logger

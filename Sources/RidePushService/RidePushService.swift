@@ -4,19 +4,27 @@ import Metrics
 public import RidePush
 public import RideStatusKit
 public import ServiceLifecycle
+import WorkerGroup
 
-/// `ride-push`'s core (issue 32): it subscribes to the statuses of rides with registered devices, feeds
-/// statuses, registrations, outcomes and ticks to ``PushPlanner`` in one task, and carries out its actions:
-/// pushes through the senders (at most ``Settings/concurrentPushes`` at once), subscriptions, metrics. The
-/// planner's state is owned by that one task, so it needs no lock.
+/// `ride-push`'s core (issue 32): one task feeds presences, registration records, statuses, outcomes and ticks
+/// to ``PushGroup`` (and through it ``PushPlanner``) and carries out their actions: pushes through the senders (at
+/// most ``Settings/concurrentPushes`` at once), subscriptions and record deletions in order, metrics. The
+/// group's state is owned by that one task, so it needs no lock.
+///
+/// Several processes share the rides by `WorkerGroup`'s ownership; a registration is a retained record in the
+/// broker, written by the process the request reached and served by the ride's owner (``PushGroup``).
 public final class RidePushService: Service, Sendable {
     public struct Settings: Sendable {
         public var topics = RideTopics()
-        public var planner = PushPlanner.Settings()
+        public var group = PushGroup.Settings()
         /// Pushes in flight at once, over both services.
         public var concurrentPushes = 64
         /// How often the planner looks for retries and refreshes that are due.
         public var tick: Duration = .seconds(1)
+        /// How often this process repeats its presence (``PushGroup/Settings/silenceLimit`` is three of these).
+        public var heartbeat: TimeInterval = 5
+        /// The version in the presence.
+        public var version = "ride-push"
 
         public init() {}
     }
@@ -39,17 +47,21 @@ public final class RidePushService: Service, Sendable {
         }
     }
 
-    /// What the subscriptions are made with: the MQTT client, as a seam for tests.
-    public struct Subscriber: Sendable {
+    /// What the service does on the broker: the MQTT client, as a seam for tests.
+    public struct Broker: Sendable {
         public var subscribe: @Sendable (String) async throws -> Void
         public var unsubscribe: @Sendable (String) async throws -> Void
+        /// A QoS 1 publish; returns at the broker's acknowledgement.
+        public var publish: @Sendable (_ topic: String, _ payload: [UInt8], _ retain: Bool) async throws -> Void
 
         public init(
             subscribe: @escaping @Sendable (String) async throws -> Void,
-            unsubscribe: @escaping @Sendable (String) async throws -> Void
+            unsubscribe: @escaping @Sendable (String) async throws -> Void,
+            publish: @escaping @Sendable (_ topic: String, _ payload: [UInt8], _ retain: Bool) async throws -> Void
         ) {
             self.subscribe = subscribe
             self.unsubscribe = unsubscribe
+            self.publish = publish
         }
     }
 
@@ -60,20 +72,37 @@ public final class RidePushService: Service, Sendable {
         case serviceOff(PushDevice.Service)
         /// ride-push is stopping.
         case shuttingDown
+        /// The broker, which keeps the registrations, cannot be reached.
+        case brokerUnavailable
     }
 
     enum Event: Sendable {
         case message(topic: String, payload: [UInt8])
         case register(
             PushDevice, ride: String, expires: Date, reply: @Sendable (Result<Bool, RegistrationRefusal>) -> Void)
-        case unregister(PushDevice, ride: String, reply: @Sendable (Bool) -> Void)
+        case unregister(PushDevice, ride: String, reply: @Sendable (Result<Bool, RegistrationRefusal>) -> Void)
         case outcome(Push, PushPlanner.Outcome)
+        /// This process's write of a record was acknowledged: applied at once, before its reply, so that the next
+        /// request sees it (the broker's copy comes back later and changes nothing).
+        case stored(ride: String, key: String, PushGroup.Record?, reply: @Sendable () -> Void)
+        case connected(incarnation: UInt64)
+        case disconnected
         case tick
     }
 
+    /// An ordered change on the broker: a ride's unsubscribe never overtakes its subscribe, a record's deletion
+    /// never overtakes its writing by this process.
+    enum BrokerChange: Sendable {
+        case subscribe(String)
+        case unsubscribe(String)
+        case publish(topic: String, payload: [UInt8], retain: Bool, done: (@Sendable (Bool) -> Void)?)
+    }
+
+    /// This process's member id in the group (its presence topic's last level).
+    public let member: String
     private let settings: Settings
     private let senders: Senders
-    private let subscriber: Subscriber
+    private let broker: Broker
     private let clock: any Clock<Duration>
     private let now: @Sendable () -> Date
     private let logger: Logger
@@ -82,25 +111,29 @@ public final class RidePushService: Service, Sendable {
     private let metrics = PushMetrics()
 
     /// - Parameters:
+    ///   - member: this process's id in the group, unique among the running ones.
     ///   - clock: what the ticks sleep on.
-    ///   - now: wall time for the planner's decisions and the pushes' dates.
+    ///   - now: wall time for the planner's decisions, the pushes' dates and the presence.
     public init(
-        settings: Settings, senders: Senders, subscriber: Subscriber, clock: any Clock<Duration> = ContinuousClock(),
-        now: @escaping @Sendable () -> Date, logger: Logger
+        member: String, settings: Settings, senders: Senders, broker: Broker,
+        clock: any Clock<Duration> = ContinuousClock(), now: @escaping @Sendable () -> Date, logger: Logger
     ) {
+        self.member = member
         self.settings = settings
         self.senders = senders
-        self.subscriber = subscriber
+        self.broker = broker
         self.clock = clock
         self.now = now
+        var logger = logger
+        logger[metadataKey: "push.member"] = "\(member)"
         self.logger = logger
         (events, input) = AsyncStream.makeStream(of: Event.self)
     }
 
     // MARK: - The service's API
 
-    /// Registers `device` for `ride` until `expires` (the share token's expiry). Returns whether it is new
-    /// (false: it was registered already).
+    /// Registers `device` for `ride` until `expires` (the share token's expiry): a retained record in the broker,
+    /// which the ride's owner serves. Returns whether it is new (false: it was registered already).
     public func register(_ device: PushDevice, ride: String, expires: Date) async -> Result<Bool, RegistrationRefusal> {
         await withCheckedContinuation { continuation in
             let sent = input.yield(
@@ -110,21 +143,54 @@ public final class RidePushService: Service, Sendable {
     }
 
     /// Removes `device` from `ride`. Returns whether it was registered.
-    public func unregister(_ device: PushDevice, ride: String) async -> Bool {
+    public func unregister(_ device: PushDevice, ride: String) async -> Result<Bool, RegistrationRefusal> {
         await withCheckedContinuation { continuation in
             let sent = input.yield(.unregister(device, ride: ride, reply: { continuation.resume(returning: $0) }))
-            if case .terminated = sent { continuation.resume(returning: false) }
+            if case .terminated = sent { continuation.resume(returning: .failure(.shuttingDown)) }
         }
     }
 
-    /// A message on a subscribed status topic: a status, or the stop's empty payload.
+    /// A message on a subscribed topic: a status or a stop, a member's presence, a registration record.
     public func received(topic: String, payload: [UInt8]) { input.yield(.message(topic: topic, payload: payload)) }
+
+    /// The broker acknowledged every subscription of the connection of `incarnation`: this process announces
+    /// itself.
+    public func connected(incarnation: UInt64) { input.yield(.connected(incarnation: incarnation)) }
+
+    /// The connection to the broker ended: this process serves nothing until its presence is back.
+    public func disconnected() { input.yield(.disconnected) }
+
+    /// The presence this process publishes (and its will, and its goodbye): RideStatusKit's `Presence`.
+    /// - Parameter since: when this state began (the connection's start while online); `now` when nil.
+    public func presence(
+        online: Bool, incarnation: UInt64, since: Date? = nil, now: Date
+    ) -> (topic: String, payload: [UInt8]) {
+        let presence = Presence(
+            state: online ? .online : .offline, since: since ?? now, version: settings.version,
+            incarnation: Int(clamping: incarnation), at: now)
+        return (settings.topics.pushMember(member), presence.encoded())
+    }
 
     // MARK: - Running
 
     public func run() async throws {
         let input = self.input
+        let broker = self.broker
+        let topics = settings.topics
+        let logger = self.logger
         try await withThrowingDiscardingTaskGroup { group in
+            // The members and the records (both retained) come in with these; nothing is served before this
+            // process's own presence is back (``PushGroup/heardSelf(now:)``), which needs the first.
+            group.addTask {
+                do {
+                    try await broker.subscribe(topics.pushMemberFilter)
+                    try await broker.subscribe(topics.pushDeviceFilter)
+                } catch {
+                    logger.error(
+                        "could not subscribe to the group's presences and registrations: serving nothing",
+                        metadata: ["error": "\(error)"])
+                }
+            }
             let tick = settings.tick
             let clock = self.clock
             group.addTask {
@@ -133,31 +199,51 @@ public final class RidePushService: Service, Sendable {
                     input.yield(.tick)
                 }
             }
-            // Subscription changes in the planner's order: a ride's unsubscribe never overtakes its subscribe.
-            let (changes, changeInput) = AsyncStream.makeStream(of: (String, Bool).self)
-            let subscriber = self.subscriber
-            let topics = settings.topics
-            let logger = self.logger
+            let (changes, changeInput) = AsyncStream.makeStream(of: BrokerChange.self)
             group.addTask {
-                for await (ride, subscribe) in changes {
+                for await change in changes {
                     do {
-                        if subscribe {
-                            try await subscriber.subscribe(topics.status(ride: ride))
-                        } else {
-                            try await subscriber.unsubscribe(topics.status(ride: ride))
+                        switch change {
+                        case .subscribe(let ride): try await broker.subscribe(topics.status(ride: ride))
+                        case .unsubscribe(let ride): try await broker.unsubscribe(topics.status(ride: ride))
+                        case .publish(let topic, let payload, let retain, let done):
+                            do {
+                                try await broker.publish(topic, payload, retain)
+                                done?(true)
+                            } catch {
+                                done?(false)
+                                throw error
+                            }
                         }
                     } catch {
-                        logger.warning(
-                            "could not change a subscription", metadata: ["ride.id": "\(ride)", "error": "\(error)"])
+                        logger.warning("a change on the broker failed", metadata: ["error": "\(error)"])
                     }
                 }
             }
-            var planner = PushPlanner(settings: settings.planner, seed: UInt64.random(in: 0...UInt64.max))
+            var pushGroup = PushGroup(
+                selfID: member, settings: settings.group, seed: UInt64.random(in: 0...UInt64.max))
             var waiting: [Push] = []
             var inFlight = 0
-            func carryOut(_ actions: PushActions) {
-                if let ride = actions.subscribe { changeInput.yield((ride, true)) }
-                if let ride = actions.unsubscribe { changeInput.yield((ride, false)) }
+            var incarnation: UInt64?
+            var onlineSince = Date.distantPast
+            var lastHeartbeat = Date.distantPast
+            func carryOut(_ actions: GroupActions) {
+                for ride in actions.unsubscribe { changeInput.yield(.unsubscribe(ride)) }
+                for ride in actions.subscribe { changeInput.yield(.subscribe(ride)) }
+                for record in actions.deleteRecords {
+                    changeInput.yield(
+                        .publish(
+                            topic: topics.pushDevice(ride: record.ride, key: record.key), payload: [], retain: true,
+                            done: nil))
+                }
+                for refused in actions.refusedRecords {
+                    logger.info(
+                        "a registration the ride's owner does not take is deleted",
+                        metadata: [
+                            "ride.id": "\(refused.ride)", "push.device": "\(refused.device)",
+                            "reason": "\(refused.refusal.rawValue)",
+                        ])
+                }
                 for removed in actions.removed {
                     metrics.removed(removed.reason)
                     logger.debug(
@@ -172,10 +258,19 @@ public final class RidePushService: Service, Sendable {
                         "push refused",
                         metadata: ["ride.id": "\(push.ride)", "push.device": "\(push.device)", "reason": "\(reason)"])
                 }
-                if let service = actions.renewCredential {
+                for service in actions.renewCredential {
                     metrics.renewal(service)
                     let renew = senders.renew
                     group.addTask { await renew(service) }
+                }
+                for push in actions.pushes {
+                    logger.trace(
+                        "push due",
+                        metadata: [
+                            "ride.id": "\(push.ride)", "push.device": "\(push.device)", "push.event": "\(push.event)",
+                            "push.priority": "\(push.priority.rawValue)", "push.timestamp": "\(push.timestamp)",
+                            "status.sequence": "\(push.sequence)",
+                        ])
                 }
                 waiting += actions.pushes
                 while inFlight < settings.concurrentPushes, !waiting.isEmpty {
@@ -188,6 +283,12 @@ public final class RidePushService: Service, Sendable {
                     }
                 }
             }
+            func announce(online: Bool, now: Date) {
+                guard let incarnation else { return }
+                let (topic, payload) = presence(online: online, incarnation: incarnation, since: onlineSince, now: now)
+                changeInput.yield(.publish(topic: topic, payload: payload, retain: true, done: nil))
+                lastHeartbeat = now
+            }
             logger.info(
                 "ride-push ready",
                 metadata: ["push.apns": "\(senders.apns != nil)", "push.fcm": "\(senders.fcm != nil)"])
@@ -195,20 +296,57 @@ public final class RidePushService: Service, Sendable {
                 let now = self.now()
                 switch event {
                 case .message(let topic, let payload):
-                    guard let ride = settings.topics.ride(ofStatusTopic: topic) else { continue }
-                    if payload.isEmpty {
-                        carryOut(planner.stopped(ride: ride, now: now))
-                    } else if let status = try? JSONDecoder.rideStatus.decode(RideStatus.self, from: Data(payload)),
-                        status.rideIdentifier == ride
-                    {
-                        carryOut(planner.status(status, now: now))
-                    } else {
-                        // The worker validates what it publishes (V1-V7); anything else on a status topic is not
-                        // shown to a rider.
-                        metrics.unreadableStatus()
-                        logger.warning(
-                            "a status that does not decode, or names another ride, is not pushed",
-                            metadata: ["ride.id": "\(ride)", "bytes": "\(payload.count)"])
+                    if let ride = topics.ride(ofStatusTopic: topic) {
+                        if payload.isEmpty {
+                            carryOut(pushGroup.stopped(ride: ride, now: now))
+                        } else if let status = try? JSONDecoder.rideStatus.decode(RideStatus.self, from: Data(payload)),
+                            status.rideIdentifier == ride
+                        {
+                            logger.trace(
+                                "status",
+                                metadata: [
+                                    "ride.id": "\(ride)", "status.sequence": "\(status.sequence)",
+                                    "push.serves": "\(pushGroup.planner.serves(ride: ride))",
+                                ])
+                            carryOut(pushGroup.status(status, now: now))
+                        } else {
+                            // The worker validates what it publishes (V1-V7); anything else on a status topic is
+                            // not shown to a rider.
+                            metrics.unreadableStatus()
+                            logger.warning(
+                                "a status that does not decode, or names another ride, is not pushed",
+                                metadata: ["ride.id": "\(ride)", "bytes": "\(payload.count)"])
+                        }
+                    } else if let other = topics.pushMember(ofTopic: topic) {
+                        guard let sighting = Self.sighting(payload) else {
+                            metrics.unreadableRecord()
+                            logger.warning(
+                                "a push member's presence that does not read is ignored (A2, G1)",
+                                metadata: ["push.member": "\(other)", "bytes": "\(payload.count)"])
+                            continue
+                        }
+                        if other == member {
+                            // Its own presence back from the broker: the others see it now.
+                            if let sighting = sighting, sighting.online, sighting.incarnation == incarnation {
+                                carryOut(pushGroup.heardSelf(now: now))
+                            }
+                        } else {
+                            carryOut(pushGroup.presence(of: other, sighting, now: now))
+                        }
+                    } else if let (ride, key) = topics.pushDevice(ofTopic: topic) {
+                        if payload.isEmpty {
+                            carryOut(pushGroup.record(ride: ride, key: key, nil, now: now))
+                            continue
+                        }
+                        do throws(PushGroup.Record.Problem) {
+                            let record = try PushGroup.Record(payload: payload, key: key)
+                            carryOut(pushGroup.record(ride: ride, key: key, record, now: now))
+                        } catch {
+                            metrics.unreadableRecord()
+                            logger.warning(
+                                "a registration record that does not read is ignored (A2)",
+                                metadata: ["ride.id": "\(ride)", "reason": "\(error.rawValue)"])
+                        }
                     }
                 case .register(let device, let ride, let expires, let reply):
                     let enabled = device.service == .apns ? senders.apns != nil : senders.fcm != nil
@@ -216,31 +354,87 @@ public final class RidePushService: Service, Sendable {
                         reply(.failure(.serviceOff(device.service)))
                         continue
                     }
-                    let known = planner.devices(of: ride).contains(device)
-                    switch planner.register(device, ride: ride, expires: expires, now: now) {
-                    case .success(let actions):
-                        reply(.success(!known))
-                        carryOut(actions)
-                    case .failure(let refusal):
-                        reply(.failure(.planner(refusal)))
+                    guard incarnation != nil else {
+                        reply(.failure(.brokerUnavailable))
+                        continue
                     }
+                    if let refusal = pushGroup.refusal(of: device, ride: ride) {
+                        reply(.failure(.planner(refusal)))
+                        continue
+                    }
+                    let known = pushGroup.isRegistered(device, ride: ride)
+                    let record = PushGroup.Record(device: device, expires: expires)
+                    let key = device.recordKey
+                    changeInput.yield(
+                        .publish(
+                            topic: topics.pushDevice(ride: ride, key: key), payload: record.encoded(), retain: true,
+                            done: { stored in
+                                guard stored else { return reply(.failure(.brokerUnavailable)) }
+                                let applied = input.yield(
+                                    .stored(ride: ride, key: key, record, reply: { reply(.success(!known)) }))
+                                if case .terminated = applied { reply(.failure(.shuttingDown)) }
+                            }))
                 case .unregister(let device, let ride, let reply):
-                    let actions = planner.unregister(device, ride: ride)
-                    reply(!actions.removed.isEmpty)
-                    carryOut(actions)
+                    guard let key = pushGroup.key(of: device, ride: ride) else {
+                        reply(.success(false))
+                        continue
+                    }
+                    guard incarnation != nil else {
+                        reply(.failure(.brokerUnavailable))
+                        continue
+                    }
+                    changeInput.yield(
+                        .publish(
+                            topic: topics.pushDevice(ride: ride, key: key), payload: [], retain: true,
+                            done: { stored in
+                                guard stored else { return reply(.failure(.brokerUnavailable)) }
+                                let applied = input.yield(
+                                    .stored(ride: ride, key: key, nil, reply: { reply(.success(true)) }))
+                                if case .terminated = applied { reply(.failure(.shuttingDown)) }
+                            }))
+                case .stored(let ride, let key, let record, let reply):
+                    carryOut(pushGroup.record(ride: ride, key: key, record, now: now))
+                    reply()
                 case .outcome(let push, let outcome):
                     inFlight -= 1
                     metrics.outcome(outcome, of: push)
-                    carryOut(planner.outcome(outcome, of: push, now: now))
+                    carryOut(pushGroup.outcome(outcome, of: push, now: now))
+                case .connected(let connection):
+                    incarnation = connection
+                    onlineSince = now
+                    announce(online: true, now: now)
+                case .disconnected:
+                    incarnation = nil
+                    carryOut(pushGroup.disconnected())
                 case .tick:
-                    carryOut(planner.tick(now: now))
+                    logger.trace(
+                        "tick",
+                        metadata: [
+                            "push.serving": "\(pushGroup.isServing(now: now))",
+                            "push.records": "\(pushGroup.recordCount)",
+                        ])
+                    if now.timeIntervalSince(lastHeartbeat) >= settings.heartbeat { announce(online: true, now: now) }
+                    carryOut(pushGroup.tick(now: now))
                     // Once a tick: `pending` counts over every activity.
-                    metrics.update(planner: planner, inFlight: inFlight, waiting: waiting.count)
+                    metrics.update(group: pushGroup, inFlight: inFlight, waiting: waiting.count, now: now)
                 }
             }
             changeInput.finish()
             group.cancelAll()
         }
+    }
+
+    /// A member's presence payload as the group reads it; `.some(nil)` for a deleted one (empty), nil when it does
+    /// not read.
+    static func sighting(_ payload: [UInt8]) -> GroupMembership.Sighting?? {
+        if payload.isEmpty { return .some(nil) }
+        guard let presence = try? JSONDecoder.rideStatus.decode(Presence.self, from: Data(payload)),
+            (presence.incarnation ?? 0) >= 0
+        else { return nil }
+        return .some(
+            GroupMembership.Sighting(
+                online: presence.state == .online, incarnation: UInt64(presence.incarnation ?? 0),
+                seenAt: presence.at?.timeIntervalSince1970))
     }
 }
 
@@ -252,12 +446,23 @@ struct PushMetrics: Sendable {
     let inFlight = Gauge(label: "ridepush_in_flight")
     let unreadable = Counter(label: "ridepush_unreadable_statuses_total")
 
-    func update(planner: PushPlanner, inFlight: Int, waiting: Int) {
+    let members = Gauge(label: "ridepush_members")
+    let records = Gauge(label: "ridepush_records")
+    let serving = Gauge(label: "ridepush_serving")
+    let unreadableRecords = Counter(label: "ridepush_unreadable_records_total")
+
+    func update(group: PushGroup, inFlight: Int, waiting: Int, now: Date) {
+        let planner = group.planner
         registrations.record(planner.registrations)
         rides.record(planner.subscribedRides)
         pending.record(planner.pending + waiting)
         self.inFlight.record(inFlight)
+        members.record(group.membership.members.count)
+        records.record(group.recordCount)
+        serving.record(group.isServing(now: now) ? 1 : 0)
     }
+
+    func unreadableRecord() { unreadableRecords.increment() }
 
     func outcome(_ outcome: PushPlanner.Outcome, of push: Push) {
         let name: String

@@ -49,6 +49,35 @@ public struct RideTopics: Sendable, Hashable {
     /// Every worker's presence.
     public var presenceFilter: String { "\(serviceName)/workers/+" }
 
+    /// A `ride-push` process's presence (issue 32), retained, with a will: the processes share the rides by
+    /// `WorkerGroup`'s ownership over these members, as the workers do over theirs.
+    public func pushMember(_ member: String) -> String { "\(serviceName)/push/members/\(member)" }
+    /// Every `ride-push` process's presence.
+    public var pushMemberFilter: String { "\(serviceName)/push/members/+" }
+    /// One device's registration for a ride, retained (issue 32): written by the `ride-push` process the device
+    /// registered with, served by the one that owns the ride, deleted (an empty retained message) when it ends.
+    /// `key` is a digest of the push token, never the token.
+    public func pushDevice(ride: String, key: String) -> String { "\(serviceName)/push/devices/\(ride)/\(key)" }
+    /// Every registration.
+    public var pushDeviceFilter: String { "\(serviceName)/push/devices/+/+" }
+
+    /// The member a push presence topic names, or nil when `topic` is not one.
+    public func pushMember(ofTopic topic: String) -> String? {
+        let prefix = "\(serviceName)/push/members/"
+        guard topic.hasPrefix(prefix) else { return nil }
+        let member = topic.dropFirst(prefix.utf8.count)
+        return member.isEmpty || member.contains("/") ? nil : String(member)
+    }
+
+    /// The ride and key a registration topic names, or nil when `topic` is not one.
+    public func pushDevice(ofTopic topic: String) -> (ride: String, key: String)? {
+        let prefix = "\(serviceName)/push/devices/"
+        guard topic.hasPrefix(prefix) else { return nil }
+        let levels = topic.dropFirst(prefix.utf8.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, !levels[0].isEmpty, !levels[1].isEmpty else { return nil }
+        return (String(levels[0]), String(levels[1]))
+    }
+
     /// The ride a status topic is about, or nil when `topic` is not one.
     public func ride(ofStatusTopic topic: String) -> String? {
         let prefix = ridesPrefix + "/"

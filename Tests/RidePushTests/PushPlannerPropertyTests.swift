@@ -57,6 +57,9 @@ struct PushPlannerPropertyTests {
                         #expect(push.sequence >= last.sequence, "sequence \(push.sequence) after \(last.sequence)")
                         #expect(push.timestamp > last.timestamp, "timestamp \(push.timestamp) after \(last.timestamp)")
                     }
+                    // At most a second ahead of the clock (the statuses here are issued at or before `now`): what a
+                    // process taking the ride over relies on.
+                    #expect(push.timestamp <= Int(now.timeIntervalSince1970) + 1, "timestamp ahead of the clock")
                     outstanding.append(push)
                 }
                 for removed in actions.removed {

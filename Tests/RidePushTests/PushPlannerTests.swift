@@ -110,21 +110,53 @@ struct PushPlannerTests {
         #expect(planner.status(later, now: later.issuedAt).pushes.first?.priority == .urgent)
     }
 
-    @Test("APNs timestamps grow with every push to an activity, even for two statuses in one second")
+    @Test(
+        "APNs timestamps grow with every push to an activity, even for statuses in one second; at most one second ahead"
+    )
     func timestamps() throws {
         var planner = PushPlanner()
         var maker = StatusMaker()
         _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
         var stamps: [Int] = []
-        for (phase, offset) in [(RidePhase.approachingPickup, 0.1), (.pickup, 0.4), (.ongoing, 0.8), (.ongoing, 20)] {
-            let status = maker.next(phase, at: offset, arrival: offset < 20 ? 300 : 330)
-            for push in planner.status(status, now: status.issuedAt).pushes {
+        func deliver(_ actions: PushActions, at time: Date) {
+            for push in actions.pushes {
                 stamps.append(push.timestamp)
-                _ = planner.outcome(.delivered, of: push, now: status.issuedAt)
+                _ = planner.outcome(.delivered, of: push, now: time)
             }
         }
+        for (phase, offset) in [(RidePhase.approachingPickup, 0.1), (.pickup, 0.4), (.ongoing, 0.8)] {
+            let status = maker.next(phase, at: offset)
+            deliver(planner.status(status, now: status.issuedAt), at: status.issuedAt)
+        }
         let start = Int(maker.start.timeIntervalSince1970)
+        // The third in one second would go two ahead of the clock: it waits for the next second.
+        #expect(stamps == [start, start + 1])
+        deliver(planner.tick(now: maker.start + 0.95), at: maker.start + 0.95)
+        #expect(stamps == [start, start + 1])
+        deliver(planner.tick(now: maker.start + 1), at: maker.start + 1)
+        #expect(stamps == [start, start + 1, start + 2])
+        let later = maker.next(.ongoing, at: 20, arrival: 330)
+        deliver(planner.status(later, now: later.issuedAt), at: later.issuedAt)
         #expect(stamps == [start, start + 1, start + 2, start + 20])
+    }
+
+    @Test("A device taken over from another process: its first push waits for the next second and goes above it")
+    func takenOver() throws {
+        var planner = PushPlanner()
+        var maker = StatusMaker()
+        let takeover = maker.start + 10.3
+        _ = try planner.register(phone, ride: maker.ride, expires: .distantFuture, now: takeover, takenOver: true)
+            .get()
+        let status = maker.next(.approachingPickup, at: 10.2)
+        // The old owner may have sent up to one above this second (10) by its rule: nothing goes in it.
+        #expect(planner.status(status, now: takeover).pushes.isEmpty)
+        #expect(planner.tick(now: maker.start + 10.9).pushes.isEmpty)
+        // Statuses keep coming, each issued in the second it arrives: the first push goes in the next second all
+        // the same, with the newest state.
+        let newer = maker.next(.approachingPickup, at: 11)
+        let push = try #require(planner.status(newer, now: maker.start + 11).pushes.first)
+        #expect(push.timestamp == Int(maker.start.timeIntervalSince1970) + 12)
+        #expect(push.sequence == newer.sequence && push.priority == .urgent)
     }
 
     @Test("C1, C3: a healthy ride's stale-date is always ahead; a silent worker's activity goes stale")

@@ -10,19 +10,27 @@ each a real process on free loopback ports.
   - An APNs outage (503): the pending gauge stays at most one per activity; when APNs is back, the next push is
     the newest state, not a backlog.
   - 410 Unregistered removes the registration.
+  - Two ride-push processes share the rides (their registration records are retained in the broker): devices
+    registered through either are served by the ride's owner only; one is killed (SIGKILL), the other takes its
+    rides at once; a third joins and takes its share. No device gets a timestamp that does not grow, nor a state
+    older than one it had.
 
 Usage: Tests/Python/push/test_push.py --bin-dir .build/debug
 """
 import argparse
+import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+import jsonschema
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -35,9 +43,10 @@ FCM_TOKEN = "fcm-device-1:APA91b-test"
 
 
 class RidePush:
-    def __init__(self, bin_dir, folder, stack, standin, key_set):
+    def __init__(self, bin_dir, folder, stack, standin, key_set, name="ride-push"):
         self.port = free_port()
-        log = open(os.path.join(folder, "ride-push.log"), "wb")
+        self.name = name
+        log = open(os.path.join(folder, f"{name}.log"), "wb")
         self.process = subprocess.Popen([
             os.path.join(bin_dir, "ride-push"), "--broker", stack.broker, "--http-port", str(self.port),
             "--share-keys", key_set,
@@ -47,7 +56,7 @@ class RidePush:
             "--fcm-url", f"https://127.0.0.1:{standin.port}", "--fcm-account", standin.account_path,
             "--fcm-ca-file", standin.certificate,
             # Short intervals, so that a ride of a minute or two shows routine pushes and refreshes.
-            "--minimum-interval", "2", "--refresh-interval", "6", "--log-level", "debug",
+            "--minimum-interval", "2", "--refresh-interval", "6", "--log-level", os.environ.get("PUSH_LOG_LEVEL", "debug"),
         ], stdout=log, stderr=subprocess.STDOUT)
         wait_until("ride-push to listen", lambda: Stack.listening(self.port), 30)
 
@@ -90,6 +99,11 @@ class RidePush:
         assert self.process.returncode == 0, f"ride-push exited with {self.process.returncode}"
 
 
+    def kill(self):
+        self.process.kill()
+        self.process.wait(10)
+
+
 def token_of(link):
     return re.search(r"/share/([^/?#]+)", link).group(1)
 
@@ -108,6 +122,20 @@ def early_ride(stack, exclude=()):
 
     wait_until("a ride before its pickup", check, 60)
     return found["ride"]
+
+
+def early_rides(stack, count, exclude=()):
+    """`count` rides of fleet-sim that have not yet reached their pickup."""
+    found = []
+
+    def check():
+        rides = stack.get("/v1/rides?limit=1000") or {}
+        found[:] = [r["rideIdentifier"] for r in rides.get("rides", [])
+                    if r["rideIdentifier"] not in exclude and r["phase"] in ("received", "confirmed", "approachingPickup")]
+        return len(found) >= count
+
+    wait_until(f"{count} rides before their pickup", check, 90)
+    return found[:count]
 
 
 def apns_pushes(standin, token):
@@ -181,6 +209,101 @@ def drive(stack, ride, vehicle):
     stack.publish(f"rides/{ride}/stop", {"reason": "done"})
 
 
+def check_record(stack, ride, service, token):
+    """The registration's retained record: on the topic of its key (a digest, not the token), valid against
+    docs/schema/push-registration.schema.json."""
+    key = hashlib.sha256(f"{service}:{token}".encode()).hexdigest()[:32]
+    topic = f"ridestatus/push/devices/{ride}/{key}"
+    read = subprocess.run(["mosquitto_sub", "-p", str(stack.broker_port), "-t", topic, "-C", "1", "-W", "5"],
+                          capture_output=True, check=True, text=True)
+    record = json.loads(read.stdout)
+    with open(os.path.join(HERE, "..", "..", "..", "docs", "schema", "push-registration.schema.json")) as handle:
+        schema = json.load(handle)
+    jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(record)
+    assert record["service"] == service and record["token"] == token, record
+    # And the schema can fail.
+    assert not jsonschema.Draft202012Validator(schema).is_valid(dict(record, service="sms"))
+
+
+def check_order(standin, tokens):
+    """C5 on the lock screen: per device, timestamps grow (the stand-in's violations) and no state is older than
+    one the device already had."""
+    violations = standin.control("GET", "/control/violations")
+    if violations:
+        token = next(t for t in tokens if t.startswith(violations[0]["token"]))
+        pushes = [(p["payload"]["aps"]["timestamp"], round(p["at"], 2), p["payload"]["aps"]["content-state"]["sequence"],
+                   p["priority"]) for p in apns_pushes(standin, token)]
+        raise AssertionError(f"a timestamp that did not grow: {violations}; pushes of {token[:8]}: {pushes}")
+    for token in tokens:
+        sequences = [p["payload"]["aps"]["content-state"]["sequence"] for p in apns_pushes(standin, token)]
+        assert sequences == sorted(sequences), f"an older state after a newer one: {sequences}"
+
+
+def group(args, folder, stack, standin, key_set, private_key, first, exclude):
+    """Two ride-push processes, then one killed, then a third: every ride served by exactly one, in order."""
+    second = RidePush(args.bin_dir, folder, stack, standin, key_set, name="ride-push-2")
+    processes = [first, second]
+    try:
+        wait_until("two members", lambda: all(p.metric("ridepush_members") == 2 for p in processes), 30)
+        rides = early_rides(stack, 12, exclude)
+        tokens = {}
+        for index, ride in enumerate(rides):
+            token = f"{index + 16:02x}" * 32
+            tokens[ride] = token
+            share = token_of(share_link(args.bin_dir, private_key, ride, "http://x"))
+            # Through either process: the record reaches the ride's owner through the broker.
+            status, _ = processes[index % 2].call("POST", f"/v1/rides/{ride}/devices",
+                                                  {"service": "apns", "token": token}, share)
+            assert status == 201, (ride, status)
+        # A ride may stop between the pick and its registration: then it has nothing to show (at most one here).
+        def unpushed():
+            return [ride for ride, token in tokens.items() if not apns_pushes(standin, token)]
+
+        deadline = time.time() + 30
+        while len(unpushed()) > 1:
+            assert time.time() < deadline, f"no push in 30 s for {unpushed()}; " + "; ".join(
+                f"{p.name}: " + ", ".join(f"{m} {p.metric(m)}" for m in (
+                    "ridepush_members", "ridepush_serving", "ridepush_records", "ridepush_subscribed_rides",
+                    "ridepush_registrations")) for p in processes)
+            time.sleep(0.2)
+        served = [p.metric("ridepush_subscribed_rides") for p in processes]
+        assert sum(served) >= len(rides) - 2 and all(n > 0 for n in served), f"rides served per process: {served}"
+        print(f"ok: two ride-push processes serve {served[0]:.0f} and {served[1]:.0f} of {len(rides)} rides")
+
+        # SIGKILL: its will says offline, the other takes its rides at once.
+        second.kill()
+        killed_at = time.time()
+        print(f"killed {second.name} at {killed_at:.2f}")
+        wait_until("the survivor alone", lambda: first.metric("ridepush_members") == 1, 30)
+
+        def all_pushed_since(moment):
+            for token in tokens.values():
+                pushes = apns_pushes(standin, token)
+                ended = any(p["payload"]["aps"]["event"] == "end" for p in pushes)
+                if pushes and not ended and not any(p["at"] > moment for p in pushes):
+                    return False
+            return True
+
+        wait_until("every live ride pushed by the survivor", lambda: all_pushed_since(killed_at), 30)
+        took = time.time() - killed_at
+        check_order(standin, tokens.values())
+        print(f"ok: one of two killed: the other pushed every live ride within {took:.1f} s, nothing out of order")
+
+        # A newcomer reads the retained records and takes its share once its start delay is over.
+        third = RidePush(args.bin_dir, folder, stack, standin, key_set, name="ride-push-3")
+        processes = [first, third]
+        wait_until("the newcomer serving", lambda: (third.metric("ridepush_subscribed_rides") or 0) > 0, 30)
+        joined_at = time.time()
+        wait_until("every live ride pushed after the join", lambda: all_pushed_since(joined_at), 30)
+        check_order(standin, tokens.values())
+        served = [p.metric("ridepush_subscribed_rides") for p in processes]
+        print(f"ok: a newcomer took {served[1]:.0f} rides from the registrations in the broker, nothing out of order")
+        third.stop()
+    finally:
+        if second.process.poll() is None:
+            second.stop()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
@@ -216,7 +339,8 @@ def main():
             assert push.call("POST", path, {"service": "apns", "token": APNS_TOKENS[0]}, token)[0] == 200
             assert push.call("POST", path, {"service": "fcm", "token": FCM_TOKEN}, token)[0] == 201
             wait_until("a first push", lambda: apns_pushes(standin, APNS_TOKENS[0]), 20)
-            print(f"ok: registration for {ride} needs its share token")
+            check_record(stack, ride, "apns", APNS_TOKENS[0])
+            print(f"ok: registration for {ride} needs its share token; its record in the broker follows the schema")
 
             # A second ride's iPhone: APNs goes down for 12 s, then comes back.
             other_path = f"/v1/rides/{other}/devices"
@@ -265,6 +389,14 @@ def main():
                        lambda: push.call("DELETE", path, {"service": "fcm", "token": FCM_TOKEN}, token)[0] == 404, 30)
             assert standin.control("GET", "/control/violations") == [], "a timestamp that did not grow"
             print(f"ok: Android got {len(data)} data messages, sequences growing, then end")
+
+            group(args, folder, stack, standin, key_set, private_key, push, exclude={ride, other})
+        except BaseException:
+            kept = os.path.join(tempfile.gettempdir(), "ride-push-test-logs")
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(folder, kept, ignore=shutil.ignore_patterns("*.sock"))
+            print(f"test_push: failed; the processes' logs are kept in {kept}", file=sys.stderr)
+            raise
         finally:
             if push:
                 push.stop()

@@ -7,8 +7,8 @@ port, over HTTP/2 and TLS (a certificate it makes itself), and checks every requ
 APNs (`POST /3/device/<token>` on a port of its own, Apple's "Sending notification requests to APNs" and "Starting and updating
 Live Activities with ActivityKit push notifications"):
   - the provider token: an ES256 JWT with `kid` and `iss`, signed by the key given, younger than an hour on
-    the stand-in's clock (403 ExpiredProviderToken), and not renewed within 20 minutes of the last
-    (429 TooManyProviderTokenUpdates);
+    the stand-in's clock (403 ExpiredProviderToken), and not renewed on one connection within 20 minutes of the
+    last (429 TooManyProviderTokenUpdates);
   - headers: `apns-push-type: liveactivity`, `apns-topic: <bundle>.push-type.liveactivity`, `apns-priority`
     5 or 10;
   - the payload: at most 4096 bytes, an `aps` with an integer `timestamp`, `event` `update` or `end`, a
@@ -89,11 +89,14 @@ class APNs:
         self.team_id = team_id
         self.topic = f"{bundle}.push-type.liveactivity"
         self.clock = clock
-        self.token_iat = None  # the issue time of the provider token in use
+        # The issue time of the provider token in use, per HTTP/2 connection: APNs limits token updates on one
+        # connection ("Establishing a token-based connection to APNs": one token per connection, refreshed no more
+        # than once every 20 minutes), so several provider servers with one key each keep a token of their own.
+        self.token_iat = {}
         self.timestamps = {}  # device token -> last accepted aps.timestamp
         self.unregistered = set()
 
-    def check_provider_token(self, authorization):
+    def check_provider_token(self, authorization, connection=None):
         if not authorization.startswith("bearer "):
             return 403, "MissingProviderToken"
         parts = split_jwt(authorization[len("bearer "):])
@@ -115,17 +118,18 @@ class APNs:
         now = self.clock.now()
         if now - iat > 3600:
             return 403, "ExpiredProviderToken"
-        if self.token_iat is not None and iat != self.token_iat:
-            if iat < self.token_iat:
+        last = self.token_iat.get(connection)
+        if last is not None and iat != last:
+            if iat < last:
                 return 403, "InvalidProviderToken"
-            if iat - self.token_iat < 20 * 60:
+            if iat - last < 20 * 60:
                 return 429, "TooManyProviderTokenUpdates"
-        self.token_iat = iat
+        self.token_iat[connection] = iat
         return None
 
-    def check(self, token, headers, body, violations):
+    def check(self, token, headers, body, violations, connection=None):
         """(status, reason) for an error, None when the push is accepted."""
-        problem = self.check_provider_token(headers.get("authorization", ""))
+        problem = self.check_provider_token(headers.get("authorization", ""), connection)
         if problem:
             return problem
         if headers.get("apns-push-type") != "liveactivity":
@@ -296,7 +300,7 @@ class Standins:
             return status, answer, []
         return 404, {"reason": "NotFound"}, []
 
-    def apns_request(self, method, path, headers, body):
+    def apns_request(self, method, path, headers, body, connection=None):
         """(status, JSON answer or None, extra headers) for a request on the APNs port."""
         if method != "POST":
             return 405, {"reason": "MethodNotAllowed"}, []
@@ -307,7 +311,7 @@ class Standins:
         if failure:
             extra = [(b"retry-after", b"1")] if failure[0] == 429 else []
             return failure[0], {"reason": failure[1]}, extra
-        problem = self.apns.check(token, headers, body, self.violations)
+        problem = self.apns.check(token, headers, body, self.violations, connection)
         if problem:
             return problem[0], {"reason": problem[1]}, []
         self.pushes.append({"service": "apns", "token": token, "priority": int(headers.get("apns-priority", "10")),
@@ -378,7 +382,7 @@ class APNsProtocol(asyncio.Protocol):
     def respond(self, stream_id, headers, body):
         method, path = headers.get(":method"), headers.get(":path", "")
         plain = {k.lower(): v for k, v in headers.items() if not k.startswith(":")}
-        status, answer, extra = self.standins.apns_request(method, path, plain, body)
+        status, answer, extra = self.standins.apns_request(method, path, plain, body, connection=id(self))
         apns_id = plain.get("apns-id") or str(uuid.uuid4())
         response = [(":status", str(status)), ("apns-id", apns_id)] + [(k.decode(), v.decode()) for k, v in extra]
         if answer is None:
