@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -151,6 +151,14 @@ bench-domain: deps
 bench-subscribe: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench subscribe
+
+## bench-push: ride-push under a fleet's statuses through a 60 s APNs outage (issue 32): memory, what waits, tries,
+## and the recovery, against a naive queue and one push per activity; PUSH_ARGS (--vehicles, --outage) to change
+bench-push: deps
+	$(SWIFT) build -c release --product ride-status-worker
+	$(SWIFT) build -c release --product fleet-sim
+	$(SWIFT) build -c release --product ride-push
+	python3 Tests/Python/push/bench_push.py --bin-dir .build/release $(PUSH_ARGS)
 
 ## bench-group: a group of release workers on mosquitto (issues 13, 28): 30,000 rides with a fix per vehicle every 10 s,
 ## one worker then three (rides moved per join, the cost of membership against one worker), then SIGKILL and SIGTERM;

@@ -61,7 +61,7 @@ def describe(push):
     if push["service"] == "apns":
         aps = push["payload"]["aps"]
         state = aps["content-state"]
-        return (f"APNs p{push['priority']} {aps['event']:6} {state['phase']:17} "
+        return (f"APNs p{push['priority']:<4} {aps['event']:6} {state['phase']:17} "
                 f"seq {state['sequence']:<4} progress {state.get('progress', 0):.2f}"
                 + (f" ending {state['ending']}" if state.get("ending") else ""))
     data = push["payload"]["message"]["data"]

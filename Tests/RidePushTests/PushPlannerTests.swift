@@ -309,6 +309,38 @@ struct PushPlannerTests {
         #expect(planner.pending == 0 && planner.tick(now: now + 1).pushes.isEmpty)
     }
 
+    @Test("APNs back after an outage: the first delivery ends every other activity's backoff, not its Retry-After")
+    func recovery() throws {
+        var planner = PushPlanner()
+        var maker = StatusMaker()
+        let devices = try (0..<4).map { try PushDevice(service: .apns, token: String(format: "%064lx", $0 + 1)) }
+        for device in devices {
+            _ = try planner.register(device, ride: maker.ride, expires: .distantFuture, now: maker.start).get()
+        }
+        let first = planner.status(maker.next(.approachingPickup, at: 0), now: maker.start).pushes
+        #expect(first.count == 4)
+        // APNs fails for 100 s (backoffs grow to tens of seconds); the fourth is told to wait an hour.
+        var now = maker.start
+        _ = planner.outcome(.retry(after: 3600), of: first[3], now: now)
+        var inFlight = Array(first.prefix(3))
+        while now < maker.start + 100 {
+            for push in inFlight { _ = planner.outcome(.retry(after: nil), of: push, now: now) }
+            now += 1
+            inFlight = planner.tick(now: now).pushes
+        }
+        while inFlight.isEmpty {
+            now += 1
+            inFlight = planner.tick(now: now).pushes
+        }
+        #expect(!inFlight.contains { $0.device == devices[3] })
+        // One retry goes through (APNs is back): the others waiting out a backoff go at once; the one asked to
+        // wait does not.
+        let released = planner.outcome(.delivered, of: inFlight[0], now: now).pushes
+        #expect(!released.isEmpty)
+        #expect(Set(released.map(\.device)) == Set(devices.prefix(3)).subtracting(inFlight.map(\.device)))
+        #expect(!released.contains { $0.device == devices[3] })
+    }
+
     @Test("A Retry-After longer than the backoff is honoured")
     func retryAfter() throws {
         var planner = PushPlanner()

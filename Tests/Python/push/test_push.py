@@ -242,6 +242,7 @@ def check_order(standin, tokens):
 def group(args, folder, stack, standin, key_set, private_key, first, exclude):
     """Two ride-push processes, then one killed, then a third: every ride served by exactly one, in order."""
     second = RidePush(args.bin_dir, folder, stack, standin, key_set, name="ride-push-2")
+    started = [second]
     processes = [first, second]
     try:
         wait_until("two members", lambda: all(p.metric("ridepush_members") == 2 for p in processes), 30)
@@ -291,6 +292,7 @@ def group(args, folder, stack, standin, key_set, private_key, first, exclude):
 
         # A newcomer reads the retained records and takes its share once its start delay is over.
         third = RidePush(args.bin_dir, folder, stack, standin, key_set, name="ride-push-3")
+        started.append(third)
         processes = [first, third]
         wait_until("the newcomer serving", lambda: (third.metric("ridepush_subscribed_rides") or 0) > 0, 30)
         joined_at = time.time()
@@ -300,8 +302,9 @@ def group(args, folder, stack, standin, key_set, private_key, first, exclude):
         print(f"ok: a newcomer took {served[1]:.0f} rides from the registrations in the broker, nothing out of order")
         third.stop()
     finally:
-        if second.process.poll() is None:
-            second.stop()
+        for process in started:
+            if process.process.poll() is None:
+                process.process.kill()
 
 
 def main():
