@@ -142,7 +142,12 @@ def main():
             call({"service": "fcm", "token": ANDROID})
             break
         except urllib.error.HTTPError as error:
-            say(f"registration for {args.ride} refused: {error.code} {error.read().decode()}")
+            body = error.read().decode()
+            # 503 brokerUnavailable while ride-push is still connecting: try again.
+            if error.code == 503 and time.time() < deadline:
+                time.sleep(0.5)
+                continue
+            say(f"registration for {args.ride} refused: {error.code} {body}")
             stop()
         except OSError:
             if time.time() > deadline or children[-1].poll() is not None:

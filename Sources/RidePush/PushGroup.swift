@@ -63,6 +63,8 @@ public struct PushGroup: Sendable {
     private var servingFrom: Date?
     /// The first tick after ``servingFrom`` serves what this member owns.
     private var startPending = false
+    /// When this member last heard its own presence back.
+    private var selfHeardAt: Date?
 
     public init(selfID: String, settings: Settings = Settings(), seed: UInt64 = 0x5EED) {
         self.selfID = selfID
@@ -86,6 +88,7 @@ public struct PushGroup: Sendable {
     /// This member's own presence of its current connection came back from the broker: the others see it now.
     public mutating func heardSelf(now: Date) -> GroupActions {
         var actions = GroupActions()
+        selfHeardAt = now
         if servingFrom == nil {
             servingFrom = now.addingTimeInterval(settings.startDelay)
             startPending = true
@@ -106,8 +109,12 @@ public struct PushGroup: Sendable {
         return actions
     }
 
-    /// A registration record read from the broker; `nil` when it was deleted.
-    public mutating func record(ride: String, key: String, _ record: Record?, now: Date) -> GroupActions {
+    /// A registration record read from the broker; `nil` when it was deleted. `local`: this process wrote it just
+    /// now, for a device that registered with it; any other record may be of a device another process served, so
+    /// its first push here goes as taken over (``PushPlanner/register(_:ride:expires:now:takenOver:)``).
+    public mutating func record(
+        ride: String, key: String, _ record: Record?, local: Bool = false, now: Date
+    ) -> GroupActions {
         var actions = GroupActions()
         let old = records[ride]?[key]
         if let record {
@@ -122,11 +129,12 @@ public struct PushGroup: Sendable {
             actions.add(planner.unregister(old.device, ride: ride))
         }
         guard let record, mayServe(ride: ride, now: now) else { return actions }
+        let takenOver = !local || old != nil
         if serving {
-            register(record, key: key, ride: ride, takenOver: false, now: now, into: &actions)
+            register(record, key: key, ride: ride, takenOver: takenOver, now: now, into: &actions)
         } else {
             // The ride's first record here, or the first since it was won: serve all it has.
-            serve(ride: ride, takenOver: old != nil || records[ride]!.count > 1, now: now, into: &actions)
+            serve(ride: ride, takenOver: takenOver || records[ride]!.count > 1, now: now, into: &actions)
         }
         return actions
     }
@@ -150,6 +158,11 @@ public struct PushGroup: Sendable {
     /// retries and refreshes.
     public mutating func tick(now: Date) -> GroupActions {
         var actions = GroupActions()
+        // Its own presence unheard for the silence limit: the others may count it gone and take its rides, so
+        // it stops serving until it hears itself again (then waits its start delay once more).
+        if servingFrom != nil, let selfHeardAt, now.timeIntervalSince(selfHeardAt) > settings.silenceLimit {
+            actions.add(disconnected())
+        }
         if let change = membership.tick(now: now.timeIntervalSince1970) {
             actions.add(membershipChanged(change, now: now))
         }
@@ -294,7 +307,7 @@ public struct GroupActions: Sendable {
     mutating func add(_ planned: PushActions) {
         pushes += planned.pushes
         if let ride = planned.subscribe { subscribe.append(ride) }
-        if let ride = planned.unsubscribe { unsubscribe.append(ride) }
+        unsubscribe += planned.unsubscribe
         removed += planned.removed
         refused += planned.refused
         if let service = planned.renewCredential { renewCredential.insert(service) }

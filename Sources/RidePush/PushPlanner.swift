@@ -42,6 +42,11 @@ public struct PushPlanner: Sendable {
         /// the wait is between half and all of it (jitter), seconds.
         public var retryBase: TimeInterval = 1
         public var retryLimit: TimeInterval = 60
+        /// Seconds a subscribed ride may go without any status before it counts as stopped: a live ride always
+        /// has a retained status (the broker sends it on subscribing) and a new one at least every 20 s (C1), so
+        /// none at all means its stop came while no process was subscribed (a handover). Its devices go, as on a
+        /// stop with no state known.
+        public var missingStatusLimit: TimeInterval = 60
 
         public init() {}
     }
@@ -87,6 +92,8 @@ public struct PushPlanner: Sendable {
     private var rides: [String: RideEntry] = [:]
     /// Rides whose end went out, and when: a late registration gets `rideEnded` (``Settings/endedRideMemory``).
     private var endedRides: [String: Date] = [:]
+    /// Services whose last answer was a failure: the next delivery through one ends everybody's backoff, once.
+    private var failing: Set<PushDevice.Service> = []
     private var random: SplitMix64
 
     public init(settings: Settings = Settings(), seed: UInt64 = 0x5EED) {
@@ -114,6 +121,7 @@ public struct PushPlanner: Sendable {
         if entry.activities[device] == nil {
             if entry.activities.isEmpty && !entry.subscribed {
                 entry.subscribed = true
+                entry.subscribedAt = now
                 actions.subscribe = ride
             }
             var activity = Activity(expires: expires)
@@ -146,7 +154,7 @@ public struct PushPlanner: Sendable {
     public mutating func release(ride: String) -> PushActions {
         var actions = PushActions()
         guard let entry = rides.removeValue(forKey: ride) else { return actions }
-        if entry.subscribed { actions.unsubscribe = ride }
+        if entry.subscribed { actions.unsubscribe.append(ride) }
         return actions
     }
 
@@ -204,8 +212,9 @@ public struct PushPlanner: Sendable {
             activity.inFlight == push
         else { return actions }
         activity.inFlight = nil
-        // A push delivered after failing: the service is back, so nobody need wait out the rest of a backoff.
-        let recovered = outcome == .delivered && activity.failures > 0
+        // A push delivered after failures: the service is back, so nobody need wait out the rest of a backoff.
+        // Once per failing spell: a scan of every ride per delivery would stall a recovery at 100,000 rides.
+        let recovered = outcome == .delivered && failing.remove(push.device.service) != nil
         switch outcome {
         case .delivered, .refused:
             activity.failures = 0
@@ -224,6 +233,7 @@ public struct PushPlanner: Sendable {
             // Backoff for both: a credential that cannot be renewed yet (APNs refuses a renewal within 20
             // minutes) must not turn into a loop of refused pushes.
             activity.failures += 1
+            failing.insert(push.device.service)
             let backoff = min(settings.retryLimit, settings.retryBase * pow(2, Double(activity.failures - 1)))
             let jittered = backoff * (0.5 + 0.5 * Double(random.next() >> 11) / Double(1 << 53))
             var after: TimeInterval = 0
@@ -270,6 +280,14 @@ public struct PushPlanner: Sendable {
         var actions = PushActions()
         endedRides = endedRides.filter { now.timeIntervalSince($0.value) < settings.endedRideMemory }
         for (ride, entry) in rides {
+            if entry.latest == nil, let since = entry.subscribedAt,
+                now.timeIntervalSince(since) >= settings.missingStatusLimit
+            {
+                let stopped = stopped(ride: ride, now: now)
+                actions.removed += stopped.removed
+                actions.unsubscribe += stopped.unsubscribe
+                continue
+            }
             for (device, activity) in entry.activities where activity.expires <= now && activity.inFlight == nil {
                 remove(device, ride: ride, reason: .expired, into: &actions)
             }
@@ -385,7 +403,7 @@ public struct PushPlanner: Sendable {
         if entry.activities.isEmpty {
             if entry.latest?.ended == true || reason == .rideEnded { endedRides[ride] = entry.endedAt ?? .distantPast }
             rides[ride] = nil
-            if entry.subscribed { actions.unsubscribe = ride }
+            if entry.subscribed { actions.unsubscribe.append(ride) }
         } else {
             rides[ride] = entry
         }
@@ -447,6 +465,8 @@ public struct PushPlanner: Sendable {
         var latest: Latest?
         var activities: [PushDevice: Activity] = [:]
         var subscribed = false
+        /// When the subscription was asked for (``Settings/missingStatusLimit``).
+        var subscribedAt: Date?
         /// When the ride's end (a completion or the stop) was seen.
         var endedAt: Date?
     }
@@ -536,8 +556,8 @@ public struct PushActions: Sendable {
     public var pushes: [Push] = []
     /// Subscribe to this ride's status (its first device registered).
     public var subscribe: String?
-    /// Unsubscribe from this ride's status (its last device left).
-    public var unsubscribe: String?
+    /// Unsubscribe from these rides' statuses (their last device left; a tick may end several).
+    public var unsubscribe: [String] = []
     /// Registrations removed, and why (a metric each; the token itself is never logged).
     public var removed: [Removed] = []
     /// Pushes refused for a reason a retry will not mend, with the service's reason.

@@ -25,6 +25,9 @@ public final class RidePushService: Service, Sendable {
         public var heartbeat: TimeInterval = 5
         /// The version in the presence.
         public var version = "ride-push"
+        /// How long a registration's write to the broker may take before the request gets 503
+        /// `brokerUnavailable`.
+        public var recordWriteLimit: Duration = .seconds(10)
 
         public init() {}
     }
@@ -86,16 +89,18 @@ public final class RidePushService: Service, Sendable {
         /// request sees it (the broker's copy comes back later and changes nothing).
         case stored(ride: String, key: String, PushGroup.Record?, reply: @Sendable () -> Void)
         case connected(incarnation: UInt64)
+        /// The group's presences and registrations are subscribed: this process may announce itself.
+        case groupSubscribed
         case disconnected
         case tick
     }
 
-    /// An ordered change on the broker: a ride's unsubscribe never overtakes its subscribe, a record's deletion
-    /// never overtakes its writing by this process.
+    /// An ordered change on the broker: a ride's unsubscribe never overtakes its subscribe.
     enum BrokerChange: Sendable {
         case subscribe(String)
         case unsubscribe(String)
-        case publish(topic: String, payload: [UInt8], retain: Bool, done: (@Sendable (Bool) -> Void)?)
+        /// An empty retained message on a registration's topic.
+        case deleteRecord(topic: String)
     }
 
     /// This process's member id in the group (its presence topic's last level).
@@ -182,14 +187,18 @@ public final class RidePushService: Service, Sendable {
             // The members and the records (both retained) come in with these; nothing is served before this
             // process's own presence is back (``PushGroup/heardSelf(now:)``), which needs the first.
             group.addTask {
+                // Refused (an ACL without the broker's push role, say): ride-push stops with the reason, rather
+                // than announce itself and take a share of the rides it could never serve.
                 do {
                     try await broker.subscribe(topics.pushMemberFilter)
                     try await broker.subscribe(topics.pushDeviceFilter)
                 } catch {
-                    logger.error(
-                        "could not subscribe to the group's presences and registrations: serving nothing",
+                    logger.critical(
+                        "could not subscribe to the group's presences and registrations (the broker's push role?)",
                         metadata: ["error": "\(error)"])
+                    throw error
                 }
+                input.yield(.groupSubscribed)
             }
             let tick = settings.tick
             let clock = self.clock
@@ -206,14 +215,7 @@ public final class RidePushService: Service, Sendable {
                         switch change {
                         case .subscribe(let ride): try await broker.subscribe(topics.status(ride: ride))
                         case .unsubscribe(let ride): try await broker.unsubscribe(topics.status(ride: ride))
-                        case .publish(let topic, let payload, let retain, let done):
-                            do {
-                                try await broker.publish(topic, payload, retain)
-                                done?(true)
-                            } catch {
-                                done?(false)
-                                throw error
-                            }
+                        case .deleteRecord(let topic): try await broker.publish(topic, [], true)
                         }
                     } catch {
                         logger.warning("a change on the broker failed", metadata: ["error": "\(error)"])
@@ -223,18 +225,17 @@ public final class RidePushService: Service, Sendable {
             var pushGroup = PushGroup(
                 selfID: member, settings: settings.group, seed: UInt64.random(in: 0...UInt64.max))
             var waiting: [Push] = []
+            var waitingHead = 0
             var inFlight = 0
             var incarnation: UInt64?
+            var groupSubscribed = false
             var onlineSince = Date.distantPast
             var lastHeartbeat = Date.distantPast
             func carryOut(_ actions: GroupActions) {
                 for ride in actions.unsubscribe { changeInput.yield(.unsubscribe(ride)) }
                 for ride in actions.subscribe { changeInput.yield(.subscribe(ride)) }
                 for record in actions.deleteRecords {
-                    changeInput.yield(
-                        .publish(
-                            topic: topics.pushDevice(ride: record.ride, key: record.key), payload: [], retain: true,
-                            done: nil))
+                    changeInput.yield(.deleteRecord(topic: topics.pushDevice(ride: record.ride, key: record.key)))
                 }
                 for refused in actions.refusedRecords {
                     logger.info(
@@ -273,8 +274,14 @@ public final class RidePushService: Service, Sendable {
                         ])
                 }
                 waiting += actions.pushes
-                while inFlight < settings.concurrentPushes, !waiting.isEmpty {
-                    let push = waiting.removeFirst()
+                while inFlight < settings.concurrentPushes, waitingHead < waiting.count {
+                    let push = waiting[waitingHead]
+                    waitingHead += 1
+                    // The queue's head moves instead of each send shifting the array (100,000 after an outage).
+                    if waitingHead == waiting.count || (waitingHead >= 1024 && waitingHead * 2 >= waiting.count) {
+                        waiting.removeFirst(waitingHead)
+                        waitingHead = 0
+                    }
                     let send = push.device.service == .apns ? senders.apns : senders.fcm
                     inFlight += 1
                     group.addTask {
@@ -283,11 +290,27 @@ public final class RidePushService: Service, Sendable {
                     }
                 }
             }
-            func announce(online: Bool, now: Date) {
-                guard let incarnation else { return }
-                let (topic, payload) = presence(online: online, incarnation: incarnation, since: onlineSince, now: now)
-                changeInput.yield(.publish(topic: topic, payload: payload, retain: true, done: nil))
+            // Presence goes straight to the client, not behind the queue of subscriptions (thousands after a
+            // takeover): a heartbeat stamped long before it leaves would make the others count this one gone.
+            func announce(now: Date) {
+                guard let incarnation, groupSubscribed else { return }
+                let (topic, payload) = presence(online: true, incarnation: incarnation, since: onlineSince, now: now)
+                group.addTask { try? await broker.publish(topic, payload, true) }
                 lastHeartbeat = now
+            }
+            // A registration's record, written straight to the client with a time limit: an HTTP request waits at
+            // most ``Settings/recordWriteLimit`` for a broker that is gone but not yet noticed.
+            let limit = settings.recordWriteLimit
+            func write(_ topic: String, _ payload: [UInt8], then: @escaping @Sendable (Bool) -> Void) {
+                let once = Once()
+                group.addTask {
+                    let stored = (try? await broker.publish(topic, payload, true)) != nil
+                    if once.claim() { then(stored) }
+                }
+                group.addTask {
+                    try? await clock.sleep(for: limit)
+                    if once.claim() { then(false) }
+                }
             }
             logger.info(
                 "ride-push ready",
@@ -318,7 +341,7 @@ public final class RidePushService: Service, Sendable {
                                 metadata: ["ride.id": "\(ride)", "bytes": "\(payload.count)"])
                         }
                     } else if let other = topics.pushMember(ofTopic: topic) {
-                        guard let sighting = Self.sighting(payload) else {
+                        guard let sighting = Self.sighting(payload, now: now) else {
                             metrics.unreadableRecord()
                             logger.warning(
                                 "a push member's presence that does not read is ignored (A2, G1)",
@@ -365,15 +388,12 @@ public final class RidePushService: Service, Sendable {
                     let known = pushGroup.isRegistered(device, ride: ride)
                     let record = PushGroup.Record(device: device, expires: expires)
                     let key = device.recordKey
-                    changeInput.yield(
-                        .publish(
-                            topic: topics.pushDevice(ride: ride, key: key), payload: record.encoded(), retain: true,
-                            done: { stored in
-                                guard stored else { return reply(.failure(.brokerUnavailable)) }
-                                let applied = input.yield(
-                                    .stored(ride: ride, key: key, record, reply: { reply(.success(!known)) }))
-                                if case .terminated = applied { reply(.failure(.shuttingDown)) }
-                            }))
+                    write(topics.pushDevice(ride: ride, key: key), record.encoded()) { stored in
+                        guard stored else { return reply(.failure(.brokerUnavailable)) }
+                        let applied = input.yield(
+                            .stored(ride: ride, key: key, record, reply: { reply(.success(!known)) }))
+                        if case .terminated = applied { reply(.failure(.shuttingDown)) }
+                    }
                 case .unregister(let device, let ride, let reply):
                     guard let key = pushGroup.key(of: device, ride: ride) else {
                         reply(.success(false))
@@ -383,26 +403,25 @@ public final class RidePushService: Service, Sendable {
                         reply(.failure(.brokerUnavailable))
                         continue
                     }
-                    changeInput.yield(
-                        .publish(
-                            topic: topics.pushDevice(ride: ride, key: key), payload: [], retain: true,
-                            done: { stored in
-                                guard stored else { return reply(.failure(.brokerUnavailable)) }
-                                let applied = input.yield(
-                                    .stored(ride: ride, key: key, nil, reply: { reply(.success(true)) }))
-                                if case .terminated = applied { reply(.failure(.shuttingDown)) }
-                            }))
+                    write(topics.pushDevice(ride: ride, key: key), []) { stored in
+                        guard stored else { return reply(.failure(.brokerUnavailable)) }
+                        let applied = input.yield(.stored(ride: ride, key: key, nil, reply: { reply(.success(true)) }))
+                        if case .terminated = applied { reply(.failure(.shuttingDown)) }
+                    }
                 case .stored(let ride, let key, let record, let reply):
-                    carryOut(pushGroup.record(ride: ride, key: key, record, now: now))
+                    carryOut(pushGroup.record(ride: ride, key: key, record, local: true, now: now))
                     reply()
                 case .outcome(let push, let outcome):
                     inFlight -= 1
                     metrics.outcome(outcome, of: push)
                     carryOut(pushGroup.outcome(outcome, of: push, now: now))
+                case .groupSubscribed:
+                    groupSubscribed = true
+                    announce(now: now)
                 case .connected(let connection):
                     incarnation = connection
                     onlineSince = now
-                    announce(online: true, now: now)
+                    announce(now: now)
                 case .disconnected:
                     incarnation = nil
                     carryOut(pushGroup.disconnected())
@@ -413,10 +432,10 @@ public final class RidePushService: Service, Sendable {
                             "push.serving": "\(pushGroup.isServing(now: now))",
                             "push.records": "\(pushGroup.recordCount)",
                         ])
-                    if now.timeIntervalSince(lastHeartbeat) >= settings.heartbeat { announce(online: true, now: now) }
+                    if now.timeIntervalSince(lastHeartbeat) >= settings.heartbeat { announce(now: now) }
                     carryOut(pushGroup.tick(now: now))
                     // Once a tick: `pending` counts over every activity.
-                    metrics.update(group: pushGroup, inFlight: inFlight, waiting: waiting.count, now: now)
+                    metrics.update(group: pushGroup, inFlight: inFlight, waiting: waiting.count - waitingHead, now: now)
                 }
             }
             changeInput.finish()
@@ -426,7 +445,7 @@ public final class RidePushService: Service, Sendable {
 
     /// A member's presence payload as the group reads it; `.some(nil)` for a deleted one (empty), nil when it does
     /// not read.
-    static func sighting(_ payload: [UInt8]) -> GroupMembership.Sighting?? {
+    static func sighting(_ payload: [UInt8], now: Date) -> GroupMembership.Sighting?? {
         if payload.isEmpty { return .some(nil) }
         guard let presence = try? JSONDecoder.rideStatus.decode(Presence.self, from: Data(payload)),
             (presence.incarnation ?? 0) >= 0
@@ -434,7 +453,9 @@ public final class RidePushService: Service, Sendable {
         return .some(
             GroupMembership.Sighting(
                 online: presence.state == .online, incarnation: UInt64(presence.incarnation ?? 0),
-                seenAt: presence.at?.timeIntervalSince1970))
+                // A heartbeat stamped ahead of this host's clock counts as heard now: a member whose clock is ahead
+                // would otherwise never fall silent here once its will is lost.
+                seenAt: presence.at.map { min($0, now).timeIntervalSince1970 }))
     }
 }
 
@@ -491,4 +512,18 @@ struct PushMetrics: Sendable {
     }
 
     func unreadableStatus() { unreadable.increment() }
+}
+
+/// Claimed once: the first of two racing tasks to finish answers.
+private final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var claimed = false
+
+    func claim() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if claimed { return false }
+        claimed = true
+        return true
+    }
 }

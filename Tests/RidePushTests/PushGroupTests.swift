@@ -104,6 +104,9 @@ struct PushGroupTests {
         _ = b.record(ride: ride, key: phone.recordKey, record(phone), now: start + 4)
         #expect(!b.planner.serves(ride: ride))
         let killedAt = start + 30
+        // Both heartbeats keep coming back until the kill.
+        _ = b.presence(of: "push-a", online(1, at: killedAt - 1), now: killedAt - 1)
+        _ = b.heardSelf(now: killedAt - 1)
         let gone = b.presence(
             of: "push-a", GroupMembership.Sighting(online: false, incarnation: 1, seenAt: nil), now: killedAt)
         #expect(gone.subscribe == [ride])
@@ -172,12 +175,36 @@ struct PushGroupTests {
     @Test("An expired registration is removed by its owner and its record deleted")
     func expiry() throws {
         var a = started("push-a", at: start)
-        let expiring = PushGroup.Record(device: phone, expires: start + 100)
+        let expiring = PushGroup.Record(device: phone, expires: start + 40)
         _ = a.record(ride: "ride-1", key: phone.recordKey, expiring, now: start + 4)
-        #expect(a.tick(now: start + 50).deleteRecords.isEmpty)
-        let expired = a.tick(now: start + 100)
+        #expect(a.tick(now: start + 20).deleteRecords.isEmpty)
+        _ = a.heardSelf(now: start + 35)
+        let expired = a.tick(now: start + 40)
         #expect(expired.removed.map(\.reason) == [.expired])
         #expect(expired.deleteRecords == [.init(ride: "ride-1", key: phone.recordKey)])
+    }
+
+    @Test("A member that stops hearing its own presence stops serving: the others may have taken its rides")
+    func selfSilence() throws {
+        var a = started("push-a", at: start)
+        _ = a.record(ride: "ride-1", key: phone.recordKey, record(phone), now: start + 4)
+        _ = a.heardSelf(now: start + 10)
+        #expect(a.tick(now: start + 25).unsubscribe.isEmpty, "heard 15 s ago: still serving")
+        #expect(a.tick(now: start + 26).unsubscribe == ["ride-1"])
+        #expect(!a.isServing(now: start + 26) && a.recordCount == 1)
+        _ = a.heardSelf(now: start + 40)
+        #expect(a.tick(now: start + 40 + a.settings.startDelay).subscribe == ["ride-1"])
+    }
+
+    @Test("A ride with no status at all a minute after subscribing stopped during a handover: its records go")
+    func missingStatus() throws {
+        var a = started("push-a", at: start)
+        _ = a.record(ride: "ride-1", key: phone.recordKey, record(phone), now: start + 4)
+        _ = a.heardSelf(now: start + 50)
+        #expect(a.tick(now: start + 60).removed.isEmpty)
+        let gone = a.tick(now: start + 64)
+        #expect(gone.removed.map(\.reason) == [.rideEnded] && gone.unsubscribe == ["ride-1"])
+        #expect(gone.deleteRecords == [.init(ride: "ride-1", key: phone.recordKey)])
     }
 
     @Test("A2: a record read back from the broker is checked: its JSON, its token, its key")

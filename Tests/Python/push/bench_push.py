@@ -154,11 +154,18 @@ def main():
                   f"a later one; {recovery_pushes} pushes in all until then (ideal: one per live activity, {live}; "
                   f"ended meanwhile: {devices - live})")
         finally:
-            if push:
-                push.terminate()
-                push.wait(10)
-            stack.stop()
-            standin.stop()
+            try:
+                if push:
+                    push.terminate()
+                    try:
+                        push.wait(10)
+                    except subprocess.TimeoutExpired:
+                        push.kill()
+            finally:
+                try:
+                    stack.stop()
+                finally:
+                    standin.stop()
 
 
 if __name__ == "__main__":

@@ -268,7 +268,9 @@ def group(args, folder, stack, standin, key_set, private_key, first, exclude):
                     "ridepush_registrations")) for p in processes)
             time.sleep(0.2)
         served = [p.metric("ridepush_subscribed_rides") for p in processes]
-        assert sum(served) >= len(rides) - 2 and all(n > 0 for n in served), f"rides served per process: {served}"
+        # Every ride by exactly one (one may have stopped since it was picked), and both take a share.
+        assert len(rides) - 1 <= sum(served) <= len(rides) and all(n > 0 for n in served), \
+            f"rides served per process: {served}"
         print(f"ok: two ride-push processes serve {served[0]:.0f} and {served[1]:.0f} of {len(rides)} rides")
 
         # SIGKILL: its will says offline, the other takes its rides at once.
