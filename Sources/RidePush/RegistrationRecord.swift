@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 import RideStatusKit
 
 /// A registration as the broker keeps it, retained on `{service}/push/devices/{ride}/{key}` (issue 32):
