@@ -18,10 +18,10 @@ public import WorkerGroup
 ///   joins and only from one that leaves. A member that sees a newcomer stops pushing the rides it lost at once;
 ///   the newcomer serves nothing before ``Settings/startDelay`` after its own presence came back from the broker
 ///   (when the others see it too), so a push the old owner had out lands first. A new owner registers each
-///   device as taken over: its first push carries a timestamp above both the state's `issuedAt` and its own
-///   clock, above anything the old owner sent (whose timestamps are the `issuedAt` of states it saw, bumped by
-///   one when two fell in one second). A member that dies (its will) hands its rides over at once: it sends
-///   nothing more.
+///   device as taken over: every process keeps its timestamps within a second of the later of its clock and the
+///   state's `issuedAt`, so the first push waits for the next whole second and goes one above it, above anything
+///   the old owner sent (``PushPlanner/register(_:ride:expires:now:takenOver:)``). A member that dies (its will)
+///   hands its rides over at once: it sends nothing more.
 /// - **Not fenced against a live process that lost the broker.** Such a process stops serving as soon as its
 ///   client reports the loss, and starts again only ``Settings/startDelay`` after its presence came back; a push
 ///   it had out at that moment may still land after the new owner's first. The device then drops it, its
@@ -120,8 +120,7 @@ public struct PushGroup: Sendable {
         if let record {
             records[ride, default: [:]][key] = record
         } else {
-            records[ride]?[key] = nil
-            if records[ride]?.isEmpty == true { records[ride] = nil }
+            dropRecord(ride: ride, key: key)
         }
         let serving = planner.serves(ride: ride)
         if let old, old.device != record?.device, serving {
@@ -245,11 +244,16 @@ public struct PushGroup: Sendable {
             actions.add(settle(registered))
         case .failure(let refusal):
             // Two members accepted devices for one ride at once, or the ride ended: the owner's word holds.
-            records[ride]?[key] = nil
-            if records[ride]?.isEmpty == true { records[ride] = nil }
+            dropRecord(ride: ride, key: key)
             actions.deleteRecords.append(.init(ride: ride, key: key))
             actions.refusedRecords.append(.init(ride: ride, device: record.device, refusal: refusal))
         }
+    }
+
+    /// Forgets a record, and its ride once it has none.
+    private mutating func dropRecord(ride: String, key: String) {
+        records[ride]?[key] = nil
+        if records[ride]?.isEmpty == true { records[ride] = nil }
     }
 
     /// The planner's actions, with a record deletion for every device it removed that still has one.
@@ -258,8 +262,7 @@ public struct PushGroup: Sendable {
         actions.add(planned)
         for removed in planned.removed {
             guard let key = key(of: removed.device, ride: removed.ride) else { continue }
-            records[removed.ride]?[key] = nil
-            if records[removed.ride]?.isEmpty == true { records[removed.ride] = nil }
+            dropRecord(ride: removed.ride, key: key)
             actions.deleteRecords.append(.init(ride: removed.ride, key: key))
         }
         return actions

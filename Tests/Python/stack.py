@@ -4,6 +4,7 @@ import datetime
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import time
@@ -40,6 +41,23 @@ def offset(origin, north_m, east_m):
 def iso(seconds_ago):
     t = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=seconds_ago)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def metric(port, name, **labels):
+    """The sum of a Prometheus metric family's samples at http://127.0.0.1:{port}/metrics whose labels include
+    `labels`; None when it has none."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    total, found = 0.0, False
+    for line in text.splitlines():
+        match = re.match(r"^([a-z_]+)(\{(.*)\})? (\S+)$", line)
+        if not match or match.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', match.group(3) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(match.group(4))
+            found = True
+    return total if found else None
 
 
 class Stack:

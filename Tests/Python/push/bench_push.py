@@ -30,7 +30,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from stack import Stack, free_port, share_keys, share_link, wait_until  # noqa: E402
+from stack import Stack, free_port, metric, share_keys, share_link, wait_until  # noqa: E402
 from test_standins import Standin  # noqa: E402
 
 
@@ -39,17 +39,9 @@ def rss_kib(pid):
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
-def metric(port, name, **labels):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        text = response.read().decode()
-    total = 0.0
-    for line in text.splitlines():
-        match = re.match(r"^([a-z_]+)(\{(.*)\})? (\S+)$", line)
-        if match and match.group(1) == name:
-            have = dict(re.findall(r'(\w+)="([^"]*)"', match.group(3) or ""))
-            if all(have.get(k) == v for k, v in labels.items()):
-                total += float(match.group(4))
-    return total
+def value(port, name, **labels):
+    """A metric as a number: 0 before its first sample."""
+    return metric(port, name, **labels) or 0.0
 
 
 def main():
@@ -102,17 +94,17 @@ def main():
             def pushes():
                 return standin.control("GET", "/control/pushes")
             rss_before = rss_kib(push.pid)
-            statuses_before = metric(stack.http_port, "ridestatus_statuses_published_total")
-            tries_before = metric(port, "ridepush_pushes_total", outcome="retry")
+            statuses_before = value(stack.http_port, "ridestatus_statuses_published_total")
+            tries_before = value(port, "ridepush_pushes_total", outcome="retry")
             standin.control("POST", "/control/fail", {"status": 503, "reason": "ServiceUnavailable", "count": -1})
             outage_start = time.time()
-            peak_rss, peak_pending, registered = rss_before, 0.0, metric(port, "ridepush_registrations")
+            peak_rss, peak_pending, registered = rss_before, 0.0, value(port, "ridepush_registrations")
             while time.time() < outage_start + args.outage:
                 peak_rss = max(peak_rss, rss_kib(push.pid))
-                peak_pending = max(peak_pending, metric(port, "ridepush_pending"))
+                peak_pending = max(peak_pending, value(port, "ridepush_pending"))
                 time.sleep(1)
-            statuses = metric(stack.http_port, "ridestatus_statuses_published_total") - statuses_before
-            tries = metric(port, "ridepush_pushes_total", outcome="retry") - tries_before
+            statuses = value(stack.http_port, "ridestatus_statuses_published_total") - statuses_before
+            tries = value(port, "ridepush_pushes_total", outcome="retry") - tries_before
             seen_before = len(pushes())
             listed = stack.get("/v1/rides?limit=1000") or {}
             newest = {r["rideIdentifier"]: r["sequence"] for r in listed.get("rides", [])}
@@ -140,7 +132,7 @@ def main():
             time.sleep(5)
             rss_after = rss_kib(push.pid)
             devices = len(tokens)
-            share = statuses * devices / max(1.0, metric(stack.http_port, "ridestatus_active_rides") or devices)
+            share = statuses * devices / max(1.0, value(stack.http_port, "ridestatus_active_rides") or devices)
             print()
             print(f"bench-push: {devices} activities, a {args.outage} s APNs outage (503), release ride-push")
             print(f"  memory (VmRSS): before {rss_before / 1024:.1f} MiB, outage peak {peak_rss / 1024:.1f} MiB, "

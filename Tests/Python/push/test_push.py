@@ -35,7 +35,7 @@ import jsonschema
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from stack import Stack, free_port, iso, offset, share_keys, share_link, wait_until  # noqa: E402
+from stack import Stack, free_port, iso, metric, offset, share_keys, share_link, wait_until  # noqa: E402
 from test_standins import Standin  # noqa: E402
 
 APNS_TOKENS = ["a1" * 32, "b2" * 32, "c3" * 32]
@@ -76,18 +76,7 @@ class RidePush:
 
     def metric(self, name, **labels):
         """The sum of a metric family's samples whose labels include `labels`; None when it has none."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as response:
-            text = response.read().decode()
-        total, found = 0.0, False
-        for line in text.splitlines():
-            match = re.match(r"^([a-z_]+)(\{(.*)\})? (\S+)$", line)
-            if not match or match.group(1) != name:
-                continue
-            have = dict(re.findall(r'(\w+)="([^"]*)"', match.group(3) or ""))
-            if all(have.get(k) == v for k, v in labels.items()):
-                total += float(match.group(4))
-                found = True
-        return total if found else None
+        return metric(self.port, name, **labels)
 
     def stop(self):
         self.process.terminate()
