@@ -134,6 +134,7 @@ let package = Package(
         .target(
             name: "RideStatusService",
             dependencies: [
+                "SettingsLayers",
                 "WorkerGroup",
                 "RideAccess",
                 "RideStatusKit",
@@ -155,6 +156,8 @@ let package = Package(
         .target(
             name: "RidePushService",
             dependencies: [
+                "Locking",
+                "SettingsLayers",
                 "RideAccess",
                 "RidePush",
                 "RideStatusKit",
@@ -182,6 +185,7 @@ let package = Package(
                 "RidePush",
                 "RidePushService",
                 "RideStatusKit",
+                "SettingsLayers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -209,6 +213,12 @@ let package = Package(
         .target(
             name: "FleetModel",
             dependencies: ["RideDomain"],
+            swiftSettings: swiftSettings
+        ),
+        // MARK: How services read settings: a YAML file, environment variables, flags (worker and ride-push)
+        .target(
+            name: "SettingsLayers",
+            dependencies: [.product(name: "Yams", package: "Yams")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -307,8 +317,11 @@ let package = Package(
             name: "RidePushTests",
             dependencies: [
                 "RidePush",
+                "RidePushService",
+                "SettingsLayers",
                 "RideStatusKit",
                 "WorkerGroup",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
@@ -338,6 +351,7 @@ let package = Package(
                 "Locking",
                 "RideAccess",
                 "RideStatusService",
+                "SettingsLayers",
                 "RideStatusTesting",
                 "MQTTClient",
                 "RideDomain",

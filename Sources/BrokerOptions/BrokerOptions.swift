@@ -5,7 +5,9 @@ public import MQTTClient
 /// (issue 14), the account, the file holding its password and the deployment's CA. The same flags in
 /// `fleet-sim` and `ride-watch`.
 public struct BrokerOptions: ParsableArguments, Sendable {
-    @Option(help: "Broker URL (mqtts:// for TLS).") public var broker = "mqtt://127.0.0.1:1883"
+    /// The broker as given; nil when the flag is absent (``brokerURL`` is then the default), so that a tool
+    /// with a configuration file of its own can tell a flag from the default.
+    @Option(help: "Broker URL (mqtts:// for TLS; default \(Self.defaultBroker)).") public var broker: String?
     @Option(help: "Account on the broker (config/security/accounts.yaml).") public var username: String?
     @Option(help: "File whose first line is the account's password (never a flag: `ps` shows flags).")
     public var passwordFile: String?
@@ -14,9 +16,14 @@ public struct BrokerOptions: ParsableArguments, Sendable {
 
     public init() {}
 
+    public static let defaultBroker = "mqtt://127.0.0.1:1883"
+
+    /// The broker to use: the flag, else the default.
+    public var brokerURL: String { broker ?? Self.defaultBroker }
+
     /// The client's configuration under `clientID`, with the credentials above.
     public func configuration(clientID: String) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration(url: broker, clientID: clientID)
+        var configuration = try MQTTConfiguration(url: brokerURL, clientID: clientID)
         try configuration.useCredentials(username: username, passwordFile: passwordFile, caFile: caFile)
         return configuration
     }

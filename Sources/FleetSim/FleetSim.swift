@@ -55,7 +55,7 @@ struct FleetSimCommand: AsyncParsableCommand {
         logger.logLevel = .info
         let clientID = "fleet-sim-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
         let client = try MQTTClient(configuration: try access.configuration(clientID: clientID), logger: logger)
-        logger.info("connecting", metadata: ["broker": "\(access.broker)"])
+        logger.info("connecting", metadata: ["broker": "\(access.brokerURL)"])
         try await client.connect(timeout: .seconds(30))
         // Quote replies (3.4) come back on this simulator's own topic under the reply prefix (A1); they are
         // handed to the world each tick.

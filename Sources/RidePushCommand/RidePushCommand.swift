@@ -10,6 +10,7 @@ import RidePush
 import RidePushService
 import RideStatusKit
 import ServiceLifecycle
+import SettingsLayers
 import UnixSignals
 
 /// `ride-push`: Live Activities on iPhone and Live Updates on Android from the ride-status stream (issue 32).
@@ -23,60 +24,84 @@ struct RidePushCommand: AsyncParsableCommand {
         discussion: """
             Devices register over HTTP with the ride's share token (POST /v1/rides/{ride}/devices); ride-push \
             subscribes to those rides' statuses and pushes each registered device the newest state. Give APNs, \
-            FCM or both. See docs/PUSH.md.
+            FCM or both. Settings: config/ride-push.yaml, then RIDEPUSH_* environment variables, then these \
+            flags. See docs/PUSH.md.
             """)
 
-    @OptionGroup var access: BrokerOptions
-    @Option(help: "Address of the registration API, /metrics and /healthz.") var httpHost = "127.0.0.1"
-    @Option(help: "Port of the registration API; 0 picks a free one (printed at start).") var httpPort = 8090
-    @Option(help: "JSON Web Key Set of the share keys (the workers' http.shareKeys): registrations prove a ride.")
-    var shareKeys: String
-
-    @Option(help: "APNs base URL.") var apnsURL = "https://\(APNs.productionHost)"
-    @Option(help: "APNs signing key (.p8) for token authentication; APNs is off without one.") var apnsKey: String?
-    @Option(help: "The key's id (the provider token's kid).") var apnsKeyID: String?
-    @Option(help: "The Apple developer team (the provider token's iss).") var teamID: String?
-    @Option(help: "The app's bundle identifier (the topic is <bundle>.push-type.liveactivity).") var bundleID: String?
-    @Option(help: "CA certificates to trust for APNs instead of the system's (a stand-in).") var apnsCAFile: String?
-
-    @Option(help: "FCM base URL.") var fcmURL = "https://\(FCM.host)"
-    @Option(help: "A service account's JSON key for FCM HTTP v1; FCM is off without one.") var fcmAccount: String?
-    @Option(help: "The Firebase project (default: the key's project_id).") var fcmProject: String?
-    @Option(help: "CA certificates to trust for FCM and its token endpoint instead of the system's.")
-    var fcmCAFile: String?
-
-    @Option(help: "Devices a ride may have.") var maximumDevices = PushPlanner.Settings().maximumDevicesPerRide
-    @Option(help: "Priority-10 pushes per activity per hour.") var urgentPerHour = PushPlanner.Settings()
-        .urgentPushesPerHour
-    @Option(help: "Seconds between priority-5 pushes at least; the stale-date is issuedAt plus twice the refresh.")
-    var minimumInterval = PushPlanner.Settings().minimumInterval
-    @Option(help: "Seconds between pushes at most while statuses arrive.") var refreshInterval = PushPlanner.Settings()
-        .refreshInterval
-    @Option(help: "Seconds an ended activity stays on the lock screen.") var dismissalDelay = PushPlanner.Settings()
-        .dismissalDelay
-    @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Option(
         help: """
-            This process's id among the ride-push processes sharing the rides (default: ride-push-<host>-<http port>, \
-            stable across restarts and unique per host).
+            The YAML configuration file; relative paths in it resolve against its folder. \
+            Default: config/ride-push.yaml here, else in the checkout the executable was built in.
+            """)
+    var config: String?
+    @OptionGroup var access: BrokerOptions
+    @Option(help: "Address of the registration API, /metrics and /healthz (http.host).") var httpHost: String?
+    @Option(help: "Port of the registration API; 0 picks a free one (http.port).") var httpPort: String?
+    @Option(help: "JSON Web Key Set of the share keys, the workers' http.shareKeys (http.shareKeys).")
+    var shareKeys: String?
+    @Option(help: "APNs base URL (apns.url).") var apnsURL: String?
+    @Option(help: "APNs signing key (.p8); APNs is off without one (apns.keyFile).") var apnsKey: String?
+    @Option(help: "The key's id, the provider token's kid (apns.keyId).") var apnsKeyID: String?
+    @Option(help: "The Apple developer team, the provider token's iss (apns.teamId).") var teamID: String?
+    @Option(help: "The app's bundle identifier (apns.bundleId).") var bundleID: String?
+    @Option(help: "CA certificates to trust for APNs instead of the system's (apns.caFile).") var apnsCAFile: String?
+    @Option(help: "FCM base URL (fcm.url).") var fcmURL: String?
+    @Option(help: "A service account's JSON key for FCM HTTP v1; FCM is off without one (fcm.accountFile).")
+    var fcmAccount: String?
+    @Option(help: "The Firebase project, default the key's project_id (fcm.project).") var fcmProject: String?
+    @Option(help: "CA certificates to trust for FCM and its token endpoint (fcm.caFile).") var fcmCAFile: String?
+    @Option(help: "Devices a ride may have (push.maximumDevices).") var maximumDevices: String?
+    @Option(help: "Priority-10 pushes per activity per hour (push.urgentPerHour).") var urgentPerHour: String?
+    @Option(help: "Seconds between priority-5 pushes at least (push.minimumInterval).") var minimumInterval: String?
+    @Option(help: "Seconds between pushes at most while statuses arrive (push.refreshInterval).")
+    var refreshInterval: String?
+    @Option(help: "Seconds an ended activity stays on the lock screen (push.dismissalDelay).")
+    var dismissalDelay: String?
+    @Option(help: "trace, debug, info, notice, warning, error or critical (push.logLevel).") var logLevel: String?
+    @Option(
+        help: """
+            This process's id among the ride-push processes sharing the rides (push.memberId; default: \
+            ride-push-<host>-<http port>, stable across restarts and unique per host).
             """)
     var memberID: String?
+    @Option(name: .customLong("set"), help: "Any configuration key, as key=value (repeatable).")
+    var assignments: [String] = []
 
-    func validate() throws {
-        if apnsKey != nil, apnsKeyID == nil || teamID == nil || bundleID == nil {
-            throw ValidationError("--apns-key needs --apns-key-id, --team-id and --bundle-id")
+    /// The flags given, as configuration keys: they win over the file and the environment.
+    func overrides() throws -> [(String, String)] {
+        let flags: [(String, String?)] = [
+            ("broker.url", access.broker), ("broker.username", access.username),
+            ("broker.passwordFile", access.passwordFile), ("broker.caFile", access.caFile),
+            ("http.host", httpHost), ("http.port", httpPort), ("http.shareKeys", shareKeys),
+            ("apns.url", apnsURL), ("apns.keyFile", apnsKey), ("apns.keyId", apnsKeyID), ("apns.teamId", teamID),
+            ("apns.bundleId", bundleID), ("apns.caFile", apnsCAFile),
+            ("fcm.url", fcmURL), ("fcm.accountFile", fcmAccount), ("fcm.project", fcmProject),
+            ("fcm.caFile", fcmCAFile),
+            ("push.maximumDevices", maximumDevices), ("push.urgentPerHour", urgentPerHour),
+            ("push.minimumInterval", minimumInterval), ("push.refreshInterval", refreshInterval),
+            ("push.dismissalDelay", dismissalDelay), ("push.logLevel", logLevel), ("push.memberId", memberID),
+        ]
+        var overrides = flags.compactMap { key, value in value.map { (key, $0) } }
+        for assignment in assignments {
+            let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(
+                String.init)
+            guard parts.count == 2 else { throw ValidationError("--set takes key=value, not '\(assignment)'") }
+            overrides.append((parts[0], parts[1]))
         }
-        if apnsKey == nil, fcmAccount == nil {
-            throw ValidationError("give --apns-key, --fcm-account or both: there is nowhere to push")
-        }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard minimumInterval > 0, refreshInterval >= minimumInterval, urgentPerHour >= 0, maximumDevices > 0 else {
-            throw ValidationError("intervals are positive with --refresh-interval at least --minimum-interval")
-        }
+        return overrides
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let settings: RidePushSettings
+        do {
+            settings = try RidePushSettings.load(file: config, overrides: try overrides())
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("ride-push: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let level = settings.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -85,43 +110,50 @@ struct RidePushCommand: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "ride-push")
+        logger.info("settings read", metadata: ["file": "\(settings.configurationFile ?? "none (defaults)")"])
         let now: @Sendable () -> Date = { Date() }
 
         let verifier: ShareLinks.Verifier
         let apns: APNsSender?
         let fcm: FCMSender?
         do {
-            verifier = try await ShareLinks.Verifier(jwks: try String(contentsOfFile: shareKeys, encoding: .utf8))
-            apns = try await apnsKey.asyncMap { key in
-                try await APNsSender(
+            verifier = try await ShareLinks.Verifier(
+                jwks: try Self.read(settings.shareKeys, key: "http.shareKeys"))
+            let apnsSettings = settings.apns
+            apns =
+                apnsSettings.keyFile.isEmpty
+                ? nil
+                : try await APNsSender(
                     configuration: .init(
-                        baseURL: apnsURL, bundleIdentifier: bundleID!, teamIdentifier: teamID!,
-                        keyIdentifier: apnsKeyID!, privateKeyPEM: try String(contentsOfFile: key, encoding: .utf8),
-                        trustRootsFile: apnsCAFile), now: now, logger: logger)
-            }
-            fcm = try await fcmAccount.asyncMap { account in
-                try await FCMSender(
+                        baseURL: apnsSettings.url, bundleIdentifier: apnsSettings.bundleID,
+                        teamIdentifier: apnsSettings.teamID, keyIdentifier: apnsSettings.keyID,
+                        privateKeyPEM: try Self.read(apnsSettings.keyFile, key: "apns.keyFile"),
+                        trustRootsFile: apnsSettings.caFile.isEmpty ? nil : apnsSettings.caFile,
+                        renewalAge: apnsSettings.tokenRenewal), now: now, logger: logger)
+            let fcmSettings = settings.fcm
+            fcm =
+                fcmSettings.accountFile.isEmpty
+                ? nil
+                : try await FCMSender(
                     configuration: .init(
-                        baseURL: fcmURL, serviceAccountJSON: try String(contentsOfFile: account, encoding: .utf8),
-                        project: fcmProject, trustRootsFile: fcmCAFile), now: now, logger: logger)
-            }
+                        baseURL: fcmSettings.url,
+                        serviceAccountJSON: try Self.read(fcmSettings.accountFile, key: "fcm.accountFile"),
+                        project: fcmSettings.project.isEmpty ? nil : fcmSettings.project,
+                        trustRootsFile: fcmSettings.caFile.isEmpty ? nil : fcmSettings.caFile), now: now, logger: logger
+                )
         } catch {
             FileHandle.standardError.write(Data("ride-push: \(error)\n".utf8))
             throw ExitCode(2)
         }
 
-        var settings = RidePushService.Settings()
-        settings.group.planner.maximumDevicesPerRide = maximumDevices
-        settings.group.planner.urgentPushesPerHour = urgentPerHour
-        settings.group.planner.minimumInterval = minimumInterval
-        settings.group.planner.refreshInterval = refreshInterval
-        settings.group.planner.dismissalDelay = dismissalDelay
-        let member = memberID ?? "ride-push-\(ProcessInfo.processInfo.hostName)-\(httpPort)"
+        let member = settings.member
         // The will: this connection's offline presence, so the others take its rides at once (G1's pattern).
-        let goodbye = Presence(state: .offline, since: now(), version: settings.version)
-        var configuration = try access.configuration(clientID: member)
+        let goodbye = Presence(state: .offline, since: now(), version: settings.service.version)
+        var configuration = try MQTTConfiguration(url: settings.brokerURL, clientID: member)
+        try configuration.useCredentials(
+            username: settings.username, passwordFile: settings.passwordFile, caFile: settings.caFile)
         configuration.will = .init(
-            topic: settings.topics.pushMember(member), payload: goodbye.encoded(), retain: true,
+            topic: settings.service.topics.pushMember(member), payload: goodbye.encoded(), retain: true,
             payloadForIncarnation: { incarnation in
                 var will = goodbye
                 will.incarnation = Int(clamping: incarnation)
@@ -135,7 +167,7 @@ struct RidePushCommand: AsyncParsableCommand {
             { @Sendable push in await sender.send(push) }
         }
         let service = RidePushService(
-            member: member, settings: settings,
+            member: member, settings: settings.service,
             senders: .init(
                 apns: sendAPNs, fcm: sendFCM,
                 renew: { service in
@@ -157,7 +189,7 @@ struct RidePushCommand: AsyncParsableCommand {
                 }),
             now: now, logger: logger)
         let http = RegistrationServer(
-            host: httpHost, port: httpPort, service: service, verifier: verifier, now: now,
+            host: settings.httpHost, port: settings.httpPort, service: service, verifier: verifier, now: now,
             metricsText: { registry.emitToString() }, logger: logger)
         let connection = BrokerConnection(client: client, service: service, logger: logger)
         let group = ServiceGroup(
@@ -170,6 +202,15 @@ struct RidePushCommand: AsyncParsableCommand {
         try await group.run()
         try? await apns?.shutdown()
         try? await fcm?.shutdown()
+    }
+
+    /// A file a key names, read whole; a missing one is a problem naming the key.
+    static func read(_ path: String, key: String) throws -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw RidePushSettings.Problem(key: key, message: "cannot read \(path)")
+        }
     }
 }
 
@@ -207,12 +248,5 @@ struct BrokerConnection: Service {
             try? await client.publish(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
             await client.disconnect()
         }
-    }
-}
-
-extension Optional {
-    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async throws -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import RideAccess
 import RideJSON
 import ServiceLifecycle
+import SettingsLayers
 
 /// The worker's HTTP server on hummingbird, as a `Service` of the worker's `ServiceGroup`:
 /// - `/metrics`, `/healthz`, `/readyz` for operators;

@@ -6,6 +6,7 @@ import Metrics
 import RideAccess
 import RideDomain
 public import ServiceLifecycle
+import SettingsLayers
 import WorkerGroup
 
 /// The ride-status worker as a `Service`: wires a broker connection to the ride domain. A short

@@ -1,6 +1,7 @@
 import Foundation
 import RideDomain
 import RideStatusKit
+import SettingsLayers
 
 #if canImport(Glibc)
     import Glibc

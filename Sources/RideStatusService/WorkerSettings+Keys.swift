@@ -2,12 +2,13 @@ import Foundation
 import Logging
 import MQTTClient
 import RideDomain
+import SettingsLayers
 
 // MARK: - The key table: each key in the file's spelling, how its text is read, and its unit
 
 extension WorkerSettings {
     /// The keys, in the file's spelling, with how to apply a string value.
-    static let keys: [String: @Sendable (inout WorkerSettings, String) throws -> Void] = [
+    static let keys: [String: SettingsLayers<WorkerSettings>.Setter] = [
         "broker.url": { $0.brokerURL = $1 },
         "broker.username": { $0.username = $1 },
         "broker.password": { $0.password = $1 },
@@ -16,7 +17,7 @@ extension WorkerSettings {
         "broker.certificateFile": { $0.certificateFile = $1 },
         "broker.keyFile": { $0.keyFile = $1 },
         "broker.sessionExpiry": {
-            $0.sessionExpiry = UInt32(try number($1, "broker.sessionExpiry", 0...4_294_967_295, .seconds))
+            $0.sessionExpiry = UInt32(try SettingValue.number($1, "broker.sessionExpiry", 0...4_294_967_295, .seconds))
         },
         "broker.protocol": { settings, value in
             switch value {
@@ -25,27 +26,22 @@ extension WorkerSettings {
             default: throw Problem(key: "broker.protocol", message: "'\(value)' is not 5 or 3.1.1")
             }
         },
-        "broker.keepAlive": { $0.keepAlive = Int(try number($1, "broker.keepAlive", 2...600, .seconds)) },
-        "broker.dotsInTopics": { $0.ride.dotsInTopics = try flag($1, "broker.dotsInTopics") },
-        "broker.interposeIO": { $0.interposeIO = try flag($1, "broker.interposeIO") },
-        "worker.takeoverReadsStatuses": { $0.takeoverReadsStatuses = try flag($1, "worker.takeoverReadsStatuses") },
+        "broker.keepAlive": { $0.keepAlive = Int(try SettingValue.number($1, "broker.keepAlive", 2...600, .seconds)) },
+        "broker.dotsInTopics": { $0.ride.dotsInTopics = try SettingValue.flag($1, "broker.dotsInTopics") },
+        "broker.interposeIO": { $0.interposeIO = try SettingValue.flag($1, "broker.interposeIO") },
+        "worker.takeoverReadsStatuses": {
+            $0.takeoverReadsStatuses = try SettingValue.flag($1, "worker.takeoverReadsStatuses")
+        },
         "worker.id": { $0.workerID = $1 },
         "worker.stateDir": { $0.stateDirectory = $1 },
-        "worker.logLevel": { settings, value in
-            guard let level = Logger.Level(rawValue: value.lowercased()) else {
-                throw Problem(
-                    key: "worker.logLevel",
-                    message: "'\(value)' is not trace, debug, info, notice, warning, error or critical")
-            }
-            settings.logLevel = level
-        },
+        "worker.logLevel": { $0.logLevel = try SettingValue.choice($1, "worker.logLevel") },
         "metrics.host": { $0.metricsHost = $1 },
-        "metrics.port": { $0.metricsPort = Int(try number($1, "metrics.port", 0...65_535)) },
+        "metrics.port": { $0.metricsPort = Int(try SettingValue.number($1, "metrics.port", 0...65_535)) },
         "http.webRoot": { $0.webRoot = $1 },
         "http.leaflet": { $0.leafletDirectory = $1 },
         "http.tileURL": { $0.tileURL = $1 },
         "http.tileAttribution": { $0.tileAttribution = $1 },
-        "http.readAPI": { $0.readAPI = try flag($1, "http.readAPI") },
+        "http.readAPI": { $0.readAPI = try SettingValue.flag($1, "http.readAPI") },
         "http.shareKeys": { $0.shareKeys = $1 == "none" ? "" : $1 },
         "http.operatorTokenFile": { $0.operatorTokenFile = $1 == "none" ? "" : $1 },
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
@@ -57,64 +53,82 @@ extension WorkerSettings {
             settings.rideOptionsCatalogPath = value
             settings.catalogChosen = true
         },
-        "rides.updateInterval": { $0.ride.updateInterval = try number($1, "rides.updateInterval", 0.1...20, .seconds) },
-        "rides.staleAfter": { $0.ride.staleAfter = try number($1, "rides.staleAfter", 1...3600, .seconds) },
+        "rides.updateInterval": {
+            $0.ride.updateInterval = try SettingValue.number($1, "rides.updateInterval", 0.1...20, .seconds)
+        },
+        "rides.staleAfter": {
+            $0.ride.staleAfter = try SettingValue.number($1, "rides.staleAfter", 1...3600, .seconds)
+        },
         "rides.maxPayloadBytes": {
-            $0.ride.maxPayloadBytes = Int(try number($1, "rides.maxPayloadBytes", 256...1_048_576, .bytes))
+            $0.ride.maxPayloadBytes = Int(try SettingValue.number($1, "rides.maxPayloadBytes", 256...1_048_576, .bytes))
         },
         "rides.futureTolerance": {
-            $0.ride.futureTolerance = try number($1, "rides.futureTolerance", 0...3600, .seconds)
+            $0.ride.futureTolerance = try SettingValue.number($1, "rides.futureTolerance", 0...3600, .seconds)
         },
-        "rides.maxFixAge": { $0.ride.maxFixAge = try number($1, "rides.maxFixAge", 1...86_400, .seconds) },
-        "rides.maxSpeed": { $0.ride.maxSpeed = try number($1, "rides.maxSpeed", 1...400, .metresPerSecond) },
-        "rides.maxAccuracy": { $0.ride.maxAccuracy = try number($1, "rides.maxAccuracy", 1...10_000, .metres) },
+        "rides.maxFixAge": { $0.ride.maxFixAge = try SettingValue.number($1, "rides.maxFixAge", 1...86_400, .seconds) },
+        "rides.maxSpeed": {
+            $0.ride.maxSpeed = try SettingValue.number($1, "rides.maxSpeed", 1...400, .metresPerSecond)
+        },
+        "rides.maxAccuracy": {
+            $0.ride.maxAccuracy = try SettingValue.number($1, "rides.maxAccuracy", 1...10_000, .metres)
+        },
         "rides.approachingWithin": {
-            $0.ride.approachingWithin = try number($1, "rides.approachingWithin", 0...3600, .seconds)
+            $0.ride.approachingWithin = try SettingValue.number($1, "rides.approachingWithin", 0...3600, .seconds)
         },
         "rides.approachingDistance": {
-            $0.ride.approachingDistance = try number($1, "rides.approachingDistance", 0...100_000, .metres)
+            $0.ride.approachingDistance = try SettingValue.number($1, "rides.approachingDistance", 0...100_000, .metres)
         },
-        "rides.arrivalRadius": { $0.ride.arrivalRadius = try number($1, "rides.arrivalRadius", 1...1000, .metres) },
-        "rides.maxPickupWait": { $0.ride.maxPickupWait = try number($1, "rides.maxPickupWait", 1...7200, .seconds) },
-        "rides.detourFactor": { $0.ride.detourFactor = try number($1, "rides.detourFactor", 1...5) },
+        "rides.arrivalRadius": {
+            $0.ride.arrivalRadius = try SettingValue.number($1, "rides.arrivalRadius", 1...1000, .metres)
+        },
+        "rides.maxPickupWait": {
+            $0.ride.maxPickupWait = try SettingValue.number($1, "rides.maxPickupWait", 1...7200, .seconds)
+        },
+        "rides.detourFactor": { $0.ride.detourFactor = try SettingValue.number($1, "rides.detourFactor", 1...5) },
         "rides.detourFactorMinimum": {
-            $0.ride.detourFactorMinimum = try number($1, "rides.detourFactorMinimum", 1...5)
+            $0.ride.detourFactorMinimum = try SettingValue.number($1, "rides.detourFactorMinimum", 1...5)
         },
         "rides.detourFactorMaximum": {
-            $0.ride.detourFactorMaximum = try number($1, "rides.detourFactorMaximum", 1...5)
+            $0.ride.detourFactorMaximum = try SettingValue.number($1, "rides.detourFactorMaximum", 1...5)
         },
         "rides.detourLearningRate": {
-            $0.ride.detourLearningRate = try number($1, "rides.detourLearningRate", 0...1)
+            $0.ride.detourLearningRate = try SettingValue.number($1, "rides.detourLearningRate", 0...1)
         },
-        "rides.speedFloor": { $0.ride.speedFloor = try number($1, "rides.speedFloor", 0.1...100, .metresPerSecond) },
+        "rides.speedFloor": {
+            $0.ride.speedFloor = try SettingValue.number($1, "rides.speedFloor", 0.1...100, .metresPerSecond)
+        },
         "rides.speedTimeConstant": {
-            $0.ride.speedTimeConstant = try number($1, "rides.speedTimeConstant", 1...3600, .seconds)
+            $0.ride.speedTimeConstant = try SettingValue.number($1, "rides.speedTimeConstant", 1...3600, .seconds)
         },
         "rides.stopShareTimeConstant": {
-            $0.ride.stopShareTimeConstant = try number($1, "rides.stopShareTimeConstant", 1...3600, .seconds)
+            $0.ride.stopShareTimeConstant = try SettingValue.number(
+                $1, "rides.stopShareTimeConstant", 1...3600, .seconds)
         },
         "rides.stopShareLearningRate": {
-            $0.ride.stopShareLearningRate = try number($1, "rides.stopShareLearningRate", 0...1)
+            $0.ride.stopShareLearningRate = try SettingValue.number($1, "rides.stopShareLearningRate", 0...1)
         },
-        "rides.typicalStopShare": { $0.ride.typicalStopShare = try number($1, "rides.typicalStopShare", 0...0.9) },
+        "rides.typicalStopShare": {
+            $0.ride.typicalStopShare = try SettingValue.number($1, "rides.typicalStopShare", 0...0.9)
+        },
         "rides.typicalSpeed": {
-            $0.ride.typicalSpeed = try number($1, "rides.typicalSpeed", 0.1...100, .metresPerSecond)
+            $0.ride.typicalSpeed = try SettingValue.number($1, "rides.typicalSpeed", 0.1...100, .metresPerSecond)
         },
         "rides.estimateDelayLimit": {
-            $0.ride.estimateDelayLimit = try number($1, "rides.estimateDelayLimit", 0...3600, .seconds)
+            $0.ride.estimateDelayLimit = try SettingValue.number($1, "rides.estimateDelayLimit", 0...3600, .seconds)
         },
         "rides.completedLinger": {
-            $0.ride.completedLinger = try number($1, "rides.completedLinger", 0...86_400, .seconds)
+            $0.ride.completedLinger = try SettingValue.number($1, "rides.completedLinger", 0...86_400, .seconds)
         },
         "rides.maxRideDuration": {
-            $0.ride.maxRideDuration = try number($1, "rides.maxRideDuration", 60...604_800, .seconds)
+            $0.ride.maxRideDuration = try SettingValue.number($1, "rides.maxRideDuration", 60...604_800, .seconds)
         },
         "rides.deadLettersPerSecond": {
-            $0.ride.deadLettersPerSecond = try number($1, "rides.deadLettersPerSecond", 1...10_000, .perSecond)
+            $0.ride.deadLettersPerSecond = try SettingValue.number(
+                $1, "rides.deadLettersPerSecond", 1...10_000, .perSecond)
         },
-        "rides.trackLength": { $0.ride.trackLength = Int(try number($1, "rides.trackLength", 0...1000)) },
+        "rides.trackLength": { $0.ride.trackLength = Int(try SettingValue.number($1, "rides.trackLength", 0...1000)) },
         "rides.sequenceBlock": {
-            $0.ride.sequenceBlock = Int(try number($1, "rides.sequenceBlock", 1...1_000_000))
+            $0.ride.sequenceBlock = Int(try SettingValue.number($1, "rides.sequenceBlock", 1...1_000_000))
         },
         "rides.feedbackTypes": { settings, value in
             let types = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
@@ -126,44 +140,4 @@ extension WorkerSettings {
             settings.ride.feedbackTypes = types
         },
     ]
-
-    /// The unit a number key is given in, named in its error.
-    enum Unit: String {
-        case none = ""
-        case seconds = " seconds"
-        case metres = " m"
-        case metresPerSecond = " m/s"
-        case bytes = " bytes"
-        case perSecond = " a second"
-    }
-
-    /// A number within `range`, in `unit`; anything else is a ``Problem`` naming the key, the range and the unit.
-    static func number(
-        _ text: String, _ key: String, _ range: ClosedRange<Double>, _ unit: Unit = .none
-    ) throws(Problem) -> Double {
-        guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite else {
-            throw Problem(key: key, message: "'\(text)' is not a number")
-        }
-        guard range.contains(value) else {
-            throw Problem(
-                key: key,
-                message:
-                    "\(text) is outside the allowed range \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))\(unit.rawValue)"
-            )
-        }
-        return value
-    }
-
-    /// A yes-or-no key: true, yes, on, 1 or false, no, off, 0, in any case.
-    static func flag(_ text: String, _ key: String) throws(Problem) -> Bool {
-        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
-        case "true", "yes", "on", "1": return true
-        case "false", "no", "off", "0": return false
-        default: throw Problem(key: key, message: "'\(text)' is not true or false")
-        }
-    }
-
-    private static func format(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(value)
-    }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import MQTTClient
 import RideDomain
+import SettingsLayers
 
-// MARK: - Where settings come from: the configuration file, its YAML, the environment, secrets, the catalog
+// MARK: - What the worker reads beside its keys: which keys are paths, secrets, the catalog
 
 extension WorkerSettings {
 
@@ -12,61 +13,6 @@ extension WorkerSettings {
         "rideOptions.catalog", "broker.caFile", "broker.certificateFile", "broker.keyFile", "broker.passwordFile",
         "http.webRoot", "http.shareKeys", "http.operatorTokenFile",
     ]
-
-    static func resolve(_ value: String, against folder: URL) -> String {
-        guard !value.isEmpty, value != "none", !value.hasPrefix("/") else { return value }
-        return folder.appendingPathComponent(value).standardizedFileURL.path
-    }
-
-    /// `config/worker.yaml` in the working directory, else in the checkout that built `executable`.
-    static func defaultConfigurationFile(executable: String, workingDirectory: String) -> String? {
-        let here = URL(fileURLWithPath: workingDirectory).appendingPathComponent(defaultConfigPath).standardizedFileURL
-            .path
-        if FileManager.default.fileExists(atPath: here) { return here }
-        guard !executable.isEmpty else { return nil }
-        // `.build/release` is a link to `.build/<triple>/release`: walk up from both the path as given and
-        // the resolved one, a few levels, to the checkout's `config/worker.yaml`.
-        let given = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        let resolved = URL(fileURLWithPath: executable).resolvingSymlinksInPath().deletingLastPathComponent()
-        for start in [given, resolved] {
-            var folder = start.standardizedFileURL
-            for _ in 0..<4 {
-                folder = folder.deletingLastPathComponent()
-                let candidate = folder.appendingPathComponent(defaultConfigPath).path
-                if FileManager.default.fileExists(atPath: candidate) { return candidate }
-            }
-        }
-        return nil
-    }
-
-    /// `rides.updateInterval` -> `RIDESTATUS_RIDES_UPDATE_INTERVAL`.
-    public static func environmentName(_ key: String) -> String {
-        var name = "RIDESTATUS_"
-        for character in key {
-            if character == "." {
-                name += "_"
-            } else if character.isUppercase {
-                name += "_" + String(character)
-            } else {
-                name += String(character).uppercased()
-            }
-        }
-        return name
-    }
-
-    static func flatten(_ node: [String: Any], prefix: String = "") -> [(String, String)] {
-        var result: [(String, String)] = []
-        for (key, value) in node.sorted(by: { $0.key < $1.key }) {
-            let path = prefix.isEmpty ? key : "\(prefix).\(key)"
-            switch value {
-            case let nested as [String: Any]: result += flatten(nested, prefix: path)
-            case let list as [Any]: result.append((path, list.map { "\($0)" }.joined(separator: ",")))
-            case is NSNull: continue
-            default: result.append((path, "\(value)"))
-            }
-        }
-        return result
-    }
 
     /// The broker password from ``passwordFile``, and a warning for a password where `ps`, shell histories and
     /// logs see it: in a URL, or given as a flag.

@@ -2,7 +2,7 @@ public import Foundation
 public import Logging
 public import MQTTClient
 public import RideDomain
-import Yams
+public import SettingsLayers
 
 /// Everything the worker is configured with. Sources, later ones winning: built-in defaults (the
 /// contract's, from ``RideConfiguration``), `config/worker.yaml`, `RIDESTATUS_*` environment variables,
@@ -70,19 +70,17 @@ public struct WorkerSettings: Sendable {
     public init() {}
 
     /// A value that cannot be used, naming the key and the allowed range.
-    public struct Problem: Error, CustomStringConvertible, Equatable {
-        public var key: String
-        public var message: String
-        public var description: String { "configuration key '\(key)': \(message)" }
-    }
+    public typealias Problem = SettingsProblem
 
     /// Applies `key = value`; unknown keys are an error naming them.
     public mutating func apply(_ key: String, _ value: String) throws {
-        guard let setter = Self.keys[key] else { throw Problem(key: key, message: "unknown key") }
-        try setter(&self, value)
+        try Self.layers.apply(key, value, to: &self)
     }
 
-    /// Loads the layers: the YAML file, then environment, then explicit overrides (flags).
+    /// The keys of the table that a configuration file's text does not document (none, for `config/worker.yaml`).
+    public static func undocumentedKeys(in text: String) -> [String] { layers.undocumentedKeys(in: text) }
+
+    /// Loads the layers (``SettingsLayers``): the YAML file, then environment, then explicit overrides (flags).
     ///
     /// - Parameter file: the `--config` file, which must exist; nil looks for `config/worker.yaml` in the
     ///   working directory, then in the checkout the executable was built in (`.build/<mode>/../../config`),
@@ -95,27 +93,13 @@ public struct WorkerSettings: Sendable {
         workingDirectory: String = FileManager.default.currentDirectoryPath
     ) throws -> WorkerSettings {
         var settings = WorkerSettings()
-        if let file, !FileManager.default.fileExists(atPath: file) {
-            throw Problem(key: "--config", message: "file \(file) does not exist")
-        }
-        if let path = file ?? defaultConfigurationFile(executable: executable, workingDirectory: workingDirectory) {
-            let url = URL(fileURLWithPath: path).standardizedFileURL
-            let folder = url.deletingLastPathComponent()
-            let text = try String(contentsOf: url, encoding: .utf8)
-            guard let root = try Yams.load(yaml: text) as? [String: Any] else {
-                throw Problem(key: path, message: "is not a YAML mapping")
-            }
-            settings.configurationFile = url.path
+        settings.configurationFile = try layers.load(
+            into: &settings, file: file, environment: environment, overrides: overrides, executable: executable,
+            workingDirectory: workingDirectory
+        ) { settings, folder in
             // The catalog that sits beside the configuration, unless the file names another.
             settings.rideOptionsCatalogPath = folder.appendingPathComponent("ride-options.yaml").path
-            for (key, value) in flatten(root) {
-                try settings.apply(key, pathKeys.contains(key) ? resolve(value, against: folder) : value)
-            }
         }
-        for key in keys.keys.sorted() {
-            if let value = environment[environmentName(key)] { try settings.apply(key, value) }
-        }
-        for (key, value) in overrides { try settings.apply(key, value) }
         try settings.readSecrets(overrides: overrides)
         if let problem = settings.ride.problems().first {
             throw Problem(key: "rides.\(problem.key)", message: problem.message)
@@ -123,6 +107,9 @@ public struct WorkerSettings: Sendable {
         try settings.loadCatalog()
         return settings
     }
+
+    static let layers = SettingsLayers<WorkerSettings>(
+        keys: keys, pathKeys: pathKeys, environmentPrefix: "RIDESTATUS_", defaultFile: defaultConfigPath)
 
     public static let defaultConfigPath = "config/worker.yaml"
     public static let defaultCatalogPath = "config/ride-options.yaml"

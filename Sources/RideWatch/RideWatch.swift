@@ -66,7 +66,7 @@ struct RideWatchCommand: AsyncParsableCommand {
             }
         }
         defer { renderer.cancel() }
-        if !client.isConnected { print("waiting for the broker at \(access.broker)…") }
+        if !client.isConnected { print("waiting for the broker at \(access.brokerURL)…") }
         for await message in client.messages {
             if case .some(let worker) = Self.presenceWorker(message.topic, topics: topics) {
                 let presence = try? decoder.decode(Presence.self, from: Data(message.payload))

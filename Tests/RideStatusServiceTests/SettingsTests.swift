@@ -2,6 +2,7 @@ import Foundation
 import MQTTClient
 import RideDomain
 import RideStatusService
+import SettingsLayers
 import Testing
 
 /// The worker behaves the same from any working directory: paths in a configuration file are read from its
@@ -168,5 +169,15 @@ struct SettingsTests {
             file: nil, environment: [:], executable: executable,
             workingDirectory: FileManager.default.temporaryDirectory.path)
         #expect(settings.ride.updateInterval == 4 && settings.catalog != nil)
+    }
+}
+
+extension SettingsTests {
+    @Test("config/worker.yaml documents every key the worker reads")
+    func shippedFileDocumentsEveryKey() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../config/worker.yaml")
+        let undocumented = WorkerSettings.undocumentedKeys(in: try String(contentsOf: file, encoding: .utf8))
+        #expect(undocumented.isEmpty, "not in config/worker.yaml: \(undocumented)")
     }
 }

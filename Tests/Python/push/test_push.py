@@ -43,22 +43,46 @@ FCM_TOKEN = "fcm-device-1:APA91b-test"
 
 
 class RidePush:
-    def __init__(self, bin_dir, folder, stack, standin, key_set, name="ride-push"):
+    """A ride-push process. `configured` starts it the way a deployment would: a configuration file with paths
+    relative to its folder, environment variables for the rest, a working directory elsewhere; otherwise flags."""
+
+    def __init__(self, bin_dir, folder, stack, standin, key_set, name="ride-push", configured=False):
         self.port = free_port()
         self.name = name
         log = open(os.path.join(folder, f"{name}.log"), "wb")
-        self.process = subprocess.Popen([
-            os.path.join(bin_dir, "ride-push"), "--broker", stack.broker, "--http-port", str(self.port),
-            "--share-keys", key_set,
-            "--apns-url", f"https://127.0.0.1:{standin.apns_port}", "--apns-key", standin.apns_key_path,
-            "--apns-key-id", "TESTKEY123", "--team-id", "TEAM123456", "--bundle-id", "com.example.rides",
-            "--apns-ca-file", standin.certificate,
-            "--fcm-url", f"https://127.0.0.1:{standin.port}", "--fcm-account", standin.account_path,
-            "--fcm-ca-file", standin.certificate,
-            # Short intervals, so that a ride of a minute or two shows routine pushes and refreshes.
-            "--minimum-interval", "2", "--refresh-interval", "6", "--log-level", os.environ.get("PUSH_LOG_LEVEL", "debug"),
-        ], stdout=log, stderr=subprocess.STDOUT)
-        wait_until("ride-push to listen", lambda: Stack.listening(self.port), 30)
+        level = os.environ.get("PUSH_LOG_LEVEL", "debug")
+        if configured:
+            config = os.path.join(folder, f"{name}.yaml")
+            relative = lambda path: os.path.relpath(path, folder)
+            with open(config, "w") as f:
+                f.write(f"""
+push: {{minimumInterval: 2, refreshInterval: 6, logLevel: {level}}}
+http: {{shareKeys: {relative(key_set)}}}
+apns:
+  url: https://127.0.0.1:{standin.apns_port}
+  keyFile: {relative(standin.apns_key_path)}
+  keyId: TESTKEY123
+  teamId: TEAM123456
+  bundleId: com.example.rides
+  caFile: {relative(standin.certificate)}
+fcm: {{url: "https://127.0.0.1:{standin.port}", accountFile: {relative(standin.account_path)}, caFile: {relative(standin.certificate)}}}
+""")
+            environment = dict(os.environ, RIDEPUSH_BROKER_URL=stack.broker, RIDEPUSH_HTTP_PORT=str(self.port))
+            self.process = subprocess.Popen([os.path.join(bin_dir, "ride-push"), "--config", config],
+                                            stdout=log, stderr=subprocess.STDOUT, env=environment, cwd="/")
+        else:
+            self.process = subprocess.Popen([
+                os.path.join(bin_dir, "ride-push"), "--broker", stack.broker, "--http-port", str(self.port),
+                "--share-keys", key_set,
+                "--apns-url", f"https://127.0.0.1:{standin.apns_port}", "--apns-key", standin.apns_key_path,
+                "--apns-key-id", "TESTKEY123", "--team-id", "TEAM123456", "--bundle-id", "com.example.rides",
+                "--apns-ca-file", standin.certificate,
+                "--fcm-url", f"https://127.0.0.1:{standin.port}", "--fcm-account", standin.account_path,
+                "--fcm-ca-file", standin.certificate,
+                # Short intervals, so that a ride of a minute or two shows routine pushes and refreshes.
+                "--minimum-interval", "2", "--refresh-interval", "6", "--log-level", level,
+            ], stdout=log, stderr=subprocess.STDOUT)
+        wait_until(f"{name} to listen", lambda: Stack.listening(self.port), 30)
 
     def call(self, method, path, body=None, token=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -230,7 +254,9 @@ def check_order(standin, tokens):
 
 def group(args, folder, stack, standin, key_set, private_key, first, exclude):
     """Two ride-push processes, then one killed, then a third: every ride served by exactly one, in order."""
-    second = RidePush(args.bin_dir, folder, stack, standin, key_set, name="ride-push-2")
+    # The second reads a configuration file and the environment (the first is all flags): both ways of setting
+    # ride-push up serve the same group.
+    second = RidePush(args.bin_dir, folder, stack, standin, key_set, name="ride-push-2", configured=True)
     started = [second]
     processes = [first, second]
     try:
