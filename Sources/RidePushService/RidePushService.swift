@@ -5,7 +5,7 @@ import Metrics
 public import RidePush
 public import RideStatusKit
 public import ServiceLifecycle
-import WorkerGroup
+package import WorkerGroup
 
 /// `ride-push`'s core (issue 32): one task feeds presences, registration records, statuses, outcomes and ticks
 /// to ``PushGroup`` (and through it ``PushPlanner``) and carries out their actions: pushes through the senders (at
@@ -472,11 +472,13 @@ public final class RidePushService: Service, Sendable {
     }
 
     /// A member's presence payload as the group reads it; `.some(nil)` for a deleted one (empty), nil when it does
-    /// not read.
-    static func sighting(_ payload: [UInt8], now: Date) -> GroupMembership.Sighting?? {
+    /// not read (A2): not a presence, or an incarnation below zero or more than a day ahead (the workers' check).
+    package static func sighting(_ payload: [UInt8], now: Date) -> GroupMembership.Sighting?? {
         if payload.isEmpty { return .some(nil) }
         guard let presence = try? JSONDecoder.rideStatus.decode(Presence.self, from: Data(payload)),
-            (presence.incarnation ?? 0) >= 0
+            (presence.incarnation ?? 0) >= 0,
+            GroupMembership.isPlausible(
+                incarnation: Double(presence.incarnation ?? 0), now: now.timeIntervalSince1970)
         else { return nil }
         return .some(
             GroupMembership.Sighting(

@@ -136,7 +136,7 @@ extension Presence {
                 number == number.rounded()
             else { throw Rejection(.invalidField, "presence: incarnation is not a whole number up to 2^53 (G1)") }
             // An incarnation from the future would make every real birth of that worker look stale (A2).
-            guard number <= (now.timeIntervalSince1970 + 86_400) * 1000 else {
+            guard GroupMembership.isPlausible(incarnation: number, now: now.timeIntervalSince1970) else {
                 throw Rejection(.invalidField, "presence: incarnation \(Int(number)) is more than a day ahead (G1, A2)")
             }
             incarnation = UInt64(number)

@@ -116,3 +116,11 @@ public struct GroupMembership: Sendable {
         return (selfHeardAt ?? now) - seenAt > silenceLimit
     }
 }
+
+extension GroupMembership {
+    /// G1, A2: whether a presence's incarnation (milliseconds since 1970 of its connection's start) is one a real
+    /// birth could carry when read at `now` (seconds since 1970): at most a day ahead of this host's clock. One
+    /// further ahead would make every real birth of that member look stale, so a presence carrying it is refused.
+    /// The workers' parser and ride-push's both ask here.
+    public static func isPlausible(incarnation: Double, now: Double) -> Bool { incarnation <= (now + 86_400) * 1000 }
+}

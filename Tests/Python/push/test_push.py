@@ -68,7 +68,8 @@ apns:
 fcm: {{url: "https://127.0.0.1:{standin.port}", accountFile: {relative(standin.account_path)}, caFile: {relative(standin.certificate)}}}
 """)
             environment = dict(os.environ, RIDEPUSH_BROKER_URL=stack.broker, RIDEPUSH_HTTP_PORT=str(self.port))
-            self.process = subprocess.Popen([os.path.join(bin_dir, "ride-push"), "--config", config],
+            # An absolute path: the working directory is elsewhere.
+            self.process = subprocess.Popen([os.path.abspath(os.path.join(bin_dir, "ride-push")), "--config", config],
                                             stdout=log, stderr=subprocess.STDOUT, env=environment, cwd="/")
         else:
             self.process = subprocess.Popen([
