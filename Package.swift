@@ -200,6 +200,7 @@ let package = Package(
             dependencies: [
                 "RideAccess",
                 "RideStatusService",
+                "SettingsLayers",
                 "MQTTClient",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -83,10 +83,10 @@ struct RidePushCommand: AsyncParsableCommand {
         ]
         var overrides = flags.compactMap { key, value in value.map { (key, $0) } }
         for assignment in assignments {
-            let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(
-                String.init)
-            guard parts.count == 2 else { throw ValidationError("--set takes key=value, not '\(assignment)'") }
-            overrides.append((parts[0], parts[1]))
+            guard let (key, value) = SettingValue.assignment(assignment) else {
+                throw ValidationError("--set takes key=value, not '\(assignment)'")
+            }
+            overrides.append((key, value))
         }
         return overrides
     }

@@ -6,6 +6,7 @@ import Metrics
 import Prometheus
 import RideStatusService
 import ServiceLifecycle
+import SettingsLayers
 import UnixSignals
 
 /// `ride-status-worker`: turns fleet telemetry into validated ride statuses (`run`, the default), and makes
@@ -69,10 +70,10 @@ struct RunWorker: AsyncParsableCommand {
         if let logLevel { overrides.append(("worker.logLevel", logLevel)) }
         if let metricsPort { overrides.append(("metrics.port", metricsPort)) }
         for assignment in assignments {
-            let parts = assignment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(
-                String.init)
-            guard parts.count == 2 else { throw ValidationError("--set takes key=value, not '\(assignment)'") }
-            overrides.append((parts[0], parts[1]))
+            guard let (key, value) = SettingValue.assignment(assignment) else {
+                throw ValidationError("--set takes key=value, not '\(assignment)'")
+            }
+            overrides.append((key, value))
         }
         let settings: WorkerSettings
         do {

@@ -210,6 +210,12 @@ public enum SettingValue {
         throw SettingsProblem(key: key, message: "'\(text)' is not \(list)")
     }
 
+    /// A `--set key=value` flag as a key and its value (the value may hold `=`); nil without an `=`.
+    public static func assignment(_ text: String) -> (key: String, value: String)? {
+        guard let equals = text.firstIndex(of: "=") else { return nil }
+        return (String(text[..<equals]), String(text[text.index(after: equals)...]))
+    }
+
     /// A yes-or-no key: true, yes, on, 1 or false, no, off, 0, in any case.
     public static func flag(_ text: String, _ key: String) throws(SettingsProblem) -> Bool {
         switch text.trimmingCharacters(in: .whitespaces).lowercased() {

@@ -74,6 +74,10 @@ struct RidePushSettingsTests {
         #expect(problem(Self.minimal, overrides: [("push.logLevel", "loud")]).contains("'push.logLevel'"))
         #expect(problem("\(Self.apns)\nhttp: {shareKeys: s.json, prot: 1}").contains("'http.prot': unknown key"))
         #expect(problem("- a list").contains("is not a YAML mapping"))
+        // --set key=value, as both services read it: the value may hold "=" (a URL's query); no "=" is no setting.
+        #expect(SettingValue.assignment("apns.url=https://x/?a=b")! == ("apns.url", "https://x/?a=b"))
+        #expect(SettingValue.assignment("http.host=")! == ("http.host", ""))
+        #expect(SettingValue.assignment("http.host") == nil)
         #expect(
             (try? RidePushSettings.load(file: "/no/such/ride-push.yaml", environment: [:])) == nil,
             "a --config that does not exist stops start-up")
