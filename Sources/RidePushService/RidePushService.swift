@@ -82,7 +82,7 @@ public final class RidePushService: Service, Sendable {
 
     enum Event: Sendable {
         case message(topic: String, payload: [UInt8])
-        /// A status (or a stop) is waiting in ``statusesWaiting`` under this topic.
+        /// A status is waiting in ``statusesWaiting`` under this topic (a stop comes as a message of its own).
         case status(topic: String)
         case register(
             PushDevice, ride: String, expires: Date, reply: @Sendable (Result<Bool, RegistrationRefusal>) -> Void)
@@ -121,7 +121,17 @@ public final class RidePushService: Service, Sendable {
     /// the broker (a burst of statuses; a slow APNs does not slow it, its pushes wait as the newest state per
     /// activity), a ride's older status is replaced, not queued behind: what waits here is bounded by the rides
     /// subscribed, at about 20,000 statuses a second for the whole fleet of 100,000 rides (L3's figure).
-    private let statusesWaiting = Locked([String: [UInt8]]())
+    ///
+    /// A stop (the zero-length status) neither replaces a waiting status nor is replaced: the completion waiting
+    /// before it is the state its `end` shows. It goes in order, as a message of its own, behind the waiting
+    /// status, which is then sealed: what comes after the stop queues behind it too, until the task took it.
+    private let statusesWaiting = Locked([String: WaitingStatus]())
+
+    struct WaitingStatus {
+        var payload: [UInt8]
+        /// A stop queued behind it: nothing may take its place any more.
+        var sealed = false
+    }
 
     /// - Parameters:
     ///   - member: this process's id in the group, unique among the running ones.
@@ -169,16 +179,32 @@ public final class RidePushService: Service, Sendable {
             input.yield(.message(topic: topic, payload: payload))
             return
         }
-        let replaced = statusesWaiting.withLock { $0.updateValue(payload, forKey: topic) != nil }
-        if replaced {
-            metrics.supersededStatuses.increment()
-        } else {
-            input.yield(.status(topic: topic))
+        enum Route { case waits, replaced, inOrder }
+        let route = statusesWaiting.withLock { waiting -> Route in
+            let stop = payload.isEmpty
+            guard var entry = waiting[topic] else {
+                if stop { return .inOrder }
+                waiting[topic] = WaitingStatus(payload: payload)
+                return .waits
+            }
+            if stop || entry.sealed {
+                entry.sealed = true
+                waiting[topic] = entry
+                return .inOrder
+            }
+            entry.payload = payload
+            waiting[topic] = entry
+            return .replaced
+        }
+        switch route {
+        case .waits: input.yield(.status(topic: topic))
+        case .replaced: metrics.supersededStatuses.increment()
+        case .inOrder: input.yield(.message(topic: topic, payload: payload))
         }
     }
 
     /// The status waiting under `topic` for the service's task, if any (tests).
-    package func statusWaiting(topic: String) -> [UInt8]? { statusesWaiting.withLock { $0[topic] } }
+    package func statusWaiting(topic: String) -> [UInt8]? { statusesWaiting.withLock { $0[topic]?.payload } }
 
     /// The broker acknowledged every subscription of the connection of `incarnation`: this process announces
     /// itself.
@@ -341,8 +367,8 @@ public final class RidePushService: Service, Sendable {
                 let now = self.now()
                 var event = arrived
                 if case .status(let topic) = arrived {
-                    guard let payload = statusesWaiting.withLock({ $0.removeValue(forKey: topic) }) else { continue }
-                    event = .message(topic: topic, payload: payload)
+                    guard let waiting = statusesWaiting.withLock({ $0.removeValue(forKey: topic) }) else { continue }
+                    event = .message(topic: topic, payload: waiting.payload)
                 }
                 switch event {
                 case .status: continue  // made a message above

@@ -26,16 +26,21 @@ struct RidePushServiceTests {
         let service = service()
         for index in 0..<1000 { service.received(topic: "rides/r1/status", payload: Array("\(index)".utf8)) }
         service.received(topic: "rides/r2/status", payload: Array("r2".utf8))
-        service.received(topic: "rides/r3/status", payload: [])  // a stop waits too, as the newest
         #expect(service.statusWaiting(topic: "rides/r1/status") == Array("999".utf8))
         #expect(service.statusWaiting(topic: "rides/r2/status") == Array("r2".utf8))
-        #expect(service.statusWaiting(topic: "rides/r3/status") == [])
+        // A stop neither replaces the waiting status (the completion its `end` shows) nor is replaced: it queues
+        // behind it, and what comes after the stop cannot take the waiting status's place either.
+        service.received(topic: "rides/r2/status", payload: [])
+        service.received(topic: "rides/r2/status", payload: Array("after the stop".utf8))
+        #expect(service.statusWaiting(topic: "rides/r2/status") == Array("r2".utf8))
+        service.received(topic: "rides/r3/status", payload: [])  // a stop with nothing waiting: in order, not kept
+        #expect(service.statusWaiting(topic: "rides/r3/status") == nil)
         // A presence or a record is not a status: it keeps its place in the order of events.
         service.received(topic: "ridestatus/push/members/other", payload: [])
         #expect(service.statusWaiting(topic: "ridestatus/push/members/other") == nil)
 
         // Once the task runs, it takes what waits (each undecodable here: counted and logged, not pushed).
-        let topics = ["rides/r1/status", "rides/r2/status", "rides/r3/status"]
+        let topics = ["rides/r1/status", "rides/r2/status"]
         let running = Task { try await service.run() }
         defer { running.cancel() }
         try await Self.waitUntil { topics.allSatisfy { service.statusWaiting(topic: $0) == nil } }
