@@ -101,6 +101,7 @@ extension RideStatusService {
             metrics.groupMembers.record(core.group.members.count)
             let now = time.now
             heartbeat(now: now, core: &core)
+            sharePriors(now: now, core: &core)
             handoverTick(now: now, core: &core)
             let counts = core.handover.counts
             let reported = core.handover.reported

@@ -82,6 +82,8 @@ extension RideStatusService {
         do {
             try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(settings.topics.presenceFilter, qos: .atLeastOnce, options: .init())
+            // E1 (issue 31): the group's priors, before any ride is read, so that new rides start from them.
+            try await transport.subscribe(settings.topics.priorsFilter, qos: .atLeastOnce, options: .init())
             // G3: release notices, before this worker's birth makes any owner release buckets to it (they wait
             // in the stash until the first view is formed).
             try await transport.subscribe(settings.topics.releasedFilter, qos: .atLeastOnce, options: .init())
@@ -195,6 +197,11 @@ extension RideStatusService {
                 continue
             }
             let parsed = settings.topics.parse(message.topic)
+            if case .priors(let key) = parsed {
+                // E1: learning, not a ride's input: read in every state of the lifecycle, recovery included.
+                core.withLock { receivePriors(message, key: key, now: now, core: &$0) }
+                continue
+            }
             let kind: WorkerLifecycle<MQTTMessage>.Kind
             switch parsed {
             case .state: kind = .rideState

@@ -37,6 +37,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let wakeup: Wakeup
     /// The worker's clock and wall time: it reads no other (``WorkerTime``).
     let time: WorkerTime
+    /// When this service was made: priors it shares from then on come back as its own echo (E1, issue 31).
+    let startedAt: Date
     /// How often counters and gauges are reported, whatever the load: a saturated cadence is exactly when
     /// an operator looks at `/metrics`.
     let reportInterval: Duration
@@ -58,6 +60,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         /// G1: when this connection's birth was published, and when it was last repeated (the heartbeat).
         var onlineSince: Date?
         var lastHeartbeat = Date.distantPast
+        /// E1 (issue 31): when this worker last shared what its areas learned.
+        var lastPriorsShare = Date.distantPast
         /// When the cadence loop wakes next; an input that makes a ride due earlier wakes it.
         var plannedWake = Date.distantFuture
     }
@@ -88,6 +92,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     ) {
         self.reportInterval = reportInterval
         self.time = time
+        startedAt = time.now
         wakeup = Wakeup(time: time)
         self.settings = settings
         self.identity = identity

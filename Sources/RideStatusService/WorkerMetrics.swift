@@ -37,6 +37,10 @@ package struct WorkerMetrics: Sendable {
     let bucketsArriving = Gauge(label: "ridestatus_handover_buckets_arriving")
     let bucketsServed = Gauge(label: "ridestatus_handover_buckets_served")
     let controlsKept = Gauge(label: "ridestatus_handover_controls_kept")
+    /// E1 (issue 31): areas' priors this worker shared with its group, and those it weighed in from others.
+    let priorsShared = Counter(label: "ridestatus_priors_total", dimensions: [("direction", "shared")])
+    let priorsAdopted = Counter(label: "ridestatus_priors_total", dimensions: [("direction", "adopted")])
+    let priorsRefused = Counter(label: "ridestatus_priors_total", dimensions: [("direction", "refused")])
     let vehicleSubscriptions = Gauge(label: "ridestatus_vehicle_subscriptions")
     let availableVehicles = Gauge(label: "ridestatus_available_vehicles_indexed")
     let quoteDuration = Timer(label: "ridestatus_quote_seconds", preferredDisplayUnit: .seconds)
@@ -114,6 +118,8 @@ extension WorkerMetrics {
             "Share of arrivals by their latest time (E1's range, issue 31; target 0.85 to 0.95), by leg and the estimate's horizon.",
         "ridestatus_group_members": "Live workers in this worker's view of the group, itself included (G1).",
         "ridestatus_handover_rides_total": "Rides taken over, released or fenced in handovers (G3, G4).",
+        "ridestatus_priors_total":
+            "Areas' learned priors shared with the group, weighed in from it, or refused when read back (E1, A2).",
         "ridestatus_handover_seconds": "From the view that gives buckets to this worker to serving them (G3).",
         "ridestatus_handover_buckets_arriving": "Buckets gained but not served yet (G3).",
         "ridestatus_handover_buckets_served": "Buckets of rides this worker serves (G3).",

@@ -107,6 +107,9 @@ extension WorkerSettings {
         "rides.stopShareLearningRate": {
             $0.ride.stopShareLearningRate = try SettingValue.number($1, "rides.stopShareLearningRate", 0...1)
         },
+        "rides.priorsShareInterval": {
+            $0.ride.priorsShareInterval = try SettingValue.number($1, "rides.priorsShareInterval", 0...3600, .seconds)
+        },
         "rides.typicalStopShare": {
             $0.ride.typicalStopShare = try SettingValue.number($1, "rides.typicalStopShare", 0...0.9)
         },

@@ -88,7 +88,7 @@ struct BrokerSecurityTests {
     }
 
     @Test(
-        "14: anonymous and wrong passwords refused; a vehicle moves only itself; a rider sees and asks only its ride; only the worker writes state and statuses"
+        "14: anonymous and wrong passwords refused; a vehicle moves only itself; a rider sees and asks only its ride; only the worker writes state, statuses and priors (E1)"
     )
     func rolesDoTheirJobOnly() async throws {
         let accounts = try await Self.makeAccounts(riders: ["r-1", "r-2"])
@@ -100,7 +100,9 @@ struct BrokerSecurityTests {
                 _ = try await Self.client(broker, user: "dispatch", password: "not-the-password")
             }
 
-            let worker = try Self.worker(broker, accounts, id: "w-sec")
+            // Sharing no priors of its own, so that any priors it reads back can only be someone else's.
+            let worker = try Self.worker(
+                broker, accounts, id: "w-sec", extra: ["--set", "rides.priorsShareInterval=0"])
             try await worker.start()
             let dispatch = try await Self.client(broker, user: "dispatch", password: try accounts.password("dispatch"))
             let seen = Inbox(dispatch)
@@ -156,6 +158,12 @@ struct BrokerSecurityTests {
             try? await dispatch.publish(
                 topic: "rides/r-1/status", payload: Array(#"{"rideIdentifier":"r-1","sequence":1000000000000}"#.utf8),
                 qos: .atLeastOnce, retain: true)
+            // E1 (issue 31): forged priors, retained where a restart reads them back.
+            try? await dispatch.publish(
+                topic: Topics().priors(key: AreaPriors.key(area: "")),
+                payload: Array(
+                    #"{"area":"","worker":"w-forger","at":"\#(Timestamps.format(Date()))","detourFactor":1.9,"rides":500,"legs":0}"#
+                        .utf8), qos: .atLeastOnce, retain: true)
             try await Task.sleep(for: .seconds(1))
             #expect(!seen.statuses("r-1").contains { ($0.sequence ?? 0) >= 1_000_000_000_000 })
             await worker.kill()
@@ -165,6 +173,15 @@ struct BrokerSecurityTests {
                 (seen.statuses("r-1").compactMap(\.sequence).max() ?? 0) > before
             }
             #expect(!worker.logText.contains("changed on the broker by another client"), "no forged write arrived")
+            func priors(_ direction: String) -> Double {
+                let text = httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body ?? ""
+                return text.split(separator: "\n").first {
+                    $0.hasPrefix("ridestatus_priors_total{direction=\"\(direction)\"} ")
+                }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+            }
+            #expect(
+                priors("adopted") == 0 && priors("refused") == 0,
+                "only workers write priors: dispatch's never reached the restarted worker (E1)")
             for client in [dispatch, impostor, genuine, rider] { await client.disconnect() }
             #expect(await worker.terminate().code == 0)
         }

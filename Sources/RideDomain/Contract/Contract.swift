@@ -59,6 +59,9 @@ public struct Topics: Sendable, Equatable {
     public func stateFilter(bucket: Int) -> String { "\(serviceName)/state/\(Ownership.bucketName(bucket))/+" }
     /// G3: a worker's notice that it has written the last states of the buckets it lists and stopped serving them.
     public func released(worker: String) -> String { "\(serviceName)/workers/\(worker)/released" }
+    /// E1 (issue 31): one service area's learned priors, retained and private to the workers (``AreaPriors``):
+    /// `{serviceName}/priors/{key}`, the key ``AreaPriors/key(area:)``.
+    public func priors(key: String) -> String { "\(serviceName)/priors/\(key)" }
     public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }
     /// A3: a driver event from the vehicle's own driver app, for the ride it serves.
     public func vehicleEvent(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/event" }
@@ -77,6 +80,8 @@ public struct Topics: Sendable, Equatable {
     public var releasedFilter: String { "\(serviceName)/workers/+/released" }
     /// Every worker's presence (G1).
     public var presenceFilter: String { "\(serviceName)/workers/+" }
+    /// Every area's shared priors (E1, issue 31).
+    public var priorsFilter: String { "\(serviceName)/priors/+" }
     /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
     public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
     /// Every vehicle's driver events (A3): a control subscription like `rides/+/event`.
@@ -99,6 +104,8 @@ public struct Topics: Sendable, Equatable {
         case presence(worker: String)
         /// A worker's release notice (G3).
         case released(worker: String)
+        /// An area's priors shared by a worker (E1, issue 31), under their ``AreaPriors/key(area:)``.
+        case priors(key: String)
         case unknown
     }
 
@@ -152,6 +159,11 @@ public struct Topics: Sendable, Equatable {
             }
             if topic.isRest("released", from: slash + 1) { return .released(worker: topic.string(rest..<slash)) }
             return .unknown
+        }
+        // `{serviceName}/priors/{key}`
+        if let rest = topic.after(serviceName, "/priors/") {
+            guard rest < bytes.count, topic.slash(from: rest) == nil else { return .unknown }
+            return .priors(key: topic.string(rest..<bytes.count))
         }
         // `{serviceName}/state/{bucket}/{ride}`, the bucket the ride's own; `{serviceName}/state/{ride}` (legacy)
         if let rest = topic.after(serviceName, "/state/") {

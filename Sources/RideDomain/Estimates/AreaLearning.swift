@@ -2,17 +2,20 @@ import Foundation
 
 /// E1 (issues 15 and 31): what each service area teaches its new rides, from the rides that drove there.
 /// - The detour factor (road over great-circle distance) starts from the catalog's `detourFactor` for the area,
-///   else `rides.detourFactor`, and is corrected by what completed rides drove: an exponentially weighted mean
+///   else the fleet's (the other areas' learned factors, ``fleetFactor(_:)``), else `rides.detourFactor`, and
+///   is corrected by what completed rides drove: an exponentially weighted mean
 ///   of driven over great-circle metres (`rides.detourLearningRate` per ride), bounded to
 ///   `rides.detourFactorMinimum...detourFactorMaximum`.
-/// - The stop share (the share of time a car stands at lights and in jams) starts from
-///   `rides.typicalStopShare` and is corrected by every leg driven to its end, to the pickup and to the
+/// - The stop share (the share of time a car stands at lights and in jams) starts from the fleet's
+///   (``fleetStopShare(_:)``), else `rides.typicalStopShare`, and is corrected by every leg driven to its end, to the pickup and to the
 ///   drop-off: an exponentially weighted mean of the legs' own stop shares (`rides.stopShareLearningRate` per
 ///   leg), bounded to 0...0.9. A city of arterials stands a few per cent of the time, a centre of lights
 ///   a third: one constant is wrong by that much in every estimate.
 ///
-/// A ride takes its area's values when it starts. What is learned lives in the worker's memory (each worker of a
-/// group learns from its own rides; a restart starts again from the configuration).
+/// A ride takes its area's values when it starts. What a worker learns it shares with its group as a retained
+/// message per area (``AreaPriors``): every worker weighs in what the others learned
+/// (``adopt(_:configuredFactor:configuration:)``), and a worker that restarts reads it back instead of starting
+/// again from the configuration.
 public struct AreaLearning: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
         public var factor: Double
@@ -26,6 +29,8 @@ public struct AreaLearning: Sendable, Equatable {
 
     /// By area name; rides outside every area (or without a catalog) learn under "".
     public private(set) var learned: [String: Entry] = [:]
+    /// The areas whose entry this worker learned (not adopted) since they were last shared.
+    public private(set) var changed: Set<String> = []
 
     /// Legs shorter than this teach nothing: GPS noise and the way to the curb dwarf the detour.
     public static let shortestLeg = 500.0
@@ -35,15 +40,50 @@ public struct AreaLearning: Sendable, Equatable {
 
     public init() {}
 
-    /// The factor for a ride starting in `area` now.
+    /// The factor for a ride starting in `area` now: the area's learned one; else the catalog's for the area;
+    /// else the fleet's (``fleetFactor(_:)``); else `rides.detourFactor`.
     public func factor(for area: ServiceArea?, configuration: RideConfiguration) -> Double {
-        learned[area?.name ?? ""]?.factor ?? area?.detourFactor ?? configuration.detourFactor
+        learned[area?.name ?? ""]?.factor ?? area?.detourFactor ?? fleetFactor(configuration)
+            ?? configuration.detourFactor
     }
 
-    /// The learned stop share for a ride starting in `area` now; nil when none was learned (the ride then uses
-    /// `rides.typicalStopShare`).
-    public func stopShare(for area: ServiceArea?) -> Double? {
-        learned[area?.name ?? ""]?.stopShare
+    /// The stop share for a ride starting in `area` now: the area's learned one, else the fleet's
+    /// (``fleetStopShare(_:)``); nil when none was learned (the ride then uses `rides.typicalStopShare`).
+    public func stopShare(for area: ServiceArea?, configuration: RideConfiguration) -> Double? {
+        learned[area?.name ?? ""]?.stopShare ?? fleetStopShare(configuration)
+    }
+
+    /// E1 (issue 31): what an area with no history of its own starts from: the learned areas' factors, each
+    /// weighed by its rides up to the learning's memory (1 / `rides.detourLearningRate`), so the fleet's value
+    /// is shrunk toward the areas that taught most without one busy area standing for all. Nil before any
+    /// ride taught one, or with learning off. Computed when a ride starts in such an area, over the few areas
+    /// of a catalog: nothing more to keep, share or restore.
+    public func fleetFactor(_ configuration: RideConfiguration) -> Double? {
+        Self.pooled(
+            learned.values.lazy.filter { $0.rides > 0 }.map { ($0.factor, $0.rides) },
+            rate: configuration.detourLearningRate)
+    }
+
+    /// E1 (issue 31): the fleet's stop share for an area that learned none, as ``fleetFactor(_:)`` (by legs, up
+    /// to 1 / `rides.stopShareLearningRate`).
+    public func fleetStopShare(_ configuration: RideConfiguration) -> Double? {
+        Self.pooled(
+            learned.values.lazy.compactMap { entry in entry.stopShare.map { ($0, entry.legs) } }.filter { $0.1 > 0 },
+            rate: configuration.stopShareLearningRate)
+    }
+
+    /// The mean of the values, each weighed by its count up to the learning's memory (1 / `rate`); nil when
+    /// nothing weighs or learning is off.
+    private static func pooled(_ values: some Sequence<(Double, Int)>, rate: Double) -> Double? {
+        guard rate > 0 else { return nil }
+        var weight = 0.0
+        var sum = 0.0
+        for (value, count) in values {
+            let share = min(Double(count), 1 / rate)
+            weight += share
+            sum += share * value
+        }
+        return weight > 0 ? sum / weight : nil
     }
 
     /// Learns from a completed ride that drove `driven` metres over a great-circle leg of `straight` metres.
@@ -60,7 +100,7 @@ public struct AreaLearning: Sendable, Equatable {
         var entry = learned[key] ?? Entry(factor: factor(for: area, configuration: configuration), rides: 0)
         entry.factor = min(max(entry.factor + rate * (observed - entry.factor), bounds.lowerBound), bounds.upperBound)
         entry.rides += 1
-        learned[key] = entry
+        setLearned(entry, for: key, changed: true)
         return true
     }
 
@@ -75,10 +115,17 @@ public struct AreaLearning: Sendable, Equatable {
         guard rate > 0, (0...1).contains(observed) else { return false }
         let key = area?.name ?? ""
         var entry = learned[key] ?? Entry(factor: factor(for: area, configuration: configuration), rides: 0)
-        let before = entry.stopShare ?? configuration.typicalStopShare
+        let before = entry.stopShare ?? fleetStopShare(configuration) ?? configuration.typicalStopShare
         entry.stopShare = min(before + rate * (observed - before), Self.highestStopShare)
         entry.legs += 1
-        learned[key] = entry
+        setLearned(entry, for: key, changed: true)
         return true
     }
+
+    mutating func setLearned(_ entry: Entry, for area: String, changed: Bool) {
+        learned[area] = entry
+        if changed { self.changed.insert(area) }
+    }
+
+    mutating func clearChanged() { changed.removeAll() }
 }

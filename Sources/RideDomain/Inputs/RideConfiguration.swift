@@ -51,6 +51,10 @@ public struct RideConfiguration: Sendable, Equatable {
     /// E1: how far each leg driven to its end moves its area's learned stop share (``AreaLearning``); 0 turns
     /// learning off.
     public var stopShareLearningRate: Double = 0.05
+    /// E1 (issue 31): how often a worker shares what its areas learned with its group, as a retained message
+    /// per area that a restart reads back (``AreaPriors``), seconds; 0 shares nothing (what others share is
+    /// still read).
+    public var priorsShareInterval: Double = 60
     /// E1: the speed a ride starts from before a moving fix is known (a first fix of a stopped car, or none
     /// with a speed), m/s: a city's typical driving speed with its stops, instead of the floor.
     public var typicalSpeed: Double = 7
@@ -126,6 +130,7 @@ public struct RideConfiguration: Sendable, Equatable {
             stopShareTimeConstant >= 1 && stopShareTimeConstant <= 3600, "stopShareTimeConstant", "must be 1...3600 s")
         require((0...0.9).contains(typicalStopShare), "typicalStopShare", "must be 0...0.9")
         require((0...1).contains(stopShareLearningRate), "stopShareLearningRate", "must be 0...1")
+        require((0...3600).contains(priorsShareInterval), "priorsShareInterval", "must be 0...3600 s")
         require(typicalSpeed > 0 && typicalSpeed <= 100, "typicalSpeed", "must be in (0, 100] m/s")
         require(estimateDelayLimit >= 0 && estimateDelayLimit <= 3600, "estimateDelayLimit", "must be 0...3600 s")
         require(completedLinger >= 0, "completedLinger", "must be 0 or more seconds")

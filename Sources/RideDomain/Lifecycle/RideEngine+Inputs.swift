@@ -28,6 +28,8 @@ extension RideEngine {
             }
         case .statusRequest, .status, .rideOptionsRequest, .availability, .state, .presence, .released, .unknown:
             break
+        case .priors:
+            break  // ``receivePriors(key:topic:payload:now:worker:since:)``: its echo depends on the worker's id.
         }
         return actions
     }
@@ -106,7 +108,7 @@ extension RideEngine {
             let ride = Ride(
                 booking: booking, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
-                stopShare: learning.stopShare(for: area), area: area?.name)
+                stopShare: learning.stopShare(for: area, configuration: configuration), area: area?.name)
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

@@ -1,0 +1,234 @@
+public import Foundation
+
+/// E1 (issue 31): one service area's learned priors as the workers of a group share them, retained on
+/// `{serviceName}/priors/{key}` (``Topics/priors(key:)``), so that a worker that restarts, or another worker of
+/// the group, starts its rides from what the fleet taught instead of from the configuration.
+///
+/// The topic's level is ``key(area:)``, not the area's name: a catalog's area names are free text (spaces,
+/// slashes), and I1 lets nothing else into a topic. The payload names the area, and a reader checks that it
+/// hashes to the topic's key (as a ride state's ride id must equal its topic's, A2).
+public struct AreaPriors: Sendable, Equatable {
+    /// The area's name in the catalog; "" for rides outside every area (or a worker without a catalog).
+    public var area: String
+    /// The worker that published them (I1).
+    public var worker: String
+    /// When they were published.
+    public var at: Date
+    public var detourFactor: Double
+    /// Completed rides the factor was learned from (in the publishing worker's view: its own and what it
+    /// adopted from others).
+    public var rides: Int
+    /// The learned share of time standing; nil until a leg taught one.
+    public var stopShare: Double?
+    /// Legs the stop share was learned from.
+    public var legs: Int
+
+    public init(
+        area: String, worker: String, at: Date, detourFactor: Double, rides: Int, stopShare: Double?, legs: Int
+    ) {
+        self.area = area
+        self.worker = worker
+        self.at = at
+        self.detourFactor = detourFactor
+        self.rides = rides
+        self.stopShare = stopShare
+        self.legs = legs
+    }
+
+    /// Priors older than this are not read (A2: a prior from before a long pause says little of today's roads;
+    /// the configuration's values stand in until rides teach again).
+    public static let maximumAge: TimeInterval = 30 * 86_400
+    /// The most rides or legs a count may claim.
+    static let maximumCount = 1_000_000_000
+
+    /// The topic level for `area`: the 64-bit FNV-1a hash of its UTF-8 name, 16 lowercase hex digits (I1-safe
+    /// for any name, and the same in every worker and release).
+    public static func key(area: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in area.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// The payload as a worker publishes it: `area`, `worker`, `at`, `detourFactor`, `rides`, then `stopShare`
+    /// when learned, and `legs` (`priors.schema.json`).
+    public func encoded() -> [UInt8] {
+        var writer = JSONWriter(capacity: 160)
+        writer.beginObject()
+        writer.key("area")
+        writer.string(area)
+        writer.key("worker")
+        writer.string(worker)
+        writer.key("at")
+        writer.time(at)
+        writer.key("detourFactor")
+        writer.number(detourFactor)
+        writer.key("rides")
+        writer.integer(rides)
+        if let stopShare {
+            writer.key("stopShare")
+            writer.number(stopShare)
+        }
+        writer.key("legs")
+        writer.integer(legs)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// A2: priors read from the broker pass the checks of fresh input: I2 (size, UTF-8, a JSON object), the
+    /// area hashing to the topic's `key`, I1 for the worker, the time neither ahead by more than
+    /// `futureTolerance` nor older than ``maximumAge``, and every number in its range (the detour factor within
+    /// `rides.detourFactor`'s 1...5, the stop share within 0...0.9, counts whole and not negative).
+    /// - Returns: nil for a deleted retained message (zero bytes).
+    public static func decode(
+        _ payload: [UInt8], key: String, decoder: InputDecoder, now: Date, futureTolerance: TimeInterval
+    ) throws(Rejection) -> AreaPriors? {
+        guard !payload.isEmpty else { return nil }
+        do {
+            return try read(payload, key: key, decoder: decoder, now: now, futureTolerance: futureTolerance)
+        } catch  where !error.detail.hasSuffix("(A2)") {
+            // A field's own refusal ("worker is required"): the dead letter and the log still name the rule.
+            throw Rejection(error.reason, "priors: \(error.detail) (A2)")
+        }
+    }
+
+    private static func read(
+        _ payload: [UInt8], key: String, decoder: InputDecoder, now: Date, futureTolerance: TimeInterval
+    ) throws(Rejection) -> AreaPriors {
+        let fields = Fields(try decoder.object(payload))
+        let area = try fields.string("area")
+        guard area.utf8.count <= 200 else { throw Rejection(.invalidField, "priors: area is over 200 bytes (A2)") }
+        guard Self.key(area: area) == key else {
+            throw Rejection(.identifierMismatch, "priors: area '\(area.prefix(64))' is not the topic's (A2)")
+        }
+        let worker = try fields.string("worker")
+        guard Identifier.isValid(worker) else {
+            throw Rejection(.invalidIdentifier, "priors: worker breaks I1 (A2)")
+        }
+        let at = try fields.date("at")
+        guard at.timeIntervalSince(now) <= futureTolerance else {
+            throw Rejection(.timestampInFuture, "priors: at is ahead of this worker's clock (A2)")
+        }
+        guard now.timeIntervalSince(at) <= maximumAge else {
+            throw Rejection(.timestampTooOld, "priors: at is more than 30 days old (A2)")
+        }
+        let factor = try fields.number("detourFactor")
+        guard (1...5).contains(factor) else {
+            throw Rejection(.invalidField, "priors: detourFactor \(factor) is outside 1...5 (E1, A2)")
+        }
+        let stopShare = try fields.optionalNumber("stopShare")
+        if let stopShare, !(0...AreaLearning.highestStopShare).contains(stopShare) {
+            throw Rejection(.invalidField, "priors: stopShare \(stopShare) is outside 0...0.9 (E1, A2)")
+        }
+        return AreaPriors(
+            area: area, worker: worker, at: at, detourFactor: factor, rides: try count(fields, "rides"),
+            stopShare: stopShare, legs: try count(fields, "legs"))
+    }
+
+    private static func count(_ fields: Fields, _ key: String) throws(Rejection) -> Int {
+        let number = try fields.number(key)
+        guard number >= 0, number <= Double(maximumCount), number == number.rounded() else {
+            throw Rejection(.invalidField, "priors: \(key) is not a whole number in 0...\(maximumCount) (A2)")
+        }
+        return Int(number)
+    }
+}
+
+extension AreaLearning {
+    /// E1 (issue 31): what another worker learned of `priors.area`, weighed against what this worker holds.
+    ///
+    /// Each side is an exponentially weighted mean whose memory is 1 / the learning rate (20 rides at the
+    /// default 0.05), so each weighs its count up to that memory: a worker that saw 5 rides does not pull a
+    /// prior learned from 20 far, and 10,000 rides weigh no more than 20 of the same recent roads. An area this
+    /// worker knows nothing of takes the shared values as they are; the counts become the larger of the two, so
+    /// that hearing the same priors again does not inflate them. The factor is bounded to
+    /// `rides.detourFactorMinimum...detourFactorMaximum`. Learning turned off (a rate of 0) adopts nothing.
+    /// Adopting is not learning: it does not mark the area to share again (``takeChanged()``).
+    /// - Parameter configuredFactor: the factor this worker starts the area from (its catalog's, else
+    ///   `rides.detourFactor`).
+    /// - Returns: whether anything changed.
+    @discardableResult
+    public mutating func adopt(_ priors: AreaPriors, configuredFactor: Double, configuration: RideConfiguration)
+        -> Bool
+    {
+        let before = learned[priors.area]
+        var entry = before ?? Entry(factor: configuredFactor, rides: 0)
+        let factorRate = configuration.detourLearningRate
+        if factorRate > 0, priors.rides > 0 {
+            let memory = 1 / factorRate
+            let local = min(Double(entry.rides), memory)
+            let remote = min(Double(priors.rides), memory)
+            let bounds = configuration.detourFactorMinimum...configuration.detourFactorMaximum
+            let mean = (local * entry.factor + remote * priors.detourFactor) / (local + remote)
+            entry.factor = min(max(mean, bounds.lowerBound), bounds.upperBound)
+            entry.rides = max(entry.rides, priors.rides)
+        }
+        let shareRate = configuration.stopShareLearningRate
+        if shareRate > 0, let shared = priors.stopShare, priors.legs > 0 {
+            let memory = 1 / shareRate
+            let local = entry.stopShare == nil ? 0 : min(Double(entry.legs), memory)
+            let remote = min(Double(priors.legs), memory)
+            entry.stopShare = min(
+                ((local * (entry.stopShare ?? 0)) + remote * shared) / (local + remote), Self.highestStopShare)
+            entry.legs = max(entry.legs, priors.legs)
+        }
+        guard entry != before, entry.rides > 0 || entry.stopShare != nil else { return false }
+        setLearned(entry, for: priors.area, changed: false)
+        return true
+    }
+
+    /// The priors this worker learned (not adopted) since the last call, by area name, to share with the group.
+    public mutating func takeChanged() -> [(area: String, entry: Entry)] {
+        defer { clearChanged() }
+        return changed.sorted().compactMap { area in learned[area].map { (area, $0) } }
+    }
+}
+
+extension RideEngine {
+    /// E1 (issue 31): the priors this engine learned since the last call, as `(topic, payload)` for the
+    /// worker to publish retained (``AreaPriors``).
+    public mutating func priorsToShare(worker: String, now: Date) -> [(topic: String, payload: [UInt8])] {
+        learning.takeChanged().map { area, entry in
+            let priors = AreaPriors(
+                area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
+                stopShare: entry.stopShare, legs: entry.legs)
+            return (topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
+        }
+    }
+
+    /// E1, A2 (issue 31): another worker's priors on `topic`, read from the broker: checked like any input
+    /// (``AreaPriors/decode(_:key:decoder:now:futureTolerance:)``), and for an area of this engine's catalog
+    /// ("" for rides outside every area), so that what the broker holds cannot grow the worker. Accepted ones
+    /// are weighed in (``AreaLearning/adopt(_:configuredFactor:configuration:)``); a refusal is counted and
+    /// dead-lettered, and changes nothing. A deleted message (zero bytes) changes nothing either, nor does
+    /// `worker`'s own since `since` (its echo: a subscription without no local, so that a restarted worker
+    /// reads back the priors it retained before).
+    /// - Returns: the priors read (nil when refused or deleted), the refusal, and the actions (a dead letter
+    ///   for a refusal, unless the per-reason limit holds it back).
+    public mutating func receivePriors(
+        key: String, topic: String, payload: [UInt8], now: Date, worker: String, since: Date
+    ) -> (adopted: AreaPriors?, refusal: Rejection?, actions: [RideAction]) {
+        do throws(Rejection) {
+            guard
+                let priors = try AreaPriors.decode(
+                    payload, key: key, decoder: decoder, now: now, futureTolerance: configuration.futureTolerance)
+            else { return (nil, nil, []) }
+            let area = catalog?.areas.first { $0.name == priors.area }
+            guard area != nil || priors.area.isEmpty else {
+                throw Rejection(
+                    .invalidField,
+                    "priors: no service area of this worker's catalog is named '\(priors.area.prefix(64))' (A2)")
+            }
+            guard priors.worker != worker || priors.at < since else { return (nil, nil, []) }
+            learning.adopt(
+                priors, configuredFactor: area?.detourFactor ?? configuration.detourFactor, configuration: configuration
+            )
+            return (priors, nil, [])
+        } catch {
+            return (nil, error, reject(error, topic: topic, payload: payload, now: now))
+        }
+    }
+}
