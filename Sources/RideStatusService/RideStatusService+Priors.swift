@@ -36,18 +36,21 @@ extension RideStatusService {
     /// E1: every `rides.priorsShareInterval`, what the areas learned since the last share, each retained on its
     /// area's topic; called with the heartbeat, once a second. Only a recovered, connected worker shares: one
     /// that has not read the group's priors yet would overwrite them with its own few rides.
-    func sharePriors(now: Date, core: inout Core) {
+    /// - Parameter force: share at once, whatever the interval (a graceful shutdown: what the last minute taught
+    ///   is not lost with the process).
+    func sharePriors(now: Date, force: Bool = false, core: inout Core) {
         let interval = settings.ride.priorsShareInterval
-        guard interval > 0, now.timeIntervalSince(core.lastPriorsShare) >= interval, core.lifecycle.recovered,
-            transport.isConnected
+        guard interval > 0, force || now.timeIntervalSince(core.lastPriorsShare) >= interval,
+            core.lifecycle.recovered, transport.isConnected
         else { return }
         core.lastPriorsShare = now
-        for (topic, payload) in core.engine.priorsToShare(worker: identity.id, now: now) {
+        for (area, topic, payload) in core.engine.priorsToShare(worker: identity.id, now: now) {
             do {
                 try transport.publish(topic, payload, retain: true)
                 metrics.priorsShared.increment()
             } catch {
-                // The next ride that teaches the area shares it again; until then the group keeps the last.
+                // Shared again at the next interval; until then the group keeps the last.
+                core.engine.learning.markChanged(area)
                 logger.warning(
                     "sharing priors failed (E1)", metadata: ["topic": "\(topic)", "error": "\(error)"])
             }

@@ -207,6 +207,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             // service disconnects after this returns.
             try? await gracefulShutdown()
             let others = core.withLock { core in
+                // E1: before the lifecycle leaves `recovered`, what the areas learned since the last share.
+                sharePriors(now: time.now, force: true, core: &core)
                 core.lifecycle.shutdown()
                 let others = core.group.members.count - 1
                 // G3, C5: the staying members continue above these floors whatever state they read.

@@ -129,6 +129,14 @@ struct AreaPriorsTests {
         #expect(abs(adopted.factor - (5 * learnedFactor + 10 * 1.1) / 15) < 1e-12)
         #expect(adopted.rides == 40, "the larger count, not the sum")
         #expect(adopted.stopShare == nil, "no shared stop share: none adopted")
+        // Heard again (a reconnect replays every retained message): not weighed in twice; a newer share is.
+        let again = local.adopt(
+            Self.priors(stopShare: nil, legs: 0), configuredFactor: 1.3, configuration: configuration)
+        #expect(!again && local.learned["berlin"] == adopted)
+        let newer = local.adopt(
+            Self.priors(at: t0.addingTimeInterval(60), stopShare: nil, legs: 0), configuredFactor: 1.3,
+            configuration: configuration)
+        #expect(newer && abs(local.learned["berlin"]!.factor - (adopted.factor + 1.1) / 2) < 1e-12)
         // Bounded by this worker's configuration.
         var bounded = AreaLearning()
         bounded.adopt(Self.priors(factor: 1.9), configuredFactor: 1.3, configuration: configuration)
@@ -166,7 +174,10 @@ struct AreaPriorsTests {
         #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.2) < 1e-12)
         #expect(abs((learning.stopShare(for: fresh, configuration: configuration) ?? 0) - 0.3) < 1e-12)
         #expect(learning.factor(for: priced, configuration: configuration) == 1.6, "the catalog's own value first")
-        // The fresh area's first lesson starts from the fleet's value: 1.2 + 0.1 * (1.5 - 1.2) = 1.23.
+        // A stop share learned first makes the area an entry, but no factor of its own: still the fleet's.
+        learning.learn(stopShare: 0.2, area: fresh, configuration: configuration)
+        #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.2) < 1e-12)
+        // The fresh area's first ride starts from the fleet's value: 1.2 + 0.1 * (1.5 - 1.2) = 1.23.
         learning.learn(driven: 3000, straight: 2000, area: fresh, configuration: configuration)
         #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.23) < 1e-12)
         configuration.detourLearningRate = 0

@@ -158,11 +158,18 @@ struct BrokerSecurityTests {
             try? await dispatch.publish(
                 topic: "rides/r-1/status", payload: Array(#"{"rideIdentifier":"r-1","sequence":1000000000000}"#.utf8),
                 qos: .atLeastOnce, retain: true)
-            // E1 (issue 31): forged priors, retained where a restart reads them back.
+            // E1 (issue 31): forged priors, retained where a restart reads them back; and, as the control that the
+            // restarted worker reads priors at all, a colleague's under the workers' own account.
             try? await dispatch.publish(
                 topic: Topics().priors(key: AreaPriors.key(area: "")),
                 payload: Array(
                     #"{"area":"","worker":"w-forger","at":"\#(Timestamps.format(Date()))","detourFactor":1.9,"rides":500,"legs":0}"#
+                        .utf8), qos: .atLeastOnce, retain: true)
+            let colleague = try await Self.client(broker, user: "worker", password: try accounts.password("worker"))
+            try await colleague.publish(
+                topic: Topics().priors(key: AreaPriors.key(area: "berlin")),
+                payload: Array(
+                    #"{"area":"berlin","worker":"w-colleague","at":"\#(Timestamps.format(Date()))","detourFactor":1.25,"rides":30,"legs":0}"#
                         .utf8), qos: .atLeastOnce, retain: true)
             try await Task.sleep(for: .seconds(1))
             #expect(!seen.statuses("r-1").contains { ($0.sequence ?? 0) >= 1_000_000_000_000 })
@@ -180,9 +187,9 @@ struct BrokerSecurityTests {
                 }.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
             }
             #expect(
-                priors("adopted") == 0 && priors("refused") == 0,
-                "only workers write priors: dispatch's never reached the restarted worker (E1)")
-            for client in [dispatch, impostor, genuine, rider] { await client.disconnect() }
+                priors("adopted") == 1 && priors("refused") == 0,
+                "only workers write priors: the colleague's was read back, dispatch's never reached the broker (E1)")
+            for client in [dispatch, impostor, genuine, rider, colleague] { await client.disconnect() }
             #expect(await worker.terminate().code == 0)
         }
     }

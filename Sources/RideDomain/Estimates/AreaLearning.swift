@@ -31,6 +31,9 @@ public struct AreaLearning: Sendable, Equatable {
     public private(set) var learned: [String: Entry] = [:]
     /// The areas whose entry this worker learned (not adopted) since they were last shared.
     public private(set) var changed: Set<String> = []
+    /// The last priors adopted per area, by who shared them and when: a retained message heard again (after a
+    /// reconnect) is not weighed in twice.
+    var lastAdopted: [String: (worker: String, at: Date)] = [:]
 
     /// Legs shorter than this teach nothing: GPS noise and the way to the curb dwarf the detour.
     public static let shortestLeg = 500.0
@@ -40,11 +43,16 @@ public struct AreaLearning: Sendable, Equatable {
 
     public init() {}
 
-    /// The factor for a ride starting in `area` now: the area's learned one; else the catalog's for the area;
-    /// else the fleet's (``fleetFactor(_:)``); else `rides.detourFactor`.
+    public static func == (left: AreaLearning, right: AreaLearning) -> Bool {
+        left.learned == right.learned && left.changed == right.changed
+    }
+
+    /// The factor for a ride starting in `area` now: the area's learned one (an entry that learned only a stop
+    /// share has none); else the catalog's for the area; else the fleet's (``fleetFactor(_:)``); else
+    /// `rides.detourFactor`.
     public func factor(for area: ServiceArea?, configuration: RideConfiguration) -> Double {
-        learned[area?.name ?? ""]?.factor ?? area?.detourFactor ?? fleetFactor(configuration)
-            ?? configuration.detourFactor
+        learned[area?.name ?? ""].flatMap { $0.rides > 0 ? $0.factor : nil } ?? area?.detourFactor
+            ?? fleetFactor(configuration) ?? configuration.detourFactor
     }
 
     /// The stop share for a ride starting in `area` now: the area's learned one, else the fleet's
@@ -97,7 +105,9 @@ public struct AreaLearning: Sendable, Equatable {
         let bounds = configuration.detourFactorMinimum...configuration.detourFactorMaximum
         let observed = min(max(driven / straight, bounds.lowerBound), bounds.upperBound)
         let key = area?.name ?? ""
-        var entry = learned[key] ?? Entry(factor: factor(for: area, configuration: configuration), rides: 0)
+        var entry = learned[key] ?? Entry(factor: 0, rides: 0)
+        // The first ride starts from the prior, whenever the entry was made (a stop share makes one earlier).
+        if entry.rides == 0 { entry.factor = factor(for: area, configuration: configuration) }
         entry.factor = min(max(entry.factor + rate * (observed - entry.factor), bounds.lowerBound), bounds.upperBound)
         entry.rides += 1
         setLearned(entry, for: key, changed: true)
@@ -114,7 +124,8 @@ public struct AreaLearning: Sendable, Equatable {
         let rate = configuration.stopShareLearningRate
         guard rate > 0, (0...1).contains(observed) else { return false }
         let key = area?.name ?? ""
-        var entry = learned[key] ?? Entry(factor: factor(for: area, configuration: configuration), rides: 0)
+        // A factor with no rides is a placeholder: ``factor(for:configuration:)`` reads past it.
+        var entry = learned[key] ?? Entry(factor: configuration.detourFactor, rides: 0)
         let before = entry.stopShare ?? fleetStopShare(configuration) ?? configuration.typicalStopShare
         entry.stopShare = min(before + rate * (observed - before), Self.highestStopShare)
         entry.legs += 1
@@ -128,4 +139,9 @@ public struct AreaLearning: Sendable, Equatable {
     }
 
     mutating func clearChanged() { changed.removeAll() }
+
+    /// Marks `area` to share again (its last share failed).
+    public mutating func markChanged(_ area: String) {
+        if learned[area] != nil { changed.insert(area) }
+    }
 }

@@ -89,7 +89,7 @@ public struct AreaPriors: Sendable, Equatable {
         guard !payload.isEmpty else { return nil }
         do {
             return try read(payload, key: key, decoder: decoder, now: now, futureTolerance: futureTolerance)
-        } catch  where !error.detail.hasSuffix("(A2)") {
+        } catch  where !error.detail.contains("A2") {
             // A field's own refusal ("worker is required"): the dead letter and the log still name the rule.
             throw Rejection(error.reason, "priors: \(error.detail) (A2)")
         }
@@ -146,7 +146,8 @@ extension AreaLearning {
     /// worker knows nothing of takes the shared values as they are; the counts become the larger of the two, so
     /// that hearing the same priors again does not inflate them. The factor is bounded to
     /// `rides.detourFactorMinimum...detourFactorMaximum`. Learning turned off (a rate of 0) adopts nothing.
-    /// Adopting is not learning: it does not mark the area to share again (``takeChanged()``).
+    /// Adopting is not learning: it does not mark the area to share again (``takeChanged()``). Priors already
+    /// adopted (the same worker's, no newer) are not weighed in again: a reconnect hears every retained one again.
     /// - Parameter configuredFactor: the factor this worker starts the area from (its catalog's, else
     ///   `rides.detourFactor`).
     /// - Returns: whether anything changed.
@@ -154,6 +155,8 @@ extension AreaLearning {
     public mutating func adopt(_ priors: AreaPriors, configuredFactor: Double, configuration: RideConfiguration)
         -> Bool
     {
+        if let last = lastAdopted[priors.area], last.worker == priors.worker, priors.at <= last.at { return false }
+        lastAdopted[priors.area] = (priors.worker, priors.at)
         let before = learned[priors.area]
         var entry = before ?? Entry(factor: configuredFactor, rides: 0)
         let factorRate = configuration.detourLearningRate
@@ -190,12 +193,13 @@ extension AreaLearning {
 extension RideEngine {
     /// E1 (issue 31): the priors this engine learned since the last call, as `(topic, payload)` for the
     /// worker to publish retained (``AreaPriors``).
-    public mutating func priorsToShare(worker: String, now: Date) -> [(topic: String, payload: [UInt8])] {
+    /// A share that fails is marked again with ``AreaLearning/markChanged(_:)``.
+    public mutating func priorsToShare(worker: String, now: Date) -> [(area: String, topic: String, payload: [UInt8])] {
         learning.takeChanged().map { area, entry in
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
                 stopShare: entry.stopShare, legs: entry.legs)
-            return (topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
+            return (area, topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
         }
     }
 
