@@ -101,6 +101,7 @@ struct AreaPriorsTests {
                 bytes(payload), key: Self.berlinKey, decoder: InputDecoder(), now: t0, futureTolerance: 5)
         } catch {
             #expect(error.reason == reason, "\(error.detail)")
+            #expect(error.detail.components(separatedBy: "A2").count == 2, "names A2 once: \(error.detail)")
         }
     }
 
@@ -137,6 +138,11 @@ struct AreaPriorsTests {
             Self.priors(at: t0.addingTimeInterval(60), stopShare: nil, legs: 0), configuredFactor: 1.3,
             configuration: configuration)
         #expect(newer && abs(local.learned["berlin"]!.factor - (adopted.factor + 1.1) / 2) < 1e-12)
+        // An earlier time from the same worker is a new share too (its clock stepped back), not a replay.
+        let stepped = local.adopt(
+            Self.priors(at: t0.addingTimeInterval(-30), factor: 1.0, stopShare: nil, legs: 0), configuredFactor: 1.3,
+            configuration: configuration)
+        #expect(stepped)
         // Bounded by this worker's configuration.
         var bounded = AreaLearning()
         bounded.adopt(Self.priors(factor: 1.9), configuredFactor: 1.3, configuration: configuration)
@@ -174,6 +180,13 @@ struct AreaPriorsTests {
         #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.2) < 1e-12)
         #expect(abs((learning.stopShare(for: fresh, configuration: configuration) ?? 0) - 0.3) < 1e-12)
         #expect(learning.factor(for: priced, configuration: configuration) == 1.6, "the catalog's own value first")
+        // A shared prior that learned only a stop share: its factor is a placeholder; the area keeps the fleet's.
+        let shareOnly = ServiceArea(name: "shareOnly", currencyCode: "EUR", polygons: [])
+        learning.adopt(
+            Self.priors(area: "shareOnly", factor: 1.9, rides: 0, stopShare: 0.3, legs: 10), configuredFactor: 1.3,
+            configuration: configuration)
+        #expect(abs(learning.factor(for: shareOnly, configuration: configuration) - 1.2) < 1e-12)
+        #expect(learning.stopShare(for: shareOnly, configuration: configuration) == 0.3)
         // A stop share learned first makes the area an entry, but no factor of its own: still the fleet's.
         learning.learn(stopShare: 0.2, area: fresh, configuration: configuration)
         #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.2) < 1e-12)

@@ -146,8 +146,8 @@ extension AreaLearning {
     /// worker knows nothing of takes the shared values as they are; the counts become the larger of the two, so
     /// that hearing the same priors again does not inflate them. The factor is bounded to
     /// `rides.detourFactorMinimum...detourFactorMaximum`. Learning turned off (a rate of 0) adopts nothing.
-    /// Adopting is not learning: it does not mark the area to share again (``takeChanged()``). Priors already
-    /// adopted (the same worker's, no newer) are not weighed in again: a reconnect hears every retained one again.
+    /// Adopting is not learning: it does not mark the area to share again (``takeChanged()``). The last priors
+    /// adopted per area are not weighed in again when heard again: a reconnect replays every retained one.
     /// - Parameter configuredFactor: the factor this worker starts the area from (its catalog's, else
     ///   `rides.detourFactor`).
     /// - Returns: whether anything changed.
@@ -155,7 +155,9 @@ extension AreaLearning {
     public mutating func adopt(_ priors: AreaPriors, configuredFactor: Double, configuration: RideConfiguration)
         -> Bool
     {
-        if let last = lastAdopted[priors.area], last.worker == priors.worker, priors.at <= last.at { return false }
+        // Only an exact repeat: the retained message is always the latest share, and a worker whose clock stepped
+        // back must still be heard.
+        if let last = lastAdopted[priors.area], last.worker == priors.worker, priors.at == last.at { return false }
         lastAdopted[priors.area] = (priors.worker, priors.at)
         let before = learned[priors.area]
         var entry = before ?? Entry(factor: configuredFactor, rides: 0)
@@ -210,8 +212,8 @@ extension RideEngine {
     /// dead-lettered, and changes nothing. A deleted message (zero bytes) changes nothing either, nor does
     /// `worker`'s own since `since` (its echo: a subscription without no local, so that a restarted worker
     /// reads back the priors it retained before).
-    /// - Returns: the priors read (nil when refused or deleted), the refusal, and the actions (a dead letter
-    ///   for a refusal, unless the per-reason limit holds it back).
+    /// - Returns: the priors weighed in (nil when refused, deleted, an echo, or changing nothing), the refusal,
+    ///   and the actions (a dead letter for a refusal, unless the per-reason limit holds it back).
     public mutating func receivePriors(
         key: String, topic: String, payload: [UInt8], now: Date, worker: String, since: Date
     ) -> (adopted: AreaPriors?, refusal: Rejection?, actions: [RideAction]) {
@@ -227,10 +229,10 @@ extension RideEngine {
                     "priors: no service area of this worker's catalog is named '\(priors.area.prefix(64))' (A2)")
             }
             guard priors.worker != worker || priors.at < since else { return (nil, nil, []) }
-            learning.adopt(
+            let changed = learning.adopt(
                 priors, configuredFactor: area?.detourFactor ?? configuration.detourFactor, configuration: configuration
             )
-            return (priors, nil, [])
+            return (changed ? priors : nil, nil, [])
         } catch {
             return (nil, error, reject(error, topic: topic, payload: payload, now: now))
         }
