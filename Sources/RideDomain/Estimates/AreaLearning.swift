@@ -81,8 +81,8 @@ public struct AreaLearning: Sendable, Equatable {
     }
 
     /// The mean of the values, each weighed by its count up to the learning's memory (1 / `rate`); nil when
-    /// nothing weighs or learning is off.
-    private static func pooled(_ values: some Sequence<(Double, Int)>, rate: Double) -> Double? {
+    /// nothing weighs or learning is off. The fleet's values and shared priors weigh alike.
+    static func pooled(_ values: some Sequence<(Double, Int)>, rate: Double) -> Double? {
         guard rate > 0 else { return nil }
         var weight = 0.0
         var sum = 0.0

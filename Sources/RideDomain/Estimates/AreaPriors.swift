@@ -161,23 +161,21 @@ extension AreaLearning {
         lastAdopted[priors.area] = (priors.worker, priors.at)
         let before = learned[priors.area]
         var entry = before ?? Entry(factor: configuredFactor, rides: 0)
-        let factorRate = configuration.detourLearningRate
-        if factorRate > 0, priors.rides > 0 {
-            let memory = 1 / factorRate
-            let local = min(Double(entry.rides), memory)
-            let remote = min(Double(priors.rides), memory)
+        if priors.rides > 0,
+            let mean = Self.pooled(
+                [(entry.factor, entry.rides), (priors.detourFactor, priors.rides)],
+                rate: configuration.detourLearningRate)
+        {
             let bounds = configuration.detourFactorMinimum...configuration.detourFactorMaximum
-            let mean = (local * entry.factor + remote * priors.detourFactor) / (local + remote)
             entry.factor = min(max(mean, bounds.lowerBound), bounds.upperBound)
             entry.rides = max(entry.rides, priors.rides)
         }
-        let shareRate = configuration.stopShareLearningRate
-        if shareRate > 0, let shared = priors.stopShare, priors.legs > 0 {
-            let memory = 1 / shareRate
-            let local = entry.stopShare == nil ? 0 : min(Double(entry.legs), memory)
-            let remote = min(Double(priors.legs), memory)
-            entry.stopShare = min(
-                ((local * (entry.stopShare ?? 0)) + remote * shared) / (local + remote), Self.highestStopShare)
+        if let shared = priors.stopShare, priors.legs > 0,
+            let mean = Self.pooled(
+                [entry.stopShare.map { ($0, entry.legs) }, (shared, priors.legs)].compactMap { $0 },
+                rate: configuration.stopShareLearningRate)
+        {
+            entry.stopShare = min(mean, Self.highestStopShare)
             entry.legs = max(entry.legs, priors.legs)
         }
         guard entry != before, entry.rides > 0 || entry.stopShare != nil else { return false }
