@@ -11,8 +11,10 @@ import RideDomain
 /// any service area), the old grid city (``StreetTrip``, the yardstick that misled issue 15's tuning) and any
 /// recorded trips in `--trips-folder` (GPX, or CSV of time,latitude,longitude, timed as recorded). Each class is
 /// reported apart, beside, in the same run: naive (great-circle distance at a constant 30 km/h), the oracle (the
-/// exact rest of the leg's road at that leg's own mean speed, stops included) and ideal E1 (E1's form with the
-/// leg's true detour factor and mean speed). Not a test: figures, with issue 31's targets named.
+/// exact rest of the leg's road at that leg's own mean speed, stops included), ideal E1 (E1's form with the
+/// leg's true detour factor and mean speed) and the oracle blind to stops (the exact rest of the road at the
+/// leg's own speed while moving, plus the class's standing seconds per metre: the oracle knows where the stops
+/// still to come fall, which no estimator can). Not a test: figures, with issue 31's targets named.
 struct ETABenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eta", abstract: "ETA error by horizon: the worker's estimator against the naive one.")
@@ -72,6 +74,9 @@ struct ETABenchmark: ParsableCommand {
         var oracleError: Double
         /// E1's form with the leg's true detour factor and mean speed.
         var idealError: Double
+        /// The oracle blind to stops: the exact rest of the leg's road at the leg's own moving speed, plus the
+        /// class's standing seconds per metre over it (what any estimator can know of stops still to come).
+        var blindError: Double
     }
 
     /// A jump by what E1's smoothing rule (`rides.estimateDelayLimit`) says of it, judged from the two statuses'
@@ -125,7 +130,8 @@ struct ETABenchmark: ParsableCommand {
                 + "\(Int(RideConfiguration().updateInterval)) s; error = estimate - arrival, in seconds")
         print(
             "  naive: great circle at 30 km/h; oracle: the exact rest of the leg's road at the leg's own mean speed, stops"
-                + " included; ideal E1: great circle x the leg's true detour / its mean speed")
+                + " included; ideal E1: great circle x the leg's true detour / its mean speed; blind to stops: the exact"
+                + " rest of the road at the leg's own moving speed, plus the class's standing seconds per metre")
         var kinds: [String] = []
         for trip in all where !kinds.contains(trip.kind) { kinds.append(trip.kind) }
         for kind in kinds {
@@ -137,10 +143,13 @@ struct ETABenchmark: ParsableCommand {
             // from the trips before it (coverage on trips the range was not learned from).
             var ranges = ArrivalRanges()
             let here = all.filter { $0.kind == kind }
+            let driving = here.flatMap { [$0.toPickup, Self.driven($0.toDropOff)] }.filter { $0.count > 1 }
+            let standing = driving.map { Self.moving($0).standing }.reduce(0, +)
+            let stopPerMetre = standing / max(1, driving.map(Self.roadDistance).reduce(0, +))
             for (index, trip) in here.enumerated() {
                 let (toPickup, toDropOff) = Self.replay(
                     trip, ride: "r-eta-\(index)", configuration: rideConfiguration, detour: &detour, ranges: &ranges,
-                    random: &random)
+                    stopPerMetre: stopPerMetre, random: &random)
                 pickup += toPickup
                 dropOff += toDropOff
             }
@@ -172,7 +181,7 @@ struct ETABenchmark: ParsableCommand {
         print("")
         print("  \(title)")
         print(
-            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  bias | oracle: mean |err|  bias | ideal E1: mean |err|  bias | range: coverage  width"
+            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  bias | oracle: mean |err|  bias | ideal E1: mean |err|  bias | blind to stops: mean |err|  bias | range: coverage  width"
         )
         func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
         for (label, range) in horizons {
@@ -185,10 +194,12 @@ struct ETABenchmark: ParsableCommand {
                         format: "%9.1f %7.1f %6.1f %6.2f%%", mean(absolute), absolute[absolute.count / 2],
                         mean(here.map(\.error)), 100 * Double(here.filter(\.jumped).count) / Double(here.count))
                     + String(
-                        format: " |      %9.1f %6.1f |       %9.1f %6.1f |         %9.1f %6.1f",
+                        format:
+                            " |      %9.1f %6.1f |       %9.1f %6.1f |         %9.1f %6.1f |               %9.1f %6.1f",
                         mean(here.map { abs($0.naiveError) }), mean(here.map(\.naiveError)),
                         mean(here.map { abs($0.oracleError) }), mean(here.map(\.oracleError)),
-                        mean(here.map { abs($0.idealError) }), mean(here.map(\.idealError)))
+                        mean(here.map { abs($0.idealError) }), mean(here.map(\.idealError)),
+                        mean(here.map { abs($0.blindError) }), mean(here.map(\.blindError)))
                     + String(
                         format: " |        %5.1f%% %6.1f",
                         100 * Double(here.filter { $0.latestError >= 0 }.count) / Double(here.count),
@@ -327,9 +338,25 @@ struct ETABenchmark: ParsableCommand {
         zip(points, points.dropFirst()).map { $0.coordinate.distance(to: $1.coordinate) }.reduce(0, +)
     }
 
+    /// A ride's leg from the moment the car leaves the pickup (the wait there is not driving).
+    static func driven(_ toDropOff: [StreetTrip.Point]) -> [StreetTrip.Point] {
+        guard let pickup = toDropOff.first?.coordinate else { return [] }
+        return Array(toDropOff.drop { $0.speed == 0 && $0.coordinate.distance(to: pickup) < 1 })
+    }
+
+    /// Seconds a leg's car spent standing (the second-by-second points' speed 0), and its speed while moving.
+    static func moving(_ points: [StreetTrip.Point]) -> (standing: Double, speed: Double) {
+        var standing = 0.0
+        for (point, next) in zip(points, points.dropFirst()) where next.speed == 0 && point.speed == 0 {
+            standing += next.time - point.time
+        }
+        let seconds = (points.last?.time ?? 0) - (points.first?.time ?? 0)
+        return (standing, roadDistance(points) / max(1, seconds - standing))
+    }
+
     static func replay(
         _ trip: Trip, ride: String, configuration: RideConfiguration, detour: inout AreaLearning,
-        ranges: inout ArrivalRanges,
+        ranges: inout ArrivalRanges, stopPerMetre: Double,
         random: inout SeededRandom
     ) -> (pickup: [Sample], dropOff: [Sample]) {
         var engine = RideEngine(configuration: configuration)
@@ -374,7 +401,8 @@ struct ETABenchmark: ParsableCommand {
         }
         let pickupLeg = leg(trip.toPickup)
         // The ride's leg from the moment the car leaves the pickup (the wait there is not driving).
-        let rideLeg = leg(Array(trip.toDropOff.drop { $0.speed == 0 && $0.coordinate.distance(to: pickup) < 1 }))
+        let rideLeg = leg(driven(trip.toDropOff))
+        let movingSpeed = (pickup: moving(trip.toPickup).speed, ride: moving(driven(trip.toDropOff)).speed)
         _ = engine.receive(
             topic: "rides/\(ride)/start", payload: booking(ride, pickup: pickup, dropOff: dropOff, at: start),
             now: start)
@@ -412,6 +440,9 @@ struct ETABenchmark: ParsableCommand {
                 let departs = before ? point.time : max(point.time, rideStart)
                 let oracle = departs + (before ? leftToPickup[position] : left[position]) / known.speed
                 let ideal = departs + point.coordinate.distance(to: target) * known.detour / known.speed
+                let road = before ? leftToPickup[position] : left[position]
+                let blind =
+                    departs + road / (before ? movingSpeed.pickup : movingSpeed.ride) + road * stopPerMetre
                 let comparable = previous?.beforePickup == before
                 var jump: Jump?
                 if comparable, let last = previous, abs(estimate - last.estimate) > 30 {
@@ -439,7 +470,7 @@ struct ETABenchmark: ParsableCommand {
                     horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
                     latestError: latest - arrival, width: latest - estimate,
                     jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
-                    oracleError: oracle - arrival, idealError: ideal - arrival)
+                    oracleError: oracle - arrival, idealError: ideal - arrival, blindError: blind - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
                 previous = (before, estimate, naive, status.vehicleLocation)
             }

@@ -34,7 +34,9 @@ struct AreaPriorsTests {
     @Test("E1, A2: the payload a worker writes reads back as written, and validates against priors.schema.json")
     func roundTrip() async throws {
         let decoder = InputDecoder()
-        for written in [Self.priors(), Self.priors(area: "", stopShare: nil, legs: 0)] {
+        var withSpeed = Self.priors()
+        (withSpeed.speed, withSpeed.speedLegs) = (12.5, 18)
+        for written in [Self.priors(), Self.priors(area: "", stopShare: nil, legs: 0), withSpeed] {
             let read = try AreaPriors.decode(
                 written.encoded(), key: AreaPriors.key(area: written.area), decoder: decoder, now: t0,
                 futureTolerance: 5)
@@ -46,8 +48,12 @@ struct AreaPriorsTests {
         )
         let (code, output) = try await validateJSON(
             schema: "priors.schema.json",
-            documents: [Self.priors().encoded(), Self.priors(area: "", stopShare: nil, legs: 0).encoded()])
+            documents: [
+                Self.priors().encoded(), Self.priors(area: "", stopShare: nil, legs: 0).encoded(), withSpeed.encoded(),
+            ])
         #expect(code == 0, Comment(rawValue: output))
+        #expect(
+            String(decoding: withSpeed.encoded(), as: UTF8.self).hasSuffix(#""legs":25,"speed":12.5,"speedLegs":18}"#))
         let deleted = try AreaPriors.decode([], key: Self.berlinKey, decoder: decoder, now: t0, futureTolerance: 5)
         #expect(deleted == nil, "a deleted retained message is no priors")
     }
@@ -89,6 +95,18 @@ struct AreaPriorsTests {
             (
                 #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2.5}"#,
                 .invalidField
+            ),
+            (
+                #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"speed":70,"speedLegs":3}"#,
+                .invalidField
+            ),
+            (
+                #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"speed":0.2,"speedLegs":3}"#,
+                .invalidField
+            ),
+            (
+                #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"speed":12}"#,
+                .missingField
             ),
         ])
     func refusals(payload: String, reason: RejectionReason) {

@@ -65,11 +65,12 @@ struct EstimatorTests {
             }
         }
         // 30 s on, 2460 m out. The pace: 18 m/s while moving from the second fix (36 m in 2 s, beyond the 10 m of
-        // twice the accuracy), and a stop share of 0.15 e^(-30/120) = 0.1168 after 30 s of moving:
-        // 2460 x 1.3 / (18 x 0.8832) = 201.2 s. The old smoothing (typical 7 m/s forgotten over 120 s) said 285 s.
+        // twice the accuracy), the cruise 18 m/s too, and a stop share of 0.15 e^(-30/300) = 0.1357 after 30 s of
+        // moving: 2460 x 1.3 / (18 x 0.8643) = 205.6 s. The old smoothing (typical 7 m/s forgotten over 120 s)
+        // said 285 s.
         let ride = try #require(harness.engine.ride("r-1"))
         #expect(abs((ride.smoothedSpeed ?? 0) - 18) < 0.01)
-        let share = 0.15 * exp(-30.0 / 120)
+        let share = 0.15 * exp(-30.0 / RideConfiguration().stopShareTimeConstant)
         #expect(abs((ride.stopShare ?? 0) - share) < 1e-6)
         let expected = 2460 * ride.detourFactor / (18 * (1 - share))
         #expect(abs(try Self.pickupSeconds(harness, at: t0.addingTimeInterval(31)) - expected) < 0.5, "\(expected)")
@@ -92,15 +93,16 @@ struct EstimatorTests {
         }
         drive(61, at: 10)  // 60 s of intervals at 10 m/s
         var ride = try #require(harness.engine.ride("r-1"))
-        let moved = 0.15 * exp(-60.0 / 120)  // 0.0910
+        let moved = 0.15 * exp(-60.0 / RideConfiguration().stopShareTimeConstant)  // 0.1228
         #expect(abs((ride.stopShare ?? 0) - moved) < 1e-6)
         drive(30, at: 0)  // a red light of 30 s: each interval counts at the speed its closing fix reports
         ride = try #require(harness.engine.ride("r-1"))
         #expect(abs((ride.smoothedSpeed ?? 0) - 10) < 1e-9, "standing does not drag the moving pace")
-        // 30 s standing: the share goes to 1 - (1 - 0.0910) e^(-30/120) = 0.292.
-        let standing = 1 - (1 - moved) * exp(-30.0 / 120)
+        // 30 s standing: the share goes to 1 - (1 - 0.1228) e^(-30/300) = 0.2063.
+        let standing = 1 - (1 - moved) * exp(-30.0 / RideConfiguration().stopShareTimeConstant)
         #expect(abs((ride.stopShare ?? 0) - standing) < 1e-6, "\(ride.stopShare ?? -1) against \(standing)")
-        // The ETA at the light: distance x 1.3 / (10 x 0.708) = 7.08 m/s, not the floor.
+        // The ETA at the light: distance x 1.3 / (10 x 0.7937) = 7.94 m/s, not the floor (pace and cruise are both
+        // 10 m/s: the light does not count in either).
         let metres = ride.location!.coordinate.distance(to: pickup)
         let atLight = try Self.pickupSeconds(harness, at: t0.addingTimeInterval(second - 1))
         #expect(abs(atLight - metres * ride.detourFactor / (10 * (1 - standing))) < 0.5)
@@ -130,7 +132,7 @@ struct EstimatorTests {
         harness.fix(at: t0.addingTimeInterval(81), afterGap, speed: 10)
         let gap = try #require(harness.engine.ride("r-1"))
         #expect(gap.smoothedSpeed == before.smoothedSpeed)
-        let standing = 1 - (1 - (before.stopShare ?? 0)) * exp(-60.0 / 120)
+        let standing = 1 - (1 - (before.stopShare ?? 0)) * exp(-60.0 / RideConfiguration().stopShareTimeConstant)
         #expect(abs((gap.stopShare ?? 0) - standing) < 1e-6)
         // Without a speed, standing: jitter of up to 4 m a second (T7 derives up to 8 m/s from it) stays within
         // twice the 5 m accuracy of the point counted last, so it counts as standing once it cannot be moving
@@ -151,7 +153,7 @@ struct EstimatorTests {
         let stood = try #require(silent.engine.ride("r-1"))
         #expect(stood.smoothedSpeed == driving.smoothedSpeed, "the jitter is no pace")
         // 28 of the 30 s count as standing (4 x 7 s; the last 2 s are not yet known to be standing).
-        let share = 1 - (1 - (driving.stopShare ?? 0)) * exp(-28.0 / 120)
+        let share = 1 - (1 - (driving.stopShare ?? 0)) * exp(-28.0 / RideConfiguration().stopShareTimeConstant)
         #expect(abs((stood.stopShare ?? 0) - share) < 1e-6, "\(stood.stopShare ?? -1) against \(share)")
     }
 
@@ -202,18 +204,28 @@ struct EstimatorTests {
         #expect(abs(second.timeIntervalSince(held) - 30) < 0.001, "and 30 s more at the next status")
 
         // Standing still (a jam): the ETA moves freely, to 1950 x 1.3 over the pace from now: 5.53 m/s while
-        // moving, 10 s of standing a share of 1 - e^(-10/120) = 0.08, so 5.09 m/s: 498 s, 238 s later.
+        // moving (the cruise: the one interval moved, 5 s at 5.5 m/s), 10 s of standing a share of
+        // 1 - e^(-10/300) = 0.033, so about 5.32 m/s: 476 s, 216 s later.
         harness.fix(at: t0.addingTimeInterval(16), north(1950), speed: 0)
         let stopped = try Self.pickupETA(&harness, at: t0.addingTimeInterval(20))
-        let moving = 5.5 + 4.5 * exp(-5.0)
-        let pace = max(5, moving * exp(-10.0 / 120))
-        #expect(abs(stopped.timeIntervalSince(t0.addingTimeInterval(20)) - 1950 * 1.3 / pace) < 1)
+        let constant = RideConfiguration().stopShareTimeConstant
+        func seconds(_ metres: Double, pace: Double, cruise: Double, share: Double) -> Double {
+            let horizon = metres * 1.3 / max(pace * (1 - share), 5)
+            return metres * 1.3 / max(Ride.expectedSpeed(pace: pace, cruise: cruise, horizon: horizon) * (1 - share), 5)
+        }
+        let standing = 1 - exp(-10.0 / constant)
+        let expected = seconds(1950, pace: 5.5 + 4.5 * exp(-5.0), cruise: 5.5, share: standing)
+        #expect(abs(stopped.timeIntervalSince(t0.addingTimeInterval(20)) - expected) < 1, "\(expected)")
 
-        // Moving away: freely too (nothing says the car is on its way).
+        // Moving away: freely too (nothing says the car is on its way). 5 s and 2 s at 5 m/s weigh into the
+        // cruise, each decaying what came before by e^(-seconds / 300).
         harness.fix(at: t0.addingTimeInterval(21), north(1990), speed: 5)
         harness.fix(at: t0.addingTimeInterval(23), north(2010), speed: 5)
         let away = try Self.pickupETA(&harness, at: t0.addingTimeInterval(25))
-        #expect(abs(away.timeIntervalSince(t0.addingTimeInterval(25)) - 2010 * 1.3 / 5) < 1)
+        let (five, two) = (exp(-5.0 / Ride.cruiseMemory), exp(-2.0 / Ride.cruiseMemory))
+        let cruise = ((27.5 * five + 25) * two + 10) / ((5 * five + 5) * two + 2)
+        let expectedAway = seconds(2010, pace: 5, cruise: cruise, share: standing * exp(-7.0 / constant))
+        #expect(abs(away.timeIntervalSince(t0.addingTimeInterval(25)) - expectedAway) < 1, "\(expectedAway)")
         #expect(away >= t0.addingTimeInterval(25), "never in the past")
     }
 

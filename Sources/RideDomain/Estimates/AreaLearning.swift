@@ -11,6 +11,10 @@ import Foundation
 ///   drop-off: an exponentially weighted mean of the legs' own stop shares (`rides.stopShareLearningRate` per
 ///   leg), bounded to 0...0.9. A city of arterials stands a few per cent of the time, a centre of lights
 ///   a third: one constant is wrong by that much in every estimate.
+/// - The speed while moving (the cruise a far arrival is estimated toward) starts from the fleet's
+///   (``fleetSpeed(_:)``), else none (the ride's own), and is corrected by every leg driven to its end whose car
+///   was seen moving for ``shortestCruise`` seconds, as the stop share (`rides.stopShareLearningRate` per leg),
+///   bounded to ``speeds``.
 ///
 /// A ride takes its area's values when it starts. What a worker learns it shares with its group as a retained
 /// message per area (``AreaPriors``): every worker weighs in what the others learned
@@ -25,6 +29,10 @@ public struct AreaLearning: Sendable, Equatable {
         public var stopShare: Double?
         /// Legs learned the stop share from.
         public var legs: Int = 0
+        /// The learned speed while moving, m/s (the cruise of ``Ride``); nil until a leg taught one.
+        public var speed: Double?
+        /// Legs learned the speed from.
+        public var speedLegs: Int = 0
     }
 
     /// By area name; rides outside every area (or without a catalog) learn under "".
@@ -40,6 +48,11 @@ public struct AreaLearning: Sendable, Equatable {
     /// The highest stop share learned or configured: a car that stands more than this is in a jam that a
     /// prior should not promise to every ride.
     public static let highestStopShare = 0.9
+    /// Moving seconds under which a leg teaches no speed: a car seen moving for less than that was seen
+    /// leaving a curb or reaching one.
+    public static let shortestCruise = 30.0
+    /// The speeds learned, shared or read back, m/s: from a walking pace to a motorway's.
+    public static let speeds = 0.5...60.0
 
     public init() {}
 
@@ -61,6 +74,12 @@ public struct AreaLearning: Sendable, Equatable {
         learned[area?.name ?? ""]?.stopShare ?? fleetStopShare(configuration)
     }
 
+    /// The speed while moving for a ride starting in `area` now: the area's learned one, else the fleet's
+    /// (``fleetSpeed(_:)``); nil when none was learned (the ride then goes by its own).
+    public func speed(for area: ServiceArea?, configuration: RideConfiguration) -> Double? {
+        learned[area?.name ?? ""]?.speed ?? fleetSpeed(configuration)
+    }
+
     /// E1 (issue 31): what an area with no history of its own starts from: the learned areas' factors, each
     /// weighed by its rides up to the learning's memory (1 / `rides.detourLearningRate`), so the fleet's value
     /// is shrunk toward the areas that taught most without one busy area standing for all. Nil before any
@@ -77,6 +96,13 @@ public struct AreaLearning: Sendable, Equatable {
     public func fleetStopShare(_ configuration: RideConfiguration) -> Double? {
         Self.pooled(
             learned.values.lazy.compactMap { entry in entry.stopShare.map { ($0, entry.legs) } }.filter { $0.1 > 0 },
+            rate: configuration.stopShareLearningRate)
+    }
+
+    /// E1 (issue 31): the fleet's speed while moving for an area that learned none, as ``fleetStopShare(_:)``.
+    public func fleetSpeed(_ configuration: RideConfiguration) -> Double? {
+        Self.pooled(
+            learned.values.lazy.compactMap { entry in entry.speed.map { ($0, entry.speedLegs) } }.filter { $0.1 > 0 },
             rate: configuration.stopShareLearningRate)
     }
 
@@ -129,6 +155,21 @@ public struct AreaLearning: Sendable, Equatable {
         let before = entry.stopShare ?? fleetStopShare(configuration) ?? configuration.typicalStopShare
         entry.stopShare = min(before + rate * (observed - before), Self.highestStopShare)
         entry.legs += 1
+        setLearned(entry, for: key, changed: true)
+        return true
+    }
+
+    /// Learns from a leg driven to its end whose car moved at `observed` m/s on average while moving.
+    /// - Returns: whether the leg taught anything (a speed in ``speeds``, learning on).
+    @discardableResult
+    public mutating func learn(speed observed: Double, area: ServiceArea?, configuration: RideConfiguration) -> Bool {
+        let rate = configuration.stopShareLearningRate
+        guard rate > 0, Self.speeds.contains(observed) else { return false }
+        let key = area?.name ?? ""
+        var entry = learned[key] ?? Entry(factor: configuration.detourFactor, rides: 0)
+        let before = entry.speed ?? fleetSpeed(configuration) ?? observed
+        entry.speed = before + rate * (observed - before)
+        entry.speedLegs += 1
         setLearned(entry, for: key, changed: true)
         return true
     }

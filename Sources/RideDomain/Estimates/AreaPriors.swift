@@ -22,9 +22,14 @@ public struct AreaPriors: Sendable, Equatable {
     public var stopShare: Double?
     /// Legs the stop share was learned from.
     public var legs: Int
+    /// The learned speed while moving, m/s; nil until a leg taught one (and from workers before it was shared).
+    public var speed: Double?
+    /// Legs the speed was learned from (0 when absent).
+    public var speedLegs: Int
 
     public init(
-        area: String, worker: String, at: Date, detourFactor: Double, rides: Int, stopShare: Double?, legs: Int
+        area: String, worker: String, at: Date, detourFactor: Double, rides: Int, stopShare: Double?, legs: Int,
+        speed: Double? = nil, speedLegs: Int = 0
     ) {
         self.area = area
         self.worker = worker
@@ -33,6 +38,8 @@ public struct AreaPriors: Sendable, Equatable {
         self.rides = rides
         self.stopShare = stopShare
         self.legs = legs
+        self.speed = speed
+        self.speedLegs = speedLegs
     }
 
     /// Priors older than this are not read (A2: a prior from before a long pause says little of today's roads;
@@ -54,7 +61,7 @@ public struct AreaPriors: Sendable, Equatable {
     }
 
     /// The payload as a worker publishes it: `area`, `worker`, `at`, `detourFactor`, `rides`, then `stopShare`
-    /// when learned, and `legs` (`priors.schema.json`).
+    /// when learned, `legs`, and `speed` with `speedLegs` when learned (`priors.schema.json`).
     public func encoded() -> [UInt8] {
         var writer = JSONWriter(capacity: 160)
         writer.beginObject()
@@ -74,6 +81,12 @@ public struct AreaPriors: Sendable, Equatable {
         }
         writer.key("legs")
         writer.integer(legs)
+        if let speed {
+            writer.key("speed")
+            writer.number(speed)
+            writer.key("speedLegs")
+            writer.integer(speedLegs)
+        }
         writer.endObject()
         return writer.bytes
     }
@@ -81,7 +94,8 @@ public struct AreaPriors: Sendable, Equatable {
     /// A2: priors read from the broker pass the checks of fresh input: I2 (size, UTF-8, a JSON object), the
     /// area hashing to the topic's `key`, I1 for the worker, the time neither ahead by more than
     /// `futureTolerance` nor older than ``maximumAge``, and every number in its range (the detour factor within
-    /// `rides.detourFactor`'s 1...5, the stop share within 0...0.9, counts whole and not negative).
+    /// `rides.detourFactor`'s 1...5, the stop share within 0...0.9, the speed within
+    /// ``AreaLearning/speeds``, counts whole and not negative; a speed comes with its count).
     /// - Returns: nil for a deleted retained message (zero bytes).
     public static func decode(
         _ payload: [UInt8], key: String, decoder: InputDecoder, now: Date, futureTolerance: TimeInterval
@@ -123,9 +137,14 @@ public struct AreaPriors: Sendable, Equatable {
         if let stopShare, !(0...AreaLearning.highestStopShare).contains(stopShare) {
             throw Rejection(.invalidField, "priors: stopShare \(stopShare) is outside 0...0.9 (E1, A2)")
         }
+        let speed = try fields.optionalNumber("speed")
+        if let speed, !AreaLearning.speeds.contains(speed) {
+            throw Rejection(.invalidField, "priors: speed \(speed) is outside 0.5...60 m/s (E1, A2)")
+        }
         return AreaPriors(
             area: area, worker: worker, at: at, detourFactor: factor, rides: try count(fields, "rides"),
-            stopShare: stopShare, legs: try count(fields, "legs"))
+            stopShare: stopShare, legs: try count(fields, "legs"), speed: speed,
+            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"))
     }
 
     private static func count(_ fields: Fields, _ key: String) throws(Rejection) -> Int {
@@ -178,7 +197,15 @@ extension AreaLearning {
             entry.stopShare = min(mean, Self.highestStopShare)
             entry.legs = max(entry.legs, priors.legs)
         }
-        guard entry != before, entry.rides > 0 || entry.stopShare != nil else { return false }
+        if let shared = priors.speed, priors.speedLegs > 0,
+            let mean = Self.pooled(
+                [entry.speed.map { ($0, entry.speedLegs) }, (shared, priors.speedLegs)].compactMap { $0 },
+                rate: configuration.stopShareLearningRate)
+        {
+            entry.speed = min(max(mean, Self.speeds.lowerBound), Self.speeds.upperBound)
+            entry.speedLegs = max(entry.speedLegs, priors.speedLegs)
+        }
+        guard entry != before, entry.rides > 0 || entry.stopShare != nil || entry.speed != nil else { return false }
         setLearned(entry, for: priors.area, changed: false)
         return true
     }
@@ -198,7 +225,7 @@ extension RideEngine {
         learning.takeChanged().map { area, entry in
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
-                stopShare: entry.stopShare, legs: entry.legs)
+                stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs)
             return (area, topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
         }
     }

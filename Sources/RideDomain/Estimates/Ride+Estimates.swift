@@ -41,10 +41,52 @@ extension Ride {
         smoothedSpeed.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) } ?? configuration.typicalSpeed
     }
 
+    /// Moving seconds over which the cruise forgets (``cruiseMetres``). Fixed, not a setting: `make bench-eta`
+    /// measured 120, 300 and 600 s alike within a second on every class; 300 s spans a recorded window.
+    public static let cruiseMemory: Double = 300
+    /// Moving seconds that an area's learned speed weighs in the cruise: a car seen a minute on the move is
+    /// judged half by itself. `make bench-eta` (arterial, 120-240 s out): 60 s and 120 s alike, 30 s a second
+    /// worse; without a prior 4 s worse.
+    public static let cruisePriorWeight: Double = 60
+    /// Seconds over which a pace that differs from the cruise is expected to fade back to it (a stretch of road,
+    /// a queue); `make bench-eta` measured 15, 30 and 60 s within half a second of each other.
+    public static let speedCorrelation: Double = 30
+
+    /// E1 (issue 31): the speed while moving expected on average over the next `horizon` seconds, when the pace
+    /// now is `pace` and the cruise `cruise`: the difference is expected to fade over ``speedCorrelation``
+    /// seconds, so a near arrival follows the pace (the last 30 s of driving, as issue 31 asks) and a far one
+    /// the cruise (what a minute's stretch of fast or slow road says of the next three is little).
+    /// The mean over the horizon of an exponential fade: cruise + (pace - cruise) x (t / h)(1 - e^(-h / t)).
+    public static func expectedSpeed(pace: Double, cruise: Double, horizon: Double) -> Double {
+        guard horizon > 0 else { return pace }
+        // (1 - e^(-y)) / y for y = h / t, by the rational function (1 + y/6) / (1 + 2y/3 + y^2/6): equal at 0 and
+        // in its first two derivatives, 1/y far out, and within 10 % between (0.7 % at y = 1, 5 % at 3): the speed
+        // it gives is within 2 % of the difference between pace and cruise of the exact fade's. `make
+        // bench-instructions`: `exp` here cost 1 % more instructions per fix, over issue 31's budget of 5 %.
+        let faded = horizon / speedCorrelation
+        let fade = (1 + faded / 6) / (1 + faded * (2.0 / 3 + faded / 6))
+        return cruise + (pace - cruise) * fade
+    }
+
+    /// e^(-x) for the cruise's decay. Between fixes up to ``paceGap`` apart x = seconds / ``cruiseMemory`` is at
+    /// most 0.05, where three terms of the series are within 3e-7 of it; `exp` beyond. `make bench-instructions`:
+    /// `exp` here cost about 1 % of a fix's instructions (issue 31's budget is 5 % for all of E1's pace).
+    static func decay(_ x: Double) -> Double {
+        x <= 0.05 ? 1 - x * (1 - x / 2 * (1 - x / 3)) : exp(-x)
+    }
+
+    /// The cruise: the speed while moving over ``cruiseMemory``, shrunk toward the area's learned one by
+    /// ``cruisePriorWeight`` seconds; without either, the pace.
+    func cruise(pace: Double) -> Double {
+        let priorWeight = cruisePrior == nil ? 0 : Self.cruisePriorWeight
+        let weight = priorWeight + cruiseSeconds
+        return weight > 0 ? (priorWeight * (cruisePrior ?? 0) + cruiseMetres) / weight : pace
+    }
+
     /// E1 (issue 31): the pace after an accepted fix, in two parts that move apart: the speed while moving,
     /// smoothed over moving seconds only (`rides.speedTimeConstant`, 10 s: a new steady pace is followed within
     /// about 30 s of driving at it, and a red light does not drag it down), and the share of time standing,
-    /// smoothed over all seconds (`rides.stopShareTimeConstant`, 120 s: lights and jams slow the estimate by what
+    /// smoothed over all seconds (`rides.stopShareTimeConstant`, 300 s: lights and jams slow the estimate by what
     /// they cost on average, not by what the last one cost). Each interval between fixes counts at the tracker's
     /// own `speed`; without one (T7 derives it from two fixes, GPS jitter included: a car standing at a light
     /// seems to move at 2 to 4 m/s a second apart), or over a sampling gap, the interval counts at the distance
@@ -105,6 +147,9 @@ extension Ride {
         guard seconds > 0 else { return }
         let stopShare = self.stopShare ?? configuration.typicalStopShare
         if speed >= configuration.stoppedSpeed {
+            let kept = Self.decay(seconds / Self.cruiseMemory)
+            cruiseMetres = cruiseMetres * kept + speed * seconds
+            cruiseSeconds = cruiseSeconds * kept + seconds
             smoothedSpeed =
                 smoothedSpeed.map {
                     Estimator.smoothed($0, toward: speed, over: seconds, timeConstant: configuration.speedTimeConstant)
@@ -128,12 +173,26 @@ extension Ride {
         let estimator = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
         let pickup = booking.pickupLocation.coordinate
         let dropOff = booking.dropOffLocation.coordinate
-        let speed = paceSpeed(configuration: configuration)
-        let legSeconds = estimator.travelTime(metres: legMetres, speed: speed)
+        // E1's smoothed speed: the speed while moving times the share of time moving; the typical speed until the
+        // car is seen moving. For the ride's whole leg while it is still to come (before and at the pickup) the
+        // speed while moving is the cruise (the pace now says little of a leg that starts later); for an arrival
+        // `metres` away it is the one expected over the time to get there
+        // (``expectedSpeed(pace:cruise:horizon:)``). The cruise is worked out once per update (its cost per
+        // fix: `make bench-instructions`).
+        let moving = 1 - (stopShare ?? configuration.typicalStopShare)
+        let pace = smoothedSpeed
+        let cruising = pace.map { cruise(pace: $0) }
+        func speed(toCover metres: Double) -> Double {
+            guard let pace, let cruise = cruising else { return configuration.typicalSpeed }
+            let horizon = metres * detourFactor / max(pace * moving, configuration.speedFloor)
+            return Self.expectedSpeed(pace: pace, cruise: cruise, horizon: horizon) * moving
+        }
+        let legSeconds = estimator.travelTime(
+            metres: legMetres, speed: cruising.map { $0 * moving } ?? configuration.typicalSpeed)
         if phase < .pickup {
             if let location {
                 let metres = metresToPickup ?? location.coordinate.distance(to: pickup)
-                let seconds = estimator.travelTime(metres: metres, speed: speed)
+                let seconds = estimator.travelTime(metres: metres, speed: speed(toCover: metres))
                 estimatedPickupDate = now.addingTimeInterval(seconds)
             } else {
                 estimatedPickupDate = max(estimatedPickupDate, now)
@@ -142,8 +201,8 @@ extension Ride {
         } else if phase == .pickup {
             estimatedDropOffDate = max(now, estimatedPickupDate).addingTimeInterval(legSeconds)
         } else {
-            let from = location?.coordinate ?? pickup
-            let seconds = estimator.travelTime(metres: from.distance(to: dropOff), speed: speed)
+            let metres = (location?.coordinate ?? pickup).distance(to: dropOff)
+            let seconds = estimator.travelTime(metres: metres, speed: speed(toCover: metres))
             estimatedDropOffDate = max(now.addingTimeInterval(seconds), estimatedPickupDate)
         }
     }

@@ -42,14 +42,15 @@ public struct RideConfiguration: Sendable, Equatable {
     /// pace is followed within about 30 s of driving at it (95 % after three time constants). Stops do not
     /// count here; they count in the stop share.
     public var speedTimeConstant: Double = 10
-    /// E1: the time constant of the share of time standing, seconds: two minutes weigh the lights and jams of
-    /// a stretch of town, so one stop moves the estimate by what a stop costs on average, not by its length.
-    public var stopShareTimeConstant: Double = 120
+    /// E1: the time constant of the share of time standing, seconds: five minutes (a recorded window of issue
+    /// 31) weigh the lights and jams of a stretch of town, so one stop moves the estimate by what a stop costs on
+    /// average, not by its length (`make bench-eta`, mixed trips 120-240 s out: 120 s was 3 to 5 s worse).
+    public var stopShareTimeConstant: Double = 300
     /// E1: the share of time standing a ride starts from before its own stops are counted: the recorded
     /// city trips of issue 31 stood 0 to 45 % of the time, 15 % across them.
     public var typicalStopShare: Double = 0.15
-    /// E1: how far each leg driven to its end moves its area's learned stop share (``AreaLearning``); 0 turns
-    /// learning off.
+    /// E1: how far each leg driven to its end moves its area's learned stop share and speed while moving
+    /// (``AreaLearning``); 0 turns learning off.
     public var stopShareLearningRate: Double = 0.05
     /// E1 (issue 31): how often a worker shares what its areas learned with its group, as a retained message
     /// per area that a restart reads back (``AreaPriors``), seconds; 0 shares nothing (what others share is

@@ -103,12 +103,13 @@ extension RideEngine {
                 return
             }
             booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
-            // E1: the area's learned detour factor and stop share.
+            // E1: the area's learned detour factor, stop share and speed while moving.
             let area = catalog?.area(containing: booking.pickupLocation.coordinate)
             let ride = Ride(
                 booking: booking, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
-                stopShare: learning.stopShare(for: area, configuration: configuration), area: area?.name)
+                stopShare: learning.stopShare(for: area, configuration: configuration),
+                cruisePrior: learning.speed(for: area, configuration: configuration), area: area?.name)
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

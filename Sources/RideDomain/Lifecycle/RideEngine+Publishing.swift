@@ -98,7 +98,10 @@ extension RideEngine {
         // G3: the factor the ride started with, kept in its state, so its ETA does not jump with a new owner's
         // learned one; a state of an older shape has none and takes its area's.
         if ride.detourFactor < 1 { ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate) }
-        ride.area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)?.name
+        let area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)
+        ride.area = area?.name
+        // E1: the cruise is not durable; the area's learned speed stands in until the car is seen moving.
+        ride.cruisePrior = learning.speed(for: area, configuration: configuration)
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
@@ -225,6 +228,10 @@ extension RideEngine {
                 // Only a leg the car was seen driving: its stop share is its own, not the prior's.
                 if let share = ride.stopShare, ride.smoothedSpeed != nil {
                     learning.learn(stopShare: share, area: area, configuration: configuration)
+                }
+                if ride.cruiseSeconds >= AreaLearning.shortestCruise {
+                    learning.learn(
+                        speed: ride.cruiseMetres / ride.cruiseSeconds, area: area, configuration: configuration)
                 }
             }
             rideTable[slot: slot].recordValid(status)

@@ -47,6 +47,13 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed package internal(set) var smoothedSpeed: Double?
     /// E1: the share of time standing, smoothed over all seconds; nil until counted (`rides.typicalStopShare`).
     @NaNBoxed package internal(set) var stopShare: Double?
+    /// E1 (issue 31): the cruise, the speed while moving over a longer memory than the pace (``cruiseMemory``):
+    /// metres and seconds moving, both decayed alike; a far arrival is estimated toward it
+    /// (``expectedSpeed(pace:cruise:horizon:)``). Not durable: a new owner starts it again.
+    var cruiseMetres = 0.0
+    var cruiseSeconds = 0.0
+    /// E1: the speed while moving that the ride's area taught (``AreaLearning``); nil when none did.
+    @NaNBoxed package internal(set) var cruisePrior: Double?
     package internal(set) var estimatedPickupDate: Date
     @NaNBoxed package internal(set) var estimatedDropOffDate: Date?
     /// V7: what the last valid status said beyond the booking, boxed; the booking's part never changes,
@@ -70,10 +77,11 @@ public struct Ride: Sendable, Equatable {
     /// - Parameters:
     ///   - detourFactor: E1's factor for the ride's area (``AreaLearning``); `rides.detourFactor` when nil.
     ///   - stopShare: E1's stop share learned for the ride's area; `rides.typicalStopShare` when nil.
+    ///   - cruisePrior: E1's speed while moving learned for the ride's area; nil when none was.
     ///   - area: the service area of the pickup, for E1's range.
     public init(
         booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil,
-        stopShare: Double? = nil, area: String? = nil
+        stopShare: Double? = nil, cruisePrior: Double? = nil, area: String? = nil
     ) {
         terms = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
@@ -90,6 +98,7 @@ public struct Ride: Sendable, Equatable {
         legMetres = booking.pickupLocation.coordinate.distance(to: booking.dropOffLocation.coordinate)
         self.detourFactor = detourFactor ?? configuration.detourFactor
         self.stopShare = stopShare
+        self.cruisePrior = cruisePrior
         self.area = area
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
@@ -129,6 +138,7 @@ public struct Ride: Sendable, Equatable {
             // be a pace of hundreds of m/s, and its ETA near now).
             location = nil
             (anchorLatitude, anchorTime, smoothedSpeed) = (nil, nil, nil)
+            (cruiseMetres, cruiseSeconds) = (0, 0)
             arrivalSamples.clear()
         }
         vehicleId = assignment.vehicleId

@@ -1,0 +1,174 @@
+import Foundation
+import RideDomain
+import Testing
+
+/// E1 (issue 31): the cruise, the speed while moving over five minutes shrunk toward the speed the ride's area
+/// learned, that a far arrival is estimated toward; and that speed, learned per area and shared.
+@Suite("E1: the cruise a far arrival is estimated toward, and the speed an area learns")
+struct CruiseTests {
+    @Test("E1: the speed expected over a horizon fades from the pace now to the cruise over 30 s, between both")
+    func expectedSpeed() {
+        // Hand-computed, pace 20 and cruise 15, with the fade's rational form (1 + y/6) / (1 + 2y/3 + y^2/6) for
+        // y = h / 30. 30 s out: 15 + 5 x (7/6) / (11/6) = 18.1818 (the exact fade, (1 - e^-1), gives 18.1606).
+        #expect(abs(Ride.expectedSpeed(pace: 20, cruise: 15, horizon: 30) - (15 + 5 * 7.0 / 11)) < 1e-9)
+        // 300 s out: 15 + 5 x (8/3) / (73/3) = 15.5479 (exact: 15.49998).
+        #expect(abs(Ride.expectedSpeed(pace: 20, cruise: 15, horizon: 300) - (15 + 5 * 8.0 / 73)) < 1e-9)
+        #expect(Ride.expectedSpeed(pace: 20, cruise: 15, horizon: 0) == 20, "now: the pace")
+        // Within 2 % of the difference between pace and cruise of the exact fade's, at every horizon.
+        for horizon in stride(from: 0.5, through: 7200, by: 0.5) {
+            let exact = 15 + 5 * (1 - exp(-horizon / 30)) * 30 / horizon
+            #expect(abs(Ride.expectedSpeed(pace: 20, cruise: 15, horizon: horizon) - exact) < 0.02 * 5)
+        }
+        // Farther arrivals follow the cruise more: monotonic in the horizon, and always between the two.
+        for (pace, cruise) in [(20.0, 15.0), (4.0, 9.0)] {
+            var last = pace
+            for horizon in stride(from: 1.0, through: 3600, by: 7) {
+                let speed = Ride.expectedSpeed(pace: pace, cruise: cruise, horizon: horizon)
+                #expect(abs(speed - cruise) <= abs(last - cruise) + 1e-12)
+                #expect(min(pace, cruise) <= speed && speed <= max(pace, cruise))
+                last = speed
+            }
+        }
+    }
+
+    /// Drives a car at `speed` m/s straight at the pickup from `metres` out for `seconds`, a fix a second with
+    /// its speed; returns the seconds to the pickup ETA after the last fix, and the great-circle metres left.
+    static func approach(
+        _ harness: inout Harness, from metres: Double, at speed: Double, seconds: Int
+    ) throws -> (eta: Double, left: Double) {
+        for second in 0...seconds {
+            harness.fix(
+                at: t0.addingTimeInterval(1 + Double(second)),
+                pickup.moved(metres: metres - speed * Double(second), bearing: 0), speed: speed)
+        }
+        let ride = try #require(harness.engine.ride("r-1"))
+        let last = t0.addingTimeInterval(1 + Double(seconds))
+        return (ride.estimatedPickupDate.timeIntervalSince(last), metres - speed * Double(seconds))
+    }
+
+    @Test(
+        "E1 (issue 31): an area with a learned speed: a far ETA leans toward it, a near one follows the pace; without one, the car's own"
+    )
+    func farArrivalsLeanOnTheArea() throws {
+        let configuration = RideConfiguration()
+        // The area ("" without a catalog) learned 18 m/s; the car drives 12 m/s for 60 s, 3 km out.
+        var harness = Harness()
+        harness.engine.learning.learn(speed: 18, area: nil, configuration: configuration)
+        harness.start()
+        #expect(harness.engine.ride("r-1")?.cruisePrior == 18)
+        let (eta, left) = try Self.approach(&harness, from: 3000, at: 12, seconds: 60)
+        // The cruise: 60 one-second intervals at 12 m/s, each decaying those before by e^(-1/300), weighed
+        // with the area's 18 m/s over 60 s. The stop share: 0.15 x e^(-60/300).
+        let moving = (0..<60).map { exp(-Double($0) / 300) }.reduce(0, +)
+        let cruise = (60 * 18 + 12 * moving) / (60 + moving)
+        let share = 0.15 * exp(-60.0 / configuration.stopShareTimeConstant)
+        let factor = configuration.detourFactor
+        let horizon = left * factor / (12 * (1 - share))
+        let expected =
+            left * factor / (Ride.expectedSpeed(pace: 12, cruise: cruise, horizon: horizon) * (1 - share))
+        #expect(abs(eta - expected) < 0.01, "\(eta) against \(expected)")
+        #expect(cruise > 15.1 && cruise < 15.2, "about half the car's, half the area's: \(cruise)")
+        #expect(eta < horizon - 20, "leans toward the faster area: \(eta) against \(horizon) at the pace")
+
+        // Without a learned speed the cruise is the car's own 12 m/s: the ETA is the pace's.
+        var alone = Harness()
+        alone.start()
+        #expect(alone.engine.ride("r-1")?.cruisePrior == nil)
+        let (own, _) = try Self.approach(&alone, from: 3000, at: 12, seconds: 60)
+        #expect(abs(own - horizon) < 0.01, "\(own) against \(horizon)")
+
+        // Near the pickup (30 m out, 3 s) the pace rules: within 1 % of the pace's ETA either way.
+        var near = Harness()
+        near.engine.learning.learn(speed: 18, area: nil, configuration: configuration)
+        near.start()
+        let (close, closeLeft) = try Self.approach(&near, from: 750, at: 12, seconds: 60)
+        let paced = closeLeft * factor / (12 * (1 - share))
+        #expect(abs(close - paced) / paced < 0.05, "\(close) against \(paced)")
+    }
+
+    @Test("E1 (issue 31): an area learns the speed while moving of each leg driven to its end; bounded; off at 0")
+    func learning() {
+        var configuration = RideConfiguration()
+        configuration.stopShareLearningRate = 0.1
+        var learning = AreaLearning()
+        let centre = ServiceArea(name: "centre", currencyCode: "EUR", polygons: [])
+        let ring = ServiceArea(name: "ring", currencyCode: "EUR", polygons: [])
+        // The first leg: its own speed (no fleet yet). The next: 10 % of the way, 8 + 0.1 (6 - 8) = 7.8.
+        let first = learning.learn(speed: 8, area: centre, configuration: configuration)
+        #expect(first)
+        #expect(learning.learned["centre"]?.speed == 8 && learning.learned["centre"]?.speedLegs == 1)
+        learning.learn(speed: 6, area: centre, configuration: configuration)
+        #expect(abs((learning.learned["centre"]?.speed ?? 0) - 7.8) < 1e-12)
+        #expect(learning.changed == ["centre"], "learned: to share")
+        // Out of bounds (a stationary car's noise, a glitch at 70 m/s): nothing learned.
+        let slow = learning.learn(speed: 0.2, area: centre, configuration: configuration)
+        let fast = learning.learn(speed: 70, area: centre, configuration: configuration)
+        #expect(!slow && !fast)
+        #expect(learning.learned["centre"]?.speedLegs == 2)
+        // A new area starts from the fleet's: the ring's first leg moves it 10 % from 7.8 toward 20.
+        #expect(learning.speed(for: ring, configuration: configuration) == 7.8)
+        learning.learn(speed: 20, area: ring, configuration: configuration)
+        #expect(abs((learning.learned["ring"]?.speed ?? 0) - (7.8 + 0.1 * (20 - 7.8))) < 1e-12)
+        // The fleet's for a third area: weighed by legs (2 and 1, under the memory of 10).
+        let fleet = (2 * 7.8 + 1 * (7.8 + 1.22)) / 3
+        #expect(abs((learning.fleetSpeed(configuration) ?? 0) - fleet) < 1e-12)
+        // Learning off: nothing learned, no fleet value.
+        configuration.stopShareLearningRate = 0
+        var off = AreaLearning()
+        let offTaught = off.learn(speed: 8, area: centre, configuration: configuration)
+        #expect(!offTaught)
+        #expect(learning.fleetSpeed(configuration) == nil)
+    }
+
+    @Test("E1 (issue 31): a leg driven to the pickup teaches the speed; a new ride and a restored one start from it")
+    func legsTeachAndRidesTakeIt() throws {
+        var harness = Harness()
+        harness.start()
+        // 40 s at 12 m/s to the pickup, then standing there: P3.
+        var state: Ride?
+        for second in 0...40 {
+            let actions = harness.fix(
+                at: t0.addingTimeInterval(1 + Double(second)),
+                pickup.moved(metres: 480 - 12 * Double(second), bearing: 0), speed: second == 40 ? 0 : 12)
+            for case .publish(_, let written?, _) in actions { state = written }
+        }
+        #expect(harness.phase() == .pickup)
+        let learned = try #require(harness.engine.learning.learned[""])
+        #expect(abs((learned.speed ?? 0) - 12) < 1e-9 && learned.speedLegs == 1, "\(learned)")
+        // A second ride takes it.
+        harness.start(ride: "r-2", vehicle: "v-2", at: t0.addingTimeInterval(60))
+        #expect(harness.engine.ride("r-2")?.cruisePrior == learned.speed)
+        // A new owner restoring the first ride from its state takes its own learned speed (not durable).
+        var successor = RideEngine()
+        successor.learning.learn(speed: 16, area: nil, configuration: RideConfiguration())
+        _ = successor.restore(try #require(state), now: t0.addingTimeInterval(45))
+        #expect(successor.ride("r-1")?.cruisePrior == 16)
+    }
+
+    @Test("E1 (issue 31): shared priors carry the speed, weighed by legs up to the learning's memory")
+    func sharedSpeed() {
+        var configuration = RideConfiguration()
+        configuration.stopShareLearningRate = 0.1  // a memory of 10 legs
+        var learning = AreaLearning()
+        let area = ServiceArea(name: "berlin", currencyCode: "EUR", polygons: [])
+        for _ in 0..<5 { learning.learn(speed: 9, area: area, configuration: configuration) }
+        let shared = AreaPriors(
+            area: "berlin", worker: "w-2", at: t0, detourFactor: 1.1, rides: 0, stopShare: nil, legs: 0, speed: 15,
+            speedLegs: 40)
+        let adopted = learning.adopt(shared, configuredFactor: 1.3, configuration: configuration)
+        #expect(adopted)
+        // 5 legs at 9 against 40 (the memory: 10) at 15: (5 x 9 + 10 x 15) / 15 = 13.
+        let entry = learning.learned["berlin"]
+        #expect(abs((entry?.speed ?? 0) - 13) < 1e-12 && entry?.speedLegs == 40)
+        // Priors without a speed (a worker before it was shared) leave it alone.
+        var older = shared
+        (older.speed, older.speedLegs, older.at) = (nil, 0, t0.addingTimeInterval(60))
+        learning.adopt(older, configuredFactor: 1.3, configuration: configuration)
+        #expect(abs((learning.learned["berlin"]?.speed ?? 0) - 13) < 1e-12)
+        // What a worker shares carries it.
+        var engine = RideEngine(configuration: configuration)
+        engine.learning.learn(speed: 11, area: nil, configuration: configuration)
+        let payload = engine.priorsToShare(worker: "w-1", now: t0).first?.payload ?? []
+        #expect(String(decoding: payload, as: UTF8.self).hasSuffix(#""speed":11.0,"speedLegs":1}"#))
+    }
+}
