@@ -86,6 +86,25 @@ struct CruiseTests {
         #expect(abs(close - paced) / paced < 0.05, "\(close) against \(paced)")
     }
 
+    @Test(
+        "E1 (issue 31): before the car is seen moving, the area's learned speed times the share moving, not the typical speed"
+    )
+    func unseenSpeed() throws {
+        let configuration = RideConfiguration()
+        var harness = Harness()
+        harness.engine.learning.learn(speed: 18, area: nil, configuration: configuration)
+        harness.start()
+        // A first fix without a speed 2 km out: 2000 x 1.3 / (18 x (1 - 0.15)) = 169.9 s, not 2000 x 1.3 / 7.
+        harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 2000, bearing: 0))
+        let ride = try #require(harness.engine.ride("r-1"))
+        let expected = 2000 * configuration.detourFactor / (18 * (1 - configuration.typicalStopShare))
+        #expect(abs(ride.estimatedPickupDate.timeIntervalSince(t0.addingTimeInterval(1)) - expected) < 0.5)
+        // The ride's leg before the pickup goes at it too: the legs' great circle over the same speed.
+        let leg = pickup.distance(to: dropOff) * configuration.detourFactor / (18 * 0.85)
+        let dropOffETA = try #require(ride.estimatedDropOffDate)
+        #expect(abs(dropOffETA.timeIntervalSince(ride.estimatedPickupDate) - leg) < 0.5)
+    }
+
     @Test("E1 (issue 31): an area learns the speed while moving of each leg driven to its end; bounded; off at 0")
     func learning() {
         var configuration = RideConfiguration()

@@ -36,9 +36,16 @@ extension Ride {
     static let paceGap: Double = 15
 
     /// E1's smoothed speed: the pace while moving times the share of time moving, floored by the estimator;
-    /// the typical speed until the car is seen moving.
+    /// until the car is seen moving, ``unseenSpeed(configuration:)``.
     func paceSpeed(configuration: RideConfiguration) -> Double {
-        smoothedSpeed.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) } ?? configuration.typicalSpeed
+        smoothedSpeed.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) }
+            ?? unseenSpeed(configuration: configuration)
+    }
+
+    /// E1 (issue 31): the speed before the car is seen moving: the speed while moving that the ride's area
+    /// learned (``cruisePrior``) times the share of time moving; `rides.typicalSpeed` where none was learned.
+    func unseenSpeed(configuration: RideConfiguration) -> Double {
+        cruisePrior.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) } ?? configuration.typicalSpeed
     }
 
     /// Moving seconds over which the cruise forgets (``cruiseMetres``). Fixed, not a setting: `make bench-eta`
@@ -183,12 +190,12 @@ extension Ride {
         let pace = smoothedSpeed
         let cruising = pace.map { cruise(pace: $0) }
         func speed(toCover metres: Double) -> Double {
-            guard let pace, let cruise = cruising else { return configuration.typicalSpeed }
+            guard let pace, let cruise = cruising else { return unseenSpeed(configuration: configuration) }
             let horizon = metres * detourFactor / max(pace * moving, configuration.speedFloor)
             return Self.expectedSpeed(pace: pace, cruise: cruise, horizon: horizon) * moving
         }
         let legSeconds = estimator.travelTime(
-            metres: legMetres, speed: cruising.map { $0 * moving } ?? configuration.typicalSpeed)
+            metres: legMetres, speed: cruising.map { $0 * moving } ?? unseenSpeed(configuration: configuration))
         if phase < .pickup {
             if let location {
                 let metres = metresToPickup ?? location.coordinate.distance(to: pickup)

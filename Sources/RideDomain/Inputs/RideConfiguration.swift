@@ -57,7 +57,8 @@ public struct RideConfiguration: Sendable, Equatable {
     /// still read).
     public var priorsShareInterval: Double = 60
     /// E1: the speed a ride starts from before a moving fix is known (a first fix of a stopped car, or none
-    /// with a speed), m/s: a city's typical driving speed with its stops, instead of the floor.
+    /// with a speed), m/s: a city's typical driving speed with its stops, instead of the floor; where the ride's
+    /// area (or the fleet) learned a speed while moving, that speed times the share of time moving instead.
     public var typicalSpeed: Double = 7
     /// E1: between two statuses, an ETA moves later by at most this many seconds while the vehicle is moving
     /// and no farther from where it goes than at the last status; a stopped vehicle moves it freely.
