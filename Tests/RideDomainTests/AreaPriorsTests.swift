@@ -108,6 +108,10 @@ struct AreaPriorsTests {
                 #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"speed":12}"#,
                 .missingField
             ),
+            (
+                #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"speedLegs":3}"#,
+                .invalidField
+            ),
         ])
     func refusals(payload: String, reason: RejectionReason) {
         #expect(throws: Rejection.self) {

@@ -92,6 +92,16 @@ struct DurableStateTrustTests {
         var distance = try stateDocument()
         distance["drivenMetres"] = -5
         #expect(try rejection(distance)?.detail.contains("drivenMetres") == true)
+        // E1's cruise (shape 8): moving sums not negative, a prior within the learned speeds.
+        var cruise = try stateDocument()
+        (cruise["cruiseMetres"], cruise["cruiseSeconds"]) = (100, -1)
+        #expect(try rejection(cruise)?.detail.contains("cruiseSeconds") == true)
+        var prior = try stateDocument()
+        prior["cruisePrior"] = 300
+        #expect(try rejection(prior)?.detail.contains("cruisePrior") == true)
+        var good = try stateDocument()
+        (good["cruiseMetres"], good["cruiseSeconds"], good["cruisePrior"]) = (480, 48, 12.5)
+        #expect(try rejection(good) == nil)
     }
 
     @Test("A2, L5: the state every earlier release wrote passes the checks (upgrades keep rides)")

@@ -117,10 +117,11 @@ struct LifecycleTests {
     /// and a completed one with its payment: `v1` by the first releases (the whole booking and the whole last
     /// valid status), `v2` by the release before the compact ride storage.
     @Test(
-        "L5, C5, G2, G3, E1: durable state written by every release decodes; this release writes shape 7 (the stop share)",
+        "L5, C5, G2, G3, E1: durable state written by every release decodes; this release writes shape 8 (the cruise)",
         arguments: [
             "v1-ongoing", "v1-completed", "v2-ongoing", "v2-completed", "v3-ongoing", "v3-completed", "v4-ongoing",
             "v4-completed", "v5-ongoing", "v5-completed", "v6-ongoing", "v6-completed", "v7-ongoing", "v7-completed",
+            "v8-ongoing", "v8-completed",
         ])
     func durableStateFromPreviousRelease(name: String) throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
@@ -150,8 +151,24 @@ struct LifecycleTests {
         let after = try #require(try JSONSerialization.jsonObject(with: Data(again)) as? NSDictionary)
         #expect(after["version"] as? Int == Ride.durableStateVersion)
         #expect(after["startedAt"] is String, "times as RFC 3339, readable by other tools")
-        if name.hasPrefix("v7") {
+        if name.hasPrefix("v8") {
             #expect(before == after, "the durable shape (L5) is exactly this release's")
+            #expect(ride.detourFactor == 1.3, "G3: the ride's detour factor is kept")
+            if ride.phase == .ongoing {
+                #expect(ride.cruisePrior == 12.5 && after["cruiseMetres"] as? Double == 480, "G3: the cruise is kept")
+                var engine = RideEngine()
+                engine.learning.learn(speed: 20, area: nil, configuration: RideConfiguration())
+                _ = engine.restore(ride, now: Date())
+                #expect(engine.ride(ride.rideIdentifier)?.cruisePrior == 12.5, "G3: not the new owner's 20 m/s")
+            }
+        }
+        if name.hasPrefix("v7") {
+            // Shape 7 had no cruise: none is written back, and a new owner gives the ride its learned speed.
+            #expect(before["cruiseSeconds"] == nil && after["cruiseSeconds"] == nil && ride.cruisePrior == nil)
+            var engine = RideEngine()
+            engine.learning.learn(speed: 20, area: nil, configuration: RideConfiguration())
+            _ = engine.restore(ride, now: Date())
+            #expect(engine.ride(ride.rideIdentifier)?.cruisePrior == 20)
             #expect(ride.epoch == 1 && after["epoch"] as? Int == 1, "G2: the ownership epoch is kept")
             #expect(ride.detourFactor == 1.3, "G3: the ride's detour factor is kept")
             #expect(ride.stopShare == (ride.phase == .ongoing ? 0.2 : nil), "E1: the stop share is kept")
@@ -168,7 +185,9 @@ struct LifecycleTests {
             _ = engine.restore(ride, now: Date())
             #expect(engine.ride(ride.rideIdentifier)?.detourFactor == RideConfiguration().detourFactor)
         }
-        if name.hasPrefix("v4") || name.hasPrefix("v5") || name.hasPrefix("v6") || name.hasPrefix("v7") {
+        if name.hasPrefix("v4") || name.hasPrefix("v5") || name.hasPrefix("v6") || name.hasPrefix("v7")
+            || name.hasPrefix("v8")
+        {
             // G2: shape 4 had no epoch: the ride had one owner, epoch 1.
             #expect(ride.epoch == 1)
             if name.hasPrefix("v4") { #expect(before["epoch"] == nil && after["epoch"] as? Int == 1) }

@@ -12,9 +12,10 @@ import Foundation
 ///   leg), bounded to 0...0.9. A city of arterials stands a few per cent of the time, a centre of lights
 ///   a third: one constant is wrong by that much in every estimate.
 /// - The speed while moving (the cruise a far arrival is estimated toward) starts from the fleet's
-///   (``fleetSpeed(_:)``), else none (the ride's own), and is corrected by every leg driven to its end whose car
-///   was seen moving for ``shortestCruise`` seconds, as the stop share (`rides.stopShareLearningRate` per leg),
-///   bounded to ``speeds``.
+///   (``fleetSpeed(_:)``), else none (the ride's own), and is corrected by every leg driven to its end, as the
+///   stop share (`rides.stopShareLearningRate` per leg), by the ride's cruise at the leg's end: its speed while
+///   moving over the last five minutes of moving (which may reach back into the leg before), once at least
+///   ``shortestCruise`` seconds of moving weigh in it; bounded to ``speeds``.
 ///
 /// A ride takes its area's values when it starts. What a worker learns it shares with its group as a retained
 /// message per area (``AreaPriors``): every worker weighs in what the others learned

@@ -141,6 +141,11 @@ public struct AreaPriors: Sendable, Equatable {
         if let speed, !AreaLearning.speeds.contains(speed) {
             throw Rejection(.invalidField, "priors: speed \(speed) is outside 0.5...60 m/s (E1, A2)")
         }
+        // The speed and its count come together (the schema's dependentRequired both ways).
+        let speedLegs = try fields.optionalNumber("speedLegs")
+        guard speed != nil || speedLegs == nil else {
+            throw Rejection(.invalidField, "priors: speedLegs without a speed (A2)")
+        }
         return AreaPriors(
             area: area, worker: worker, at: at, detourFactor: factor, rides: try count(fields, "rides"),
             stopShare: stopShare, legs: try count(fields, "legs"), speed: speed,

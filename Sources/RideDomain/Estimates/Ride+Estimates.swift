@@ -35,13 +35,6 @@ extension Ride {
     /// the gap hid. Fixed, not a setting: trackers send every 1 to 10 s.
     static let paceGap: Double = 15
 
-    /// E1's smoothed speed: the pace while moving times the share of time moving, floored by the estimator;
-    /// until the car is seen moving, ``unseenSpeed(configuration:)``.
-    func paceSpeed(configuration: RideConfiguration) -> Double {
-        smoothedSpeed.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) }
-            ?? unseenSpeed(configuration: configuration)
-    }
-
     /// E1 (issue 31): the speed before the car is seen moving: the speed while moving that the ride's area
     /// learned (``cruisePrior``) times the share of time moving; `rides.typicalSpeed` where none was learned.
     func unseenSpeed(configuration: RideConfiguration) -> Double {
@@ -67,7 +60,7 @@ extension Ride {
     public static func expectedSpeed(pace: Double, cruise: Double, horizon: Double) -> Double {
         guard horizon > 0 else { return pace }
         // (1 - e^(-y)) / y for y = h / t, by the rational function (1 + y/6) / (1 + 2y/3 + y^2/6): equal at 0 and
-        // in its first two derivatives, 1/y far out, and within 10 % between (0.7 % at y = 1, 5 % at 3): the speed
+        // in its first two derivatives, 1/y far out, and within 10 % between (0.7 % at y = 1, 5.2 % at 3): the speed
         // it gives is within 2 % of the difference between pace and cruise of the exact fade's. `make
         // bench-instructions`: `exp` here cost 1 % more instructions per fix, over issue 31's budget of 5 %.
         let faded = horizon / speedCorrelation
@@ -150,8 +143,11 @@ extension Ride {
     /// standing toward the stop share only, except while the car waits at the pickup (a wait for the rider,
     /// up to `maxPickupWait`, says nothing of the road's lights and jams). The first moving interval starts
     /// the pace.
-    private mutating func countPace(speed: Double, over seconds: Double, _ configuration: RideConfiguration) {
+    private mutating func countPace(speed reported: Double, over seconds: Double, _ configuration: RideConfiguration) {
         guard seconds > 0 else { return }
+        // A tracker's own `speed` is only checked to be finite and not negative: T4's `rides.maxSpeed` bounds what
+        // it counts, so one absurd value (1e308) cannot make the cruise infinite and every later ETA NaN.
+        let speed = min(reported, configuration.maxSpeed)
         let stopShare = self.stopShare ?? configuration.typicalStopShare
         if speed >= configuration.stoppedSpeed {
             let kept = Self.decay(seconds / Self.cruiseMemory)

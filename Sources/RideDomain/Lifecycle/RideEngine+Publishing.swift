@@ -100,8 +100,9 @@ extension RideEngine {
         if ride.detourFactor < 1 { ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate) }
         let area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)
         ride.area = area?.name
-        // E1: the cruise is not durable; the area's learned speed stands in until the car is seen moving.
-        ride.cruisePrior = learning.speed(for: area, configuration: configuration)
+        // G3: the cruise and its prior come with the state, so a far ETA does not jump with a new owner's learned
+        // speed; a state of an older shape has neither and takes its area's.
+        if ride.cruisePrior == nil { ride.cruisePrior = learning.speed(for: area, configuration: configuration) }
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
@@ -225,11 +226,12 @@ extension RideEngine {
                     learning.learn(
                         driven: ride.drivenMetres, straight: ride.legMetres, area: area, configuration: configuration)
                 }
-                // Only a leg the car was seen driving: its stop share is its own, not the prior's.
-                if let share = ride.stopShare, ride.smoothedSpeed != nil {
+                // Only a leg the car was seen driving: its stop share is its own, not the prior's. A ride completed
+                // from `pickup` drove no leg of its own since the pickup taught its approach: nothing to teach again.
+                if before != .pickup, let share = ride.stopShare, ride.smoothedSpeed != nil {
                     learning.learn(stopShare: share, area: area, configuration: configuration)
                 }
-                if ride.cruiseSeconds >= AreaLearning.shortestCruise {
+                if before != .pickup, ride.cruiseSeconds >= AreaLearning.shortestCruise {
                     learning.learn(
                         speed: ride.cruiseMetres / ride.cruiseSeconds, area: area, configuration: configuration)
                 }

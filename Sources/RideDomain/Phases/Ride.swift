@@ -49,9 +49,9 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed package internal(set) var stopShare: Double?
     /// E1 (issue 31): the cruise, the speed while moving over a longer memory than the pace (``cruiseMemory``):
     /// metres and seconds moving, both decayed alike; a far arrival is estimated toward it
-    /// (``expectedSpeed(pace:cruise:horizon:)``). Not durable: a new owner starts it again.
-    var cruiseMetres = 0.0
-    var cruiseSeconds = 0.0
+    /// (``expectedSpeed(pace:cruise:horizon:)``). Durable since shape 8, with its prior (G3).
+    package internal(set) var cruiseMetres = 0.0
+    package internal(set) var cruiseSeconds = 0.0
     /// E1: the speed while moving that the ride's area taught (``AreaLearning``); nil when none did.
     @NaNBoxed package internal(set) var cruisePrior: Double?
     package internal(set) var estimatedPickupDate: Date
@@ -189,12 +189,6 @@ public struct Ride: Sendable, Equatable {
         case .confirmed, .approachingPickup:
             if toPickup <= configuration.arrivalRadius && stopped {
                 arriveAtPickup(now: now, configuration: configuration)  // P3
-            } else if phase == .confirmed {
-                let eta = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
-                    .travelTime(metres: toPickup, speed: paceSpeed(configuration: configuration))
-                if eta <= configuration.approachingWithin || toPickup <= configuration.approachingDistance {
-                    phase = .approachingPickup  // P2
-                }
             }
         case .pickup:
             if toPickup > 2 * configuration.arrivalRadius { startRide(now: now) }  // P4
@@ -206,6 +200,14 @@ public struct Ride: Sendable, Equatable {
             break
         }
         updateEstimates(now: now, configuration: configuration, metresToPickup: toPickup)
+        // P2, by the estimate the status publishes (E1's, the cruise included), so that a status never says the car
+        // is nearer than `approachingWithin` while the phase stays `confirmed`, nor the reverse.
+        if phase == .confirmed,
+            estimatedPickupDate.timeIntervalSince(now) <= configuration.approachingWithin
+                || toPickup <= configuration.approachingDistance
+        {
+            phase = .approachingPickup
+        }
         return FixEffect(phaseChanged: phase != before, staleCleared: wasStale)
     }
 

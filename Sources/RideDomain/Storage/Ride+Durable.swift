@@ -8,7 +8,9 @@ import Foundation
 // ownership `epoch` (since 5, G2; absent, it is 1) and the ride's E1 `detourFactor` (since 6, G3: a new owner
 // keeps the factor the ride started with, so its ETA does not jump at a handover), and E1's pace in two parts
 // (since 7, issue 31: `smoothedSpeed` is the speed while moving, `stopShare` the share of time standing; an older
-// `smoothedSpeed`, stops averaged in, is read as the moving speed). It is written
+// `smoothedSpeed`, stops averaged in, is read as the moving speed), and E1's cruise (since 8, issue 31:
+// `cruiseMetres` and `cruiseSeconds`, the decayed moving sums, and `cruisePrior`, the area's learned speed the ride
+// started with, so a far ETA does not jump at a handover; absent, the new owner starts them again). It is written
 // on every change that matters and once per `sequenceBlock` statuses, so it goes through the allocation-free
 // JSONWriter rather than `JSONEncoder`; it is read only at recovery
 // (L5) and when another client changes it (A2), where `JSONDecoder` is fast enough and reads every older
@@ -16,7 +18,7 @@ import Foundation
 
 extension Ride {
     /// The shape of the durable state this release writes.
-    package static let durableStateVersion = 7
+    package static let durableStateVersion = 8
 
     /// The durable state (L5): the retained payload of `ridestatus/state/{rideId}`.
     public func durableState() -> [UInt8] {
@@ -65,6 +67,16 @@ extension Ride {
         if let stopShare {
             writer.key("stopShare")
             writer.number(stopShare)
+        }
+        if cruiseSeconds > 0 {
+            writer.key("cruiseMetres")
+            writer.number(cruiseMetres)
+            writer.key("cruiseSeconds")
+            writer.number(cruiseSeconds)
+        }
+        if let cruisePrior {
+            writer.key("cruisePrior")
+            writer.number(cruisePrior)
         }
         writer.date("estimatedPickupDate", estimatedPickupDate)
         writer.dateIfPresent("estimatedDropOffDate", estimatedDropOffDate)
@@ -144,7 +156,8 @@ extension LastValidStatus {
 extension Ride: Decodable {
     private struct Durable: Decodable {
         /// The shape's version: absent before 3 (dates as seconds since 2001), 3 for RFC 3339 dates, 4 with
-        /// the sequence ceiling, 5 with the ownership epoch, 6 with the detour factor, 7 with the stop share.
+        /// the sequence ceiling, 5 with the ownership epoch, 6 with the detour factor, 7 with the stop share, 8
+        /// with the cruise.
         var version: Int?
         var bookingBox: BookingTerms?
         /// The first releases kept the whole booking under this name (read, never written).
@@ -171,6 +184,11 @@ extension Ride: Decodable {
         var smoothedSpeed: Double?
         /// Absent before shape 7: the ride starts from `rides.typicalStopShare`.
         var stopShare: Double?
+        /// Absent before shape 8 (and before the car moved): the new owner starts the cruise again.
+        var cruiseMetres: Double?
+        var cruiseSeconds: Double?
+        /// Absent before shape 8, or when the area had learned no speed: the new owner's learned one.
+        var cruisePrior: Double?
         var estimatedPickupDate: Date
         var estimatedDropOffDate: Date?
         var lastValid: LastValidStatus.Durable?
@@ -210,6 +228,9 @@ extension Ride: Decodable {
         ongoingSince = durable.ongoingSince
         smoothedSpeed = durable.smoothedSpeed
         stopShare = durable.stopShare
+        cruiseMetres = durable.cruiseMetres ?? 0
+        cruiseSeconds = durable.cruiseSeconds ?? 0
+        cruisePrior = durable.cruisePrior
         estimatedDropOffDate = durable.estimatedDropOffDate
         detourFactor = durable.detourFactor ?? 0
         lastValid = nil

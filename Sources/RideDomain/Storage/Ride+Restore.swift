@@ -100,6 +100,15 @@ extension Ride {
         if let share = stopShare, !(0...1).contains(share) {
             throw Rejection(.invalidField, "stopShare \(share) is not a share of time, 0...1 (A2, E1)")
         }
+        // E1's cruise: moving sums (finite, not negative, as `smoothedSpeed`), and a prior within the learned bounds.
+        guard cruiseSeconds.isFinite, cruiseSeconds >= 0, cruiseMetres.isFinite, cruiseMetres >= 0 else {
+            throw Rejection(
+                .invalidField, "cruiseMetres \(cruiseMetres) over cruiseSeconds \(cruiseSeconds) is not a pace (A2, E1)"
+            )
+        }
+        if let prior = cruisePrior, !AreaLearning.speeds.contains(prior) {
+            throw Rejection(.invalidField, "cruisePrior \(prior) is outside 0.5...60 m/s (A2, E1)")
+        }
         // Places (T1).
         let places: [(String, Coordinate?)] = [
             ("pickupLocation", booking.pickupLocation.coordinate),
