@@ -142,7 +142,9 @@ struct CruiseTests {
         #expect(learning.fleetSpeed(configuration) == nil)
     }
 
-    @Test("E1 (issue 31): a leg driven to the pickup teaches the speed; a new ride and a restored one start from it")
+    @Test(
+        "E1 (issue 31): a leg driven to the pickup teaches the speed; a new ride starts from it, a restored one without"
+    )
     func legsTeachAndRidesTakeIt() throws {
         var harness = Harness()
         harness.start()
@@ -156,11 +158,11 @@ struct CruiseTests {
         }
         #expect(harness.phase() == .pickup)
         let learned = try #require(harness.engine.learning.learned[""])
-        #expect(abs((learned.speed ?? 0) - 12) < 1e-9 && learned.speedLegs == 1, "\(learned)")
+        #expect(abs((learned.speed ?? 0) - 12) < 1e-4 && learned.speedLegs == 1, "\(learned)")
         // A second ride takes it.
         harness.start(ride: "r-2", vehicle: "v-2", at: t0.addingTimeInterval(60))
         #expect(harness.engine.ride("r-2")?.cruisePrior == learned.speed)
-        // A new owner restoring the first ride from its state takes its own learned speed (not durable).
+        // The first ride started before its area learned a speed: a new owner restoring it gives it its own.
         var successor = RideEngine()
         successor.learning.learn(speed: 16, area: nil, configuration: RideConfiguration())
         _ = successor.restore(try #require(state), now: t0.addingTimeInterval(45))

@@ -153,15 +153,17 @@ public struct ArrivalRanges: Sendable, Equatable {
 
 /// E1's range, per ride (issue 31): one estimate per horizon of the leg under way (when it was made, its time
 /// to go and its latest time's), which the ride teaches ``ArrivalRanges`` when the car arrives. Inline, no
-/// allocation per ride, 8-byte aligned (homogeneous tuples, not SIMD vectors, whose 16- or 32-byte alignment
-/// would pad every ride).
+/// allocation per ride, 4-byte aligned (homogeneous tuples, not SIMD vectors, whose 16- or 32-byte alignment
+/// would pad every ride), the one-byte leg last so the ride's own small fields follow in its padding: 49 bytes
+/// (72 with the times as seconds since 1970 and the leg first; `ride-bench memory`).
 struct ArrivalSamples: Sendable, Equatable {
-    /// The leg the samples belong to; nil when there are none.
-    private(set) var leg: ArrivalRanges.Leg?
-    /// Seconds since 1970 at which each bucket's estimate was made; NaN for none.
-    private var made: (Double, Double, Double, Double) = (.nan, .nan, .nan, .nan)
+    /// Seconds from the ride's start at which each bucket's estimate was made (within a millisecond over a
+    /// ride's longest `rides.maxRideDuration`); NaN for none.
+    private var made: (Float, Float, Float, Float) = (.nan, .nan, .nan, .nan)
     private var toGo: (Float, Float, Float, Float) = (0, 0, 0, 0)
     private var latest: (Float, Float, Float, Float) = (0, 0, 0, 0)
+    /// The leg the samples belong to; nil when there are none.
+    private(set) var leg: ArrivalRanges.Leg?
 
     private static func get<T>(_ tuple: (T, T, T, T), _ index: Int) -> T {
         withUnsafeBytes(of: tuple) { $0.load(fromByteOffset: index * MemoryLayout<T>.stride, as: T.self) }
@@ -182,25 +184,26 @@ struct ArrivalSamples: Sendable, Equatable {
             }
     }
 
-    /// Keeps the estimate made `now` for `leg`, `toGo` seconds away with its latest time `latest` seconds away,
-    /// unless its horizon's bucket holds one already. Samples of another leg are dropped first.
-    mutating func record(_ leg: ArrivalRanges.Leg, at now: Date, toGo: Double, latest: Double) {
+    /// Keeps the estimate made `now` (`since` the ride started) for `leg`, `toGo` seconds away with its latest
+    /// time `latest` seconds away, unless its horizon's bucket holds one already. Samples of another leg are
+    /// dropped first.
+    mutating func record(_ leg: ArrivalRanges.Leg, at now: Date, since start: Date, toGo: Double, latest: Double) {
         if self.leg != leg { self = ArrivalSamples(leg: leg) }
         let bucket = ArrivalRanges.horizon(of: toGo)
         guard Self.get(made, bucket).isNaN else { return }
-        Self.set(&made, bucket, now.timeIntervalSince1970)
+        Self.set(&made, bucket, Float(now.timeIntervalSince(start)))
         Self.set(&self.toGo, bucket, Float(toGo))
         Self.set(&self.latest, bucket, Float(latest))
     }
 
-    /// The car arrived at `arrival` at the end of the samples' leg: teaches every sample to `ranges` under
-    /// `area` and forgets them.
-    mutating func teach(_ ranges: inout ArrivalRanges, arrival: Date, area: String) {
+    /// The car arrived at `arrival` (`since` the ride started) at the end of the samples' leg: teaches every
+    /// sample to `ranges` under `area` and forgets them.
+    mutating func teach(_ ranges: inout ArrivalRanges, arrival: Date, since start: Date, area: String) {
         if let leg {
             for bucket in 0..<4 where !Self.get(made, bucket).isNaN {
                 ranges.observe(
                     estimated: Double(Self.get(toGo, bucket)),
-                    actual: arrival.timeIntervalSince1970 - Self.get(made, bucket),
+                    actual: arrival.timeIntervalSince(start) - Double(Self.get(made, bucket)),
                     latest: Double(Self.get(latest, bucket)), leg: leg, area: area)
             }
         }

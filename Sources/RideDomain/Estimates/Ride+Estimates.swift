@@ -79,8 +79,8 @@ extension Ride {
     /// ``cruisePriorWeight`` seconds; without either, the pace.
     func cruise(pace: Double) -> Double {
         let priorWeight = cruisePrior == nil ? 0 : Self.cruisePriorWeight
-        let weight = priorWeight + cruiseSeconds
-        return weight > 0 ? (priorWeight * (cruisePrior ?? 0) + cruiseMetres) / weight : pace
+        let weight = priorWeight + Double(cruiseSeconds)
+        return weight > 0 ? (priorWeight * (cruisePrior ?? 0) + Double(cruiseMetres)) / weight : pace
     }
 
     /// E1 (issue 31): the pace after an accepted fix, in two parts that move apart: the speed while moving,
@@ -151,8 +151,8 @@ extension Ride {
         let stopShare = self.stopShare ?? configuration.typicalStopShare
         if speed >= configuration.stoppedSpeed {
             let kept = Self.decay(seconds / Self.cruiseMemory)
-            cruiseMetres = cruiseMetres * kept + speed * seconds
-            cruiseSeconds = cruiseSeconds * kept + seconds
+            cruiseMetres = Float(Double(cruiseMetres) * kept + speed * seconds)
+            cruiseSeconds = Float(Double(cruiseSeconds) * kept + seconds)
             smoothedSpeed =
                 smoothedSpeed.map {
                     Estimator.smoothed($0, toward: speed, over: seconds, timeConstant: configuration.speedTimeConstant)

@@ -104,12 +104,12 @@ extension RideEngine {
             }
             booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
             // E1: the area's learned detour factor, stop share and speed while moving.
-            let area = catalog?.area(containing: booking.pickupLocation.coordinate)
+            let (index, area) = catalogArea(at: booking.pickupLocation.coordinate)
             let ride = Ride(
                 booking: booking, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
                 stopShare: learning.stopShare(for: area, configuration: configuration),
-                cruisePrior: learning.speed(for: area, configuration: configuration), area: area?.name)
+                cruisePrior: learning.speed(for: area, configuration: configuration), areaIndex: index)
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1
@@ -175,7 +175,8 @@ extension RideEngine {
     /// on for a new ride, so it would stay silent until L4 removes it.
     func checkPublishable(_ ride: Ride, now: Date, reason: RejectionReason) throws(Rejection) {
         var trial = ride
-        let status = trial.nextStatus(now: now, configuration: configuration, ranges: ranges)
+        let status = trial.nextStatus(
+            now: now, configuration: configuration, ranges: ranges, area: areaName(ride.areaIndex))
         if let violation = StatusValidator.violation(of: status, bookedRide: ride.rideIdentifier) {
             throw Rejection(reason, "\(violation.detail) (\(violation.rule))")
         }

@@ -98,8 +98,8 @@ extension RideEngine {
         // G3: the factor the ride started with, kept in its state, so its ETA does not jump with a new owner's
         // learned one; a state of an older shape has none and takes its area's.
         if ride.detourFactor < 1 { ride.detourFactor = detourFactor(at: ride.booking.pickupLocation.coordinate) }
-        let area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)
-        ride.area = area?.name
+        let (index, area) = catalogArea(at: ride.booking.pickupLocation.coordinate)
+        ride.areaIndex = index
         // G3: the cruise and its prior come with the state, so a far ETA does not jump with a new owner's learned
         // speed; a state of an older shape has neither and takes its area's.
         if ride.cruisePrior == nil { ride.cruisePrior = learning.speed(for: area, configuration: configuration) }
@@ -195,8 +195,10 @@ extension RideEngine {
         let id = rideTable.identifier(at: slot)
         // In place, by slot: the ride is neither looked up again nor copied out and back.
         // E1's range: a change of phase may end a leg, whose estimates teach their area how late cars come.
-        if phaseChanged { rideTable[slot: slot].endLeg(now: now, ranges: &ranges) }
-        let status = rideTable[slot: slot].nextStatus(now: now, configuration: configuration, ranges: ranges)
+        let area = areaName(rideTable[slot: slot].areaIndex)
+        if phaseChanged { rideTable[slot: slot].endLeg(now: now, ranges: &ranges, area: area) }
+        let status = rideTable[slot: slot].nextStatus(
+            now: now, configuration: configuration, ranges: ranges, area: area)
         // V5, G3: the first status with a location writes the state too, so that a new owner reading it never
         // starts from no location once one was shown (the state's location may then lag by up to a block).
         let located = status.vehicleLocation != nil && rideTable[slot: slot].lastValid?.value.vehicleLocation == nil
@@ -231,9 +233,9 @@ extension RideEngine {
                 if before != .pickup, let share = ride.stopShare, ride.smoothedSpeed != nil {
                     learning.learn(stopShare: share, area: area, configuration: configuration)
                 }
-                if before != .pickup, ride.cruiseSeconds >= AreaLearning.shortestCruise {
+                if before != .pickup, Double(ride.cruiseSeconds) >= AreaLearning.shortestCruise {
                     learning.learn(
-                        speed: ride.cruiseMetres / ride.cruiseSeconds, area: area, configuration: configuration)
+                        speed: Double(ride.cruiseMetres / ride.cruiseSeconds), area: area, configuration: configuration)
                 }
             }
             rideTable[slot: slot].recordValid(status)

@@ -146,6 +146,22 @@ public struct RideEngine: Sendable {
     public var ranges = ArrivalRanges()
 
     /// E1: the detour factor for a ride starting at `pickup`: its area's, learned or configured.
+    /// E1: the catalog's service area containing `place` and its ``Ride/areaIndex`` (its place in the catalog plus
+    /// one); (0, nil) outside every area, without a catalog, or past the 65,534th area (whose rides then learn
+    /// their ranges with those outside every area).
+    func catalogArea(at place: Coordinate) -> (index: UInt16, area: ServiceArea?) {
+        guard let catalog, let position = catalog.areas.firstIndex(where: { $0.contains(place) }) else {
+            return (0, nil)
+        }
+        return (position < Int(UInt16.max) ? UInt16(position + 1) : 0, catalog.areas[position])
+    }
+
+    /// E1's range: the name of the area a ride's ``Ride/areaIndex`` stands for; "" outside every area.
+    func areaName(_ index: UInt16) -> String {
+        guard index > 0, let catalog, Int(index) <= catalog.areas.count else { return "" }
+        return catalog.areas[Int(index) - 1].name
+    }
+
     func detourFactor(at pickup: Coordinate) -> Double {
         learning.factor(for: catalog?.area(containing: pickup), configuration: configuration)
     }

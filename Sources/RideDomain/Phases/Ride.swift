@@ -11,7 +11,6 @@ public struct Ride: Sendable, Equatable {
     var terms: Shared<BookingTerms>
     /// What the ride keeps of its booking; the vehicle, driver and position live in the ride itself.
     package var booking: BookingTerms { terms.value }
-    package internal(set) var phase: RidePhase
     package internal(set) var vehicleId: String?
     /// Vehicle details and driver, shared with the V7 snapshot until the next `assign`.
     var crew: Shared<Crew>
@@ -24,9 +23,6 @@ public struct Ride: Sendable, Equatable {
     /// C5, L5: the highest `sequence` the last written durable state allows before the next write; a restart
     /// continues above it (RideEngine+Publishing.swift). Not part of the status.
     package internal(set) var sequenceCeiling = 0
-    /// G2: the ownership epoch, which grows with every change of the ride's owner; carried by every status
-    /// and state publish as the MQTT 5 user property `epoch`, and kept in the durable state.
-    package internal(set) var epoch: UInt32 = 1
     @NaNBoxed var lastIssuedAt: Date?
     /// Seconds from the status before to the latest one (the cadence gap a subscriber saw, C1); nil for
     /// the first status, and for the first after a restart too (not durable).
@@ -49,9 +45,10 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed package internal(set) var stopShare: Double?
     /// E1 (issue 31): the cruise, the speed while moving over a longer memory than the pace (``cruiseMemory``):
     /// metres and seconds moving, both decayed alike; a far arrival is estimated toward it
-    /// (``expectedSpeed(pace:cruise:horizon:)``). Durable since shape 8, with its prior (G3).
-    package internal(set) var cruiseMetres = 0.0
-    package internal(set) var cruiseSeconds = 0.0
+    /// (``expectedSpeed(pace:cruise:horizon:)``). Durable since shape 8, with its prior (G3). Single precision
+    /// (sums of at most minutes of moving): 8 bytes a ride less.
+    package internal(set) var cruiseMetres: Float = 0
+    package internal(set) var cruiseSeconds: Float = 0
     /// E1: the speed while moving that the ride's area taught (``AreaLearning``); nil when none did.
     @NaNBoxed package internal(set) var cruisePrior: Double?
     package internal(set) var estimatedPickupDate: Date
@@ -65,11 +62,17 @@ public struct Ride: Sendable, Equatable {
     var legMetres: Double
     /// E1: road over great-circle distance for this ride, its area's when it started (``AreaLearning``).
     package internal(set) var detourFactor: Double
-    /// E1's range: the service area of the ride's pickup (nil outside every area), whose learned ranges its
-    /// latest times use (``ArrivalRanges``); not durable: an engine finds it again from its catalog.
-    package internal(set) var area: String?
     /// E1's range: the estimates of the leg under way that the ride learns from when the car arrives.
     var arrivalSamples = ArrivalSamples()
+    // The small fields last, in the padding after the samples' one-byte leg (`ride-bench memory`).
+    package internal(set) var phase: RidePhase
+    /// E1's range: the service area of the ride's pickup, as its place in the engine's catalog plus one (0:
+    /// outside every area), whose learned ranges its latest times use (``ArrivalRanges``); an index, not the
+    /// name, so it fits the padding here (16 bytes a ride). Not durable: an engine finds it again.
+    package internal(set) var areaIndex: UInt16 = 0
+    /// G2: the ownership epoch, which grows with every change of the ride's owner; carried by every status
+    /// and state publish as the MQTT 5 user property `epoch`, and kept in the durable state.
+    package internal(set) var epoch: UInt32 = 1
 
     public var rideIdentifier: String { booking.rideIdentifier }
 
@@ -78,10 +81,10 @@ public struct Ride: Sendable, Equatable {
     ///   - detourFactor: E1's factor for the ride's area (``AreaLearning``); `rides.detourFactor` when nil.
     ///   - stopShare: E1's stop share learned for the ride's area; `rides.typicalStopShare` when nil.
     ///   - cruisePrior: E1's speed while moving learned for the ride's area; nil when none was.
-    ///   - area: the service area of the pickup, for E1's range.
+    ///   - areaIndex: the service area of the pickup, for E1's range (``areaIndex``).
     public init(
         booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil,
-        stopShare: Double? = nil, cruisePrior: Double? = nil, area: String? = nil
+        stopShare: Double? = nil, cruisePrior: Double? = nil, areaIndex: UInt16 = 0
     ) {
         terms = Shared(BookingTerms(booking))
         vehicleId = booking.vehicleId
@@ -99,7 +102,7 @@ public struct Ride: Sendable, Equatable {
         self.detourFactor = detourFactor ?? configuration.detourFactor
         self.stopShare = stopShare
         self.cruisePrior = cruisePrior
-        self.area = area
+        self.areaIndex = areaIndex
         estimatedPickupDate = booking.rideOption.estimatedPickupDate
         updateEstimates(now: now, configuration: configuration)
     }

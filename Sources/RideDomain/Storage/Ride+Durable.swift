@@ -70,9 +70,9 @@ extension Ride {
         }
         if cruiseSeconds > 0 {
             writer.key("cruiseMetres")
-            writer.number(cruiseMetres)
+            writer.number(Double(cruiseMetres))
             writer.key("cruiseSeconds")
-            writer.number(cruiseSeconds)
+            writer.number(Double(cruiseSeconds))
         }
         if let cruisePrior {
             writer.key("cruisePrior")
@@ -228,8 +228,8 @@ extension Ride: Decodable {
         ongoingSince = durable.ongoingSince
         smoothedSpeed = durable.smoothedSpeed
         stopShare = durable.stopShare
-        cruiseMetres = durable.cruiseMetres ?? 0
-        cruiseSeconds = durable.cruiseSeconds ?? 0
+        cruiseMetres = Float(durable.cruiseMetres ?? 0)
+        cruiseSeconds = Float(durable.cruiseSeconds ?? 0)
         cruisePrior = durable.cruisePrior
         estimatedDropOffDate = durable.estimatedDropOffDate
         detourFactor = durable.detourFactor ?? 0
