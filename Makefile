@@ -185,7 +185,7 @@ bench-scale: deps
 
 ## bench-eta: ETA error by horizon and class of trip (issues 15, 31): arterial, urban and mixed trips calibrated to
 ## 22 recorded city trips, and the old grid city, replayed through the ride domain; the worker beside naive, the
-## oracle, ideal E1 and the oracle blind to stops, with issue 31's targets. ETA_ARGS: --classes, --trips, --trips-folder DIR. A few seconds.
+## oracle, ideal E1, the oracle blind to stops and the road alone, with issue 31's targets. ETA_ARGS: --classes, --trips, --trips-folder DIR. A few seconds.
 bench-eta: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench eta $(ETA_ARGS)

@@ -12,9 +12,11 @@ import RideDomain
 /// recorded trips in `--trips-folder` (GPX, or CSV of time,latitude,longitude, timed as recorded). Each class is
 /// reported apart, beside, in the same run: naive (great-circle distance at a constant 30 km/h), the oracle (the
 /// exact rest of the leg's road at that leg's own mean speed, stops included), ideal E1 (E1's form with the
-/// leg's true detour factor and mean speed) and the oracle blind to stops (the exact rest of the road at the
+/// leg's true detour factor and mean speed), the oracle blind to stops (the exact rest of the road at the
 /// leg's own speed while moving, plus the class's standing seconds per metre: the oracle knows where the stops
-/// still to come fall, which no estimator can). Not a test: figures, with issue 31's targets named.
+/// still to come fall, which no estimator can) and the road alone (the exact rest of the road at the class's
+/// speed while moving, plus its standing seconds per metre: all an estimator could know of the future with a
+/// perfect map and nothing of this trip's own pace). Not a test: figures, with issue 31's targets named.
 struct ETABenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eta", abstract: "ETA error by horizon: the worker's estimator against the naive one.")
@@ -77,6 +79,9 @@ struct ETABenchmark: ParsableCommand {
         /// The oracle blind to stops: the exact rest of the leg's road at the leg's own moving speed, plus the
         /// class's standing seconds per metre over it (what any estimator can know of stops still to come).
         var blindError: Double
+        /// The road alone: the exact rest of the leg's road at the class's speed while moving, plus the class's
+        /// standing seconds per metre.
+        var roadError: Double
     }
 
     /// A jump by what E1's smoothing rule (`rides.estimateDelayLimit`) says of it, judged from the two statuses'
@@ -131,7 +136,8 @@ struct ETABenchmark: ParsableCommand {
         print(
             "  naive: great circle at 30 km/h; oracle: the exact rest of the leg's road at the leg's own mean speed, stops"
                 + " included; ideal E1: great circle x the leg's true detour / its mean speed; blind to stops: the exact"
-                + " rest of the road at the leg's own moving speed, plus the class's standing seconds per metre")
+                + " rest of the road at the leg's own moving speed, plus the class's standing seconds per metre; road"
+                + " alone: the exact rest of the road at the class's moving speed, plus its standing seconds per metre")
         var kinds: [String] = []
         for trip in all where !kinds.contains(trip.kind) { kinds.append(trip.kind) }
         for kind in kinds {
@@ -145,11 +151,14 @@ struct ETABenchmark: ParsableCommand {
             let here = all.filter { $0.kind == kind }
             let driving = here.flatMap { [$0.toPickup, Self.driven($0.toDropOff)] }.filter { $0.count > 1 }
             let standing = driving.map { Self.moving($0).standing }.reduce(0, +)
-            let stopPerMetre = standing / max(1, driving.map(Self.roadDistance).reduce(0, +))
+            let drivenRoad = driving.map(Self.roadDistance).reduce(0, +)
+            let stopPerMetre = standing / max(1, drivenRoad)
+            let drivenSeconds = driving.map { ($0.last?.time ?? 0) - ($0.first?.time ?? 0) }.reduce(0, +)
+            let classSpeed = drivenRoad / max(1, drivenSeconds - standing)
             for (index, trip) in here.enumerated() {
                 let (toPickup, toDropOff) = Self.replay(
                     trip, ride: "r-eta-\(index)", configuration: rideConfiguration, detour: &detour, ranges: &ranges,
-                    stopPerMetre: stopPerMetre, random: &random)
+                    stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
                 pickup += toPickup
                 dropOff += toDropOff
             }
@@ -181,7 +190,7 @@ struct ETABenchmark: ParsableCommand {
         print("")
         print("  \(title)")
         print(
-            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  bias | oracle: mean |err|  bias | ideal E1: mean |err|  bias | blind to stops: mean |err|  bias | range: coverage  width"
+            "  horizon     statuses | worker: mean |err|  median  bias   jumps | naive: mean |err|  bias | oracle: mean |err|  bias | ideal E1: mean |err|  bias | blind to stops: mean |err|  bias | road alone: mean |err|  bias | range: coverage  width"
         )
         func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
         for (label, range) in horizons {
@@ -200,6 +209,9 @@ struct ETABenchmark: ParsableCommand {
                         mean(here.map { abs($0.oracleError) }), mean(here.map(\.oracleError)),
                         mean(here.map { abs($0.idealError) }), mean(here.map(\.idealError)),
                         mean(here.map { abs($0.blindError) }), mean(here.map(\.blindError)))
+                    + String(
+                        format: " |             %9.1f %6.1f", mean(here.map { abs($0.roadError) }),
+                        mean(here.map(\.roadError)))
                     + String(
                         format: " |        %5.1f%% %6.1f",
                         100 * Double(here.filter { $0.latestError >= 0 }.count) / Double(here.count),
@@ -356,7 +368,7 @@ struct ETABenchmark: ParsableCommand {
 
     static func replay(
         _ trip: Trip, ride: String, configuration: RideConfiguration, detour: inout AreaLearning,
-        ranges: inout ArrivalRanges, stopPerMetre: Double,
+        ranges: inout ArrivalRanges, stopPerMetre: Double, classSpeed: Double,
         random: inout SeededRandom
     ) -> (pickup: [Sample], dropOff: [Sample]) {
         var engine = RideEngine(configuration: configuration)
@@ -443,6 +455,7 @@ struct ETABenchmark: ParsableCommand {
                 let road = before ? leftToPickup[position] : left[position]
                 let blind =
                     departs + road / (before ? movingSpeed.pickup : movingSpeed.ride) + road * stopPerMetre
+                let roadAlone = departs + road / classSpeed + road * stopPerMetre
                 let comparable = previous?.beforePickup == before
                 var jump: Jump?
                 if comparable, let last = previous, abs(estimate - last.estimate) > 30 {
@@ -470,7 +483,8 @@ struct ETABenchmark: ParsableCommand {
                     horizon: arrival - point.time, error: estimate - arrival, naiveError: naive - arrival,
                     latestError: latest - arrival, width: latest - estimate,
                     jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
-                    oracleError: oracle - arrival, idealError: ideal - arrival, blindError: blind - arrival)
+                    oracleError: oracle - arrival, idealError: ideal - arrival, blindError: blind - arrival,
+                    roadError: roadAlone - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
                 previous = (before, estimate, naive, status.vehicleLocation)
             }

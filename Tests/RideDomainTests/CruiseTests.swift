@@ -1,6 +1,7 @@
 import Foundation
-import RideDomain
 import Testing
+
+@testable import RideDomain
 
 /// E1 (issue 31): the cruise, the speed while moving over five minutes shrunk toward the speed the ride's area
 /// learned, that a far arrival is estimated toward; and that speed, learned per area and shared.
@@ -41,16 +42,17 @@ struct CruiseTests {
 
     /// Drives a car at `speed` m/s straight at the pickup from `metres` out for `seconds`, a fix a second with
     /// its speed; returns the seconds to the pickup ETA after the last fix, and the great-circle metres left.
+    /// The first fix at `start` seconds after t0 (1 by default).
     static func approach(
-        _ harness: inout Harness, from metres: Double, at speed: Double, seconds: Int
+        _ harness: inout Harness, from metres: Double, at speed: Double, seconds: Int, start: Double = 1
     ) throws -> (eta: Double, left: Double) {
         for second in 0...seconds {
             harness.fix(
-                at: t0.addingTimeInterval(1 + Double(second)),
+                at: t0.addingTimeInterval(start + Double(second)),
                 pickup.moved(metres: metres - speed * Double(second), bearing: 0), speed: speed)
         }
         let ride = try #require(harness.engine.ride("r-1"))
-        let last = t0.addingTimeInterval(1 + Double(seconds))
+        let last = t0.addingTimeInterval(start + Double(seconds))
         return (ride.estimatedPickupDate.timeIntervalSince(last), metres - speed * Double(seconds))
     }
 
@@ -169,22 +171,101 @@ struct CruiseTests {
         #expect(successor.ride("r-1")?.cruisePrior == 16)
     }
 
-    @Test("A2, T4 (issue 31): one absurd reported speed counts at rides.maxSpeed: the ETA stays a time and recovers")
+    @Test("A2, T4 (issue 31): an absurd reported speed counts at rides.maxSpeed, first fix or not; the ETA recovers")
     func absurdSpeed() throws {
+        let configuration = RideConfiguration()
         var harness = Harness()
         harness.start()
         _ = try Self.approach(&harness, from: 3000, at: 12, seconds: 10)
-        harness.fix(at: t0.addingTimeInterval(12), pickup.moved(metres: 2870, bearing: 0), speed: 1e308)
-        let (eta, _) = try Self.approach(&harness, from: 2860, at: 12, seconds: 120)
+        // 12 m on in a second (T4 accepts the place), reporting 1e308 m/s.
+        harness.fix(at: t0.addingTimeInterval(12), pickup.moved(metres: 2868, bearing: 0), speed: 1e308)
+        let absurd = try #require(harness.engine.ride("r-1"))
+        #expect(absurd.location?.timestamp == t0.addingTimeInterval(12), "the fix is accepted")
+        #expect(absurd.cruiseMetres.isFinite && (absurd.smoothedSpeed ?? .infinity) <= configuration.maxSpeed)
+        // 120 s more at 12 m/s from 2,856 m: the pace is the car's again (10 s time constant); the 70 m/s second
+        // still weighs a little in the five-minute cruise, so the ETA is within 5 % of the pace's.
+        let (eta, left) = try Self.approach(&harness, from: 2856, at: 12, seconds: 120, start: 13)
         let ride = try #require(harness.engine.ride("r-1"))
-        #expect(ride.cruiseMetres.isFinite && ride.cruiseSeconds.isFinite)
-        #expect(eta.isFinite && eta > 0, "\(eta)")
-        // 121 s on at 12 m/s the 70 m/s second still weighs in the five-minute cruise, a little: within 10 %.
-        let pace = (2860 - 12 * 120) * RideConfiguration().detourFactor / (12 * (1 - (ride.stopShare ?? 0)))
-        #expect(abs(eta - pace) / pace < 0.1, "\(eta) against \(pace)")
-        #expect(
-            try #require(harness.engine.tick(now: t0.addingTimeInterval(200)).statuses.first).estimatedPickupDate != nil
+        #expect(abs((ride.smoothedSpeed ?? 0) - 12) < 0.01)
+        let pace = left * configuration.detourFactor / (12 * (1 - (ride.stopShare ?? 0)))
+        #expect(eta.isFinite && abs(eta - pace) / pace < 0.05, "\(eta) against \(pace)")
+        let status = try #require(harness.engine.tick(now: t0.addingTimeInterval(200)).statuses.first)
+        #expect(status.estimatedPickupDate != nil && status.phase == .confirmed)
+
+        // A first fix (no T4: nothing to compare it with) reporting 1e308, 10 km out: the pace starts at 70 m/s,
+        // so the ETA is 10,000 x 1.3 / (70 x 0.85) = 218 s, and P2 (120 s) does not fire.
+        var first = Harness()
+        first.start()
+        first.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 10_000, bearing: 0), speed: 1e308)
+        let started = try #require(first.engine.ride("r-1"))
+        #expect(started.smoothedSpeed == configuration.maxSpeed)
+        let expected = 10_000 * configuration.detourFactor / (70 * (1 - configuration.typicalStopShare))
+        #expect(abs(started.estimatedPickupDate.timeIntervalSince(t0.addingTimeInterval(1)) - expected) < 0.5)
+        #expect(started.phase == .confirmed)
+    }
+
+    @Test("E1 (issue 31): with two areas, each ride learns and reads under its own area, by its catalog index")
+    func areasByIndex() throws {
+        func square(_ west: Double) -> [[[Coordinate]]] {
+            [
+                [
+                    [
+                        Coordinate(latitude: 52.3, longitude: west), Coordinate(latitude: 52.3, longitude: west + 0.8),
+                        Coordinate(latitude: 52.7, longitude: west + 0.8), Coordinate(latitude: 52.7, longitude: west),
+                        Coordinate(latitude: 52.3, longitude: west),
+                    ]
+                ]
+            ]
+        }
+        let areas = [
+            ServiceArea(name: "west", currencyCode: "EUR", polygons: square(13.0)),
+            ServiceArea(name: "east", currencyCode: "EUR", polygons: square(13.8)),
+        ]
+        let catalog = RideOptionCatalog(
+            areas: areas,
+            options: testCatalog().options.map { option in
+                var option = option
+                option.fares = ["west": option.fares["berlin"]!, "east": option.fares["berlin"]!]
+                return option
+            })
+        let configuration = RideConfiguration()
+        var engine = RideEngine(configuration: configuration, catalog: catalog)
+        engine.learning.learn(speed: 10, area: areas[0], configuration: configuration)
+        engine.learning.learn(speed: 30, area: areas[1], configuration: configuration)
+        let east = Coordinate(latitude: 52.5, longitude: 14.2)
+        #expect(engine.catalogArea(at: pickup).index == 1 && engine.catalogArea(at: east).index == 2)
+        #expect(engine.areaName(2) == "east" && engine.areaName(0) == "" && engine.areaName(3) == "")
+        #expect(engine.catalogArea(at: Coordinate(latitude: 10, longitude: 10)).index == 0)
+        // A ride in each: each takes its own area's speed.
+        _ = engine.receive(topic: "rides/r-1/start", payload: bookingJSON(ride: "r-1", vehicle: "v-1"), now: t0)
+        let eastBooking = String(decoding: bookingJSON(ride: "r-2", vehicle: "v-2"), as: UTF8.self)
+            .replacingOccurrences(
+                of: #""latitude":52.5219,"longitude":13.4132"#,
+                with: #""latitude":\#(east.latitude),"longitude":\#(east.longitude)"#)
+        _ = engine.receive(topic: "rides/r-2/start", payload: Array(eastBooking.utf8), now: t0)
+        #expect(engine.ride("r-1")?.areaIndex == 1 && engine.ride("r-1")?.cruisePrior == 10)
+        // East learned after west: from the fleet's 10 m/s, 5 % of the way to 30.
+        #expect(engine.ride("r-2")?.areaIndex == 2 && engine.ride("r-2")?.cruisePrior == 10 + 0.05 * 20)
+        // The east car drives 1.5 km straight to its pickup at 5 m/s: its arrival teaches the east range (earlier
+        // than estimated: the estimates count a detour of 1.3 on a straight road); the west range learns nothing.
+        let before = engine.ranges.ratio(.pickup, horizon: 2, area: "west")
+        for second in stride(from: 0, through: 300, by: 5) {
+            let place = east.moved(metres: max(0, 1500 - 5 * Double(second)), bearing: 0)
+            let now = t0.addingTimeInterval(Double(second) + 1)
+            _ = engine.receive(
+                topic: "fleet/vehicles/v-2/position",
+                payload: fixJSON(vehicle: "v-2", at: now, place, speed: second >= 300 ? 0 : 5), now: now)
+            _ = engine.tick(now: now)
+        }
+        #expect(engine.ride("r-2")?.phase == .pickup)
+        // An area that learned nothing reads the fleet's ratio; the one that learned reads its own.
+        let (eastRatio, westRatio) = (
+            engine.ranges.ratio(.pickup, horizon: 2, area: "east"),
+            engine.ranges.ratio(.pickup, horizon: 2, area: "west")
         )
+        let fleetRatio = engine.ranges.ratio(.pickup, horizon: 2, area: "nowhere")
+        #expect(fleetRatio != before, "the arrival was learned: \(before) to \(fleetRatio)")
+        #expect(westRatio == fleetRatio && eastRatio != fleetRatio, "east \(eastRatio), west \(westRatio)")
     }
 
     @Test("G3, E1 (issue 31): a new owner reading the state estimates the next fix as the old owner does")

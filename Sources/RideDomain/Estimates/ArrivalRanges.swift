@@ -157,8 +157,9 @@ public struct ArrivalRanges: Sendable, Equatable {
 /// would pad every ride), the one-byte leg last so the ride's own small fields follow in its padding: 49 bytes
 /// (72 with the times as seconds since 1970 and the leg first; `ride-bench memory`).
 struct ArrivalSamples: Sendable, Equatable {
-    /// Seconds from the ride's start at which each bucket's estimate was made (within a millisecond over a
-    /// ride's longest `rides.maxRideDuration`); NaN for none.
+    /// Seconds from the ride's start at which each bucket's estimate was made, single precision: within a
+    /// millisecond up to 9 hours in (the default `rides.maxRideDuration` is 6), 31 ms at its longest setting of
+    /// 7 days; NaN for none.
     private var made: (Float, Float, Float, Float) = (.nan, .nan, .nan, .nan)
     private var toGo: (Float, Float, Float, Float) = (0, 0, 0, 0)
     private var latest: (Float, Float, Float, Float) = (0, 0, 0, 0)

@@ -94,9 +94,13 @@ extension Ride {
     /// stays within that distance long enough that it cannot have moved at `stoppedSpeed` is standing.
     /// P5's distance driven is counted between the same points.
     mutating func recordPace(
-        _ fix: TelemetryFix, reportedSpeed: Double?, previous: VehicleLocation?,
+        _ fix: TelemetryFix, reportedSpeed reported: Double?, previous: VehicleLocation?,
         configuration: RideConfiguration
     ) {
+        // A tracker's own `speed` is only checked to be finite and not negative (T4 bounds the speed derived from
+        // two fixes): the pace counts it at most `rides.maxSpeed`, first fix included, so one absurd value (1e308)
+        // cannot pin every later ETA to now.
+        let reportedSpeed = reported.map { min($0, configuration.maxSpeed) }
         let threshold = min(max(2 * (fix.horizontalAccuracy ?? 5), 5), 20)
         guard let latitude = anchorLatitude, let since = anchorTime else {
             (anchorLatitude, anchorLongitude, anchorTime) = (
@@ -145,8 +149,7 @@ extension Ride {
     /// the pace.
     private mutating func countPace(speed reported: Double, over seconds: Double, _ configuration: RideConfiguration) {
         guard seconds > 0 else { return }
-        // A tracker's own `speed` is only checked to be finite and not negative: T4's `rides.maxSpeed` bounds what
-        // it counts, so one absurd value (1e308) cannot make the cruise infinite and every later ETA NaN.
+        // At most `rides.maxSpeed`, whatever the interval's speed came from (``recordPace`` bounds a reported one).
         let speed = min(reported, configuration.maxSpeed)
         let stopShare = self.stopShare ?? configuration.typicalStopShare
         if speed >= configuration.stoppedSpeed {

@@ -223,7 +223,7 @@ extension RideEngine {
                 status.completionStatus.map({ !$0.canceled && !$0.missedPickup }) ?? true
             {
                 let ride = rideTable[slot: slot]
-                let area = catalog?.area(containing: ride.booking.pickupLocation.coordinate)
+                let area = serviceArea(ride.areaIndex)
                 if status.phase == .completed {
                     learning.learn(
                         driven: ride.drivenMetres, straight: ride.legMetres, area: area, configuration: configuration)

@@ -145,25 +145,28 @@ public struct RideEngine: Sendable {
     /// from this worker's arrivals (settable to carry it between engines, as the ETA benchmark's trips do).
     public var ranges = ArrivalRanges()
 
-    /// E1: the detour factor for a ride starting at `pickup`: its area's, learned or configured.
     /// E1: the catalog's service area containing `place` and its ``Ride/areaIndex`` (its place in the catalog plus
-    /// one); (0, nil) outside every area, without a catalog, or past the 65,534th area (whose rides then learn
-    /// their ranges with those outside every area).
+    /// one); (0, nil) outside every area, without a catalog, or past the 65,535th area (whose rides then learn
+    /// with those outside every area: a ride's area is one fact, its index).
     func catalogArea(at place: Coordinate) -> (index: UInt16, area: ServiceArea?) {
-        guard let catalog, let position = catalog.areas.firstIndex(where: { $0.contains(place) }) else {
-            return (0, nil)
-        }
-        return (position < Int(UInt16.max) ? UInt16(position + 1) : 0, catalog.areas[position])
+        guard let catalog, let position = catalog.areas.firstIndex(where: { $0.contains(place) }),
+            position < Int(UInt16.max)
+        else { return (0, nil) }
+        return (UInt16(position + 1), catalog.areas[position])
+    }
+
+    /// E1: the service area a ride's ``Ride/areaIndex`` stands for; nil outside every area.
+    func serviceArea(_ index: UInt16) -> ServiceArea? {
+        guard index > 0, let catalog, Int(index) <= catalog.areas.count else { return nil }
+        return catalog.areas[Int(index) - 1]
     }
 
     /// E1's range: the name of the area a ride's ``Ride/areaIndex`` stands for; "" outside every area.
-    func areaName(_ index: UInt16) -> String {
-        guard index > 0, let catalog, Int(index) <= catalog.areas.count else { return "" }
-        return catalog.areas[Int(index) - 1].name
-    }
+    func areaName(_ index: UInt16) -> String { serviceArea(index)?.name ?? "" }
 
+    /// E1: the detour factor for a ride starting at `pickup`: its area's, learned or configured.
     func detourFactor(at pickup: Coordinate) -> Double {
-        learning.factor(for: catalog?.area(containing: pickup), configuration: configuration)
+        learning.factor(for: catalogArea(at: pickup).area, configuration: configuration)
     }
 
     /// The ride-option catalog, for booking by name (3.4); nil when the service offers no quotes.

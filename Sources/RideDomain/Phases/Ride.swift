@@ -46,7 +46,7 @@ public struct Ride: Sendable, Equatable {
     /// E1 (issue 31): the cruise, the speed while moving over a longer memory than the pace (``cruiseMemory``):
     /// metres and seconds moving, both decayed alike; a far arrival is estimated toward it
     /// (``expectedSpeed(pace:cruise:horizon:)``). Durable since shape 8, with its prior (G3). Single precision
-    /// (sums of at most minutes of moving): 8 bytes a ride less.
+    /// (decayed sums, each step within 1e-7 of its value): 8 bytes a ride less.
     package internal(set) var cruiseMetres: Float = 0
     package internal(set) var cruiseSeconds: Float = 0
     /// E1: the speed while moving that the ride's area taught (``AreaLearning``); nil when none did.
@@ -203,8 +203,9 @@ public struct Ride: Sendable, Equatable {
             break
         }
         updateEstimates(now: now, configuration: configuration, metresToPickup: toPickup)
-        // P2, by the estimate the status publishes (E1's, the cruise included), so that a status never says the car
-        // is nearer than `approachingWithin` while the phase stays `confirmed`, nor the reverse.
+        // P2, by the estimate this fix makes (E1's, the cruise included), which the next status publishes unless
+        // E1's delay limit holds it back (a car approaching whose ETA moved later by more than the limit): P2 and
+        // the status no longer go by two different speeds.
         if phase == .confirmed,
             estimatedPickupDate.timeIntervalSince(now) <= configuration.approachingWithin
                 || toPickup <= configuration.approachingDistance

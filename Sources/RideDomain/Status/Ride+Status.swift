@@ -148,7 +148,8 @@ extension Ride {
 /// The part of a valid status that the booking does not fix (V7).
 struct LastValidStatus: Sendable, Equatable {
     // Every ride keeps one, boxed: the two one-byte fields share a word, so the box stays in malloc's 160-byte
-    // class (`make bench-domain`'s `ride-bench memory`: 16 bytes a ride, with `stale` last).
+    // class, not the 176-byte one (`make bench-domain`'s `ride-bench memory` measured 32 bytes a ride less than
+    // with `stale` last).
     var phase: RidePhase
     var stale: Bool
     var completion: Shared<CompletionStatus>?

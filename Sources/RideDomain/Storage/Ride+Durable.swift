@@ -2,7 +2,7 @@ import Foundation
 
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder
 
-// This release writes shape 7: the field names and nesting that every release used (other tools read them),
+// This release writes shape 8: the field names and nesting that every release used (other tools read them),
 // with RFC 3339 UTC times (milliseconds, as on the wire), a `version` (since 3), the `sequenceCeiling`
 // (since 4: a restart continues above it, so the state need not be written with every status), the
 // ownership `epoch` (since 5, G2; absent, it is 1) and the ride's E1 `detourFactor` (since 6, G3: a new owner

@@ -85,8 +85,10 @@ extension Ride {
         guard detourFactor == 0 || (1...5).contains(detourFactor) else {
             throw Rejection(.invalidField, "detourFactor \(detourFactor) is outside 1...5 (A2, E1)")
         }
-        if let speed = smoothedSpeed, !(speed.isFinite && speed >= 0) {
-            throw Rejection(.invalidField, "smoothedSpeed \(speed) is not a speed (A2, T6)")
+        // E1's pace and cruise, bounded as the pace counts fresh input: at most `rides.maxSpeed` (T4), over at
+        // most a ride's longest time, so a state read back cannot pin a ride's ETAs to now.
+        if let speed = smoothedSpeed, !(speed.isFinite && speed >= 0 && speed <= configuration.maxSpeed) {
+            throw Rejection(.invalidField, "smoothedSpeed \(speed) is not a speed within maxSpeed (A2, T4, T6)")
         }
         // E1's range (V6): a stored latest time is never before its estimate.
         if let last = lastValid?.value {
@@ -100,8 +102,10 @@ extension Ride {
         if let share = stopShare, !(0...1).contains(share) {
             throw Rejection(.invalidField, "stopShare \(share) is not a share of time, 0...1 (A2, E1)")
         }
-        // E1's cruise: moving sums (finite, not negative, as `smoothedSpeed`), and a prior within the learned bounds.
-        guard cruiseSeconds.isFinite, cruiseSeconds >= 0, cruiseMetres.isFinite, cruiseMetres >= 0 else {
+        guard cruiseSeconds.isFinite, cruiseSeconds >= 0, Double(cruiseSeconds) <= configuration.maxRideDuration,
+            cruiseMetres.isFinite, cruiseMetres >= 0,
+            Double(cruiseMetres) <= Double(cruiseSeconds) * configuration.maxSpeed * 1.001 + 1
+        else {
             throw Rejection(
                 .invalidField, "cruiseMetres \(cruiseMetres) over cruiseSeconds \(cruiseSeconds) is not a pace (A2, E1)"
             )
