@@ -45,8 +45,8 @@ extension Ride {
     /// measured 120, 300 and 600 s alike within a second on every class; 300 s spans a recorded window.
     public static let cruiseMemory: Double = 300
     /// Moving seconds that an area's learned speed weighs in the cruise: a car seen a minute on the move is
-    /// judged half by itself. `make bench-eta` (arterial, 120-240 s out): 60 s and 120 s alike, 30 s a second
-    /// worse; without a prior 4 s worse.
+    /// judged half by itself. `make bench-eta` (arterial pickups, 120-240 s out): 30, 60 and 120 s within half a
+    /// second of each other; the learned prior 1.1 s better than none (4 s with the class's true speed).
     public static let cruisePriorWeight: Double = 60
     /// Seconds over which a pace that differs from the cruise is expected to fade back to it (a stretch of road,
     /// a queue); `make bench-eta` measured 15, 30 and 60 s within half a second of each other.
@@ -179,8 +179,8 @@ extension Ride {
         let estimator = Estimator(detourFactor: detourFactor, speedFloor: configuration.speedFloor)
         let pickup = booking.pickupLocation.coordinate
         let dropOff = booking.dropOffLocation.coordinate
-        // E1's smoothed speed: the speed while moving times the share of time moving; the typical speed until the
-        // car is seen moving. For the ride's whole leg while it is still to come (before and at the pickup) the
+        // E1's smoothed speed: the speed while moving times the share of time moving; until the car is seen
+        // moving, ``unseenSpeed(configuration:)``. For the ride's whole leg while it is still to come (before and at the pickup) the
         // speed while moving is the cruise (the pace now says little of a leg that starts later); for an arrival
         // `metres` away it is the one expected over the time to get there
         // (``expectedSpeed(pace:cruise:horizon:)``). The cruise is worked out once per update (its cost per
