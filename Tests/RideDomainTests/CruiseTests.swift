@@ -42,6 +42,16 @@ struct CruiseTests {
 
     /// Drives a car at `speed` m/s straight at the pickup from `metres` out for `seconds`, a fix a second with
     /// its speed; returns the seconds to the pickup ETA after the last fix, and the great-circle metres left.
+    /// 40 s at 12 m/s straight to the pickup, a fix a second, the last one standing there (P3); the actions.
+    @discardableResult
+    static func driveToPickup(_ harness: inout Harness) -> [RideAction] {
+        (0...40).flatMap { second in
+            harness.fix(
+                at: t0.addingTimeInterval(1 + Double(second)),
+                pickup.moved(metres: 480 - 12 * Double(second), bearing: 0), speed: second == 40 ? 0 : 12)
+        }
+    }
+
     /// The first fix at `start` seconds after t0 (1 by default).
     static func approach(
         _ harness: inout Harness, from metres: Double, at speed: Double, seconds: Int, start: Double = 1
@@ -152,12 +162,7 @@ struct CruiseTests {
         harness.start()
         // 40 s at 12 m/s to the pickup, then standing there: P3.
         var state: Ride?
-        for second in 0...40 {
-            let actions = harness.fix(
-                at: t0.addingTimeInterval(1 + Double(second)),
-                pickup.moved(metres: 480 - 12 * Double(second), bearing: 0), speed: second == 40 ? 0 : 12)
-            for case .publish(_, let written?, _) in actions { state = written }
-        }
+        for case .publish(_, let written?, _) in Self.driveToPickup(&harness) { state = written }
         #expect(harness.phase() == .pickup)
         let learned = try #require(harness.engine.learning.learned[""])
         #expect(abs((learned.speed ?? 0) - 12) < 1e-4 && learned.speedLegs == 1, "\(learned)")
@@ -329,11 +334,7 @@ struct CruiseTests {
     func completedFromPickupTeachesNothingAgain() throws {
         var harness = Harness()
         harness.start()
-        for second in 0...40 {
-            harness.fix(
-                at: t0.addingTimeInterval(1 + Double(second)),
-                pickup.moved(metres: 480 - 12 * Double(second), bearing: 0), speed: second == 40 ? 0 : 12)
-        }
+        Self.driveToPickup(&harness)
         #expect(harness.phase() == .pickup)
         let taught = try #require(harness.engine.learning.learned[""])
         harness.event("arrivedAtDropOff", at: t0.addingTimeInterval(60))

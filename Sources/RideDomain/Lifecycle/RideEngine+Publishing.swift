@@ -228,14 +228,18 @@ extension RideEngine {
                     learning.learn(
                         driven: ride.drivenMetres, straight: ride.legMetres, area: area, configuration: configuration)
                 }
-                // Only a leg the car was seen driving: its stop share is its own, not the prior's. A ride completed
-                // from `pickup` drove no leg of its own since the pickup taught its approach: nothing to teach again.
-                if before != .pickup, let share = ride.stopShare, ride.smoothedSpeed != nil {
-                    learning.learn(stopShare: share, area: area, configuration: configuration)
-                }
-                if before != .pickup, Double(ride.cruiseSeconds) >= AreaLearning.shortestCruise {
-                    learning.learn(
-                        speed: Double(ride.cruiseMetres / ride.cruiseSeconds), area: area, configuration: configuration)
+                // A ride completed from `pickup` drove no leg of its own since the pickup taught its approach:
+                // nothing to teach again. Only a leg the car was seen driving: its stop share is its own, not the
+                // prior's.
+                if before != .pickup {
+                    if let share = ride.stopShare, ride.smoothedSpeed != nil {
+                        learning.learn(stopShare: share, area: area, configuration: configuration)
+                    }
+                    if Double(ride.cruiseSeconds) >= AreaLearning.shortestCruise {
+                        learning.learn(
+                            speed: Double(ride.cruiseMetres / ride.cruiseSeconds), area: area,
+                            configuration: configuration)
+                    }
                 }
             }
             rideTable[slot: slot].recordValid(status)
