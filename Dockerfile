@@ -28,8 +28,9 @@ COPY config/security ./config/security
 ENTRYPOINT ["scripts/deploy-setup.sh", "/secrets", "--accounts-file", "/accounts/dynamic-security.json", \
     "--broker-uid", "1883", "--client-uid", "10001"]
 
+# tzdata: the IANA zones of the catalog's areas (E1's hours of the week); the worker refuses a zone it cannot find.
 FROM swift:6.3.1-bookworm-slim AS runtime
-RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 ca-certificates curl libjs-leaflet \
+RUN apt-get update && apt-get install -y --no-install-recommends libmosquitto1 ca-certificates curl libjs-leaflet tzdata \
  && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 --create-home worker
 COPY --from=builder /staging/ /usr/local/bin/
 COPY config/worker.yaml /etc/ride-status/worker.yaml

@@ -9,7 +9,7 @@ VEHICLES ?= 50
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-live-map bench-instructions bench-group bench-push clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -189,6 +189,12 @@ bench-scale: deps
 bench-eta: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench eta $(ETA_ARGS)
+
+## bench-eta-rhythm: the same classes over four weeks, 1,500 trips each, driven slower at rush hour; each class
+## replayed with and without the areas' hours of the week (rides.hoursOfWeek). About half a minute.
+bench-eta-rhythm: deps
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench eta --weeks 4 --trips 1500 $(ETA_ARGS)
 
 ## bench-instructions: instructions per accepted fix and per status under valgrind's callgrind (repeatable on a
 ## noisy machine: compare two builds with it); the status with the durable state per block and before every status

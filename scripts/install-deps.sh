@@ -7,9 +7,10 @@ set -euo pipefail
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
 # libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
 # chromium, chromium-driver: the map's test in a real browser (Tests/Python/browser, with Selenium from PyPI);
-# prometheus: promtool, which checks the alert rules and a real scrape (Tests/Python/ops).
+# prometheus: promtool, which checks the alert rules and a real scrape (Tests/Python/ops);
+# tzdata: the IANA zones of the catalog's areas and rides.timeZone (E1's hours of the week).
 packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl libjs-leaflet
-    chromium chromium-driver prometheus)
+    chromium chromium-driver prometheus tzdata)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

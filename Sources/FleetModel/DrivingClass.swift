@@ -32,6 +32,23 @@ public enum DrivingClass: String, CaseIterable, Sendable {
         }
     }
 
+    /// How much longer a trip takes at `hour` of the week (0: Monday 00:00) than at night: a weekday's rush hours
+    /// 1.5 (07:00 to 10:00) and 1.6 (16:00 to 19:00), its day 1.2, its evening 1.1, a weekend's day 1.15. Not from
+    /// issue 31's trips (their windows carry no time of day): the shape of published city congestion indices,
+    /// where rush hour adds a half to the travel time of the night. `make bench-eta-rhythm` drives by it.
+    public static func congestion(hour: Int) -> Double {
+        let day = hour / 24
+        let time = hour % 24
+        if day >= 5 { return (10..<20).contains(time) ? 1.15 : 1 }
+        switch time {
+        case 7..<10: return 1.5
+        case 10..<16: return 1.2
+        case 16..<19: return 1.6
+        case 19..<22: return 1.1
+        default: return 1
+        }
+    }
+
     /// Seconds of driving between stops of 10 s or more, on average (0: none expected), and how long they hold.
     var stopEvery: Double {
         switch self {
@@ -85,10 +102,13 @@ public enum DrivingClass: String, CaseIterable, Sendable {
     /// stop at the end. Deterministic for a generator's state.
     /// - Parameter moving: whether the car is already under way at the start (a car assigned while driving, as
     ///   the recorded windows began), rather than leaving a curb.
-    public func drive(along road: [Coordinate], moving: Bool = false, random: inout SeededRandom)
-        -> [StreetTrip.Point]
-    {
-        var pace = Double.random(in: cruise, using: &random)
+    /// - Parameter congestion: how much longer the trip takes at this hour than in free traffic (1: as the
+    ///   recorded trips; 1.5: rush hour): the pace divided by it and the stops per metre multiplied by it, so
+    ///   that both the moving and the standing take that much longer. The same draws from `random` at any value.
+    public func drive(
+        along road: [Coordinate], moving: Bool = false, congestion: Double = 1, random: inout SeededRandom
+    ) -> [StreetTrip.Point] {
+        var pace = Double.random(in: cruise, using: &random) / congestion
         var points = [StreetTrip.Point(time: 0, coordinate: road[0], speed: moving ? pace : 0)]
         let total = zip(road, road.dropFirst()).map { $0.distance(to: $1) }.reduce(0, +)
         // Where the stops are, in metres along the road: one every `stopEvery` seconds of cruising on average.
@@ -96,7 +116,7 @@ public enum DrivingClass: String, CaseIterable, Sendable {
         let meanCruise = (cruise.lowerBound + cruise.upperBound) / 2
         var at = 0.0
         while true {
-            at += meanCruise * stopEvery * -log(max(1e-9, Double.random(in: 0..<1, using: &random)))
+            at += meanCruise * stopEvery / congestion * -log(max(1e-9, Double.random(in: 0..<1, using: &random)))
             guard at < total - 30 else { break }
             stops.append((at, Double.random(in: stopLength, using: &random)))
         }
@@ -108,7 +128,7 @@ public enum DrivingClass: String, CaseIterable, Sendable {
         var position = road[0]
         while travelled < total - 0.5 && segment < road.count - 1 {
             if travelled >= paceUntil {
-                pace = Double.random(in: cruise, using: &random)
+                pace = Double.random(in: cruise, using: &random) / congestion
                 paceUntil = travelled + Double.random(in: 100...600, using: &random)
             }
             // The next place to stand: a stop, or the end of the road.

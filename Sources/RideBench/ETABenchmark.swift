@@ -41,6 +41,11 @@ struct ETABenchmark: ParsableCommand {
     @Option(help: "The worker's rides.detourLearningRate (default: the worker's; 0 turns learning off).")
     var detourLearningRate: Double?
     @Option(help: "The worker's rides.speedFloor, m/s (default: the worker's, E1's 5 m/s).") var speedFloor: Double?
+    @Option(
+        help:
+            "Weeks each class's trips are spread over, evenly, driven slower at rush hour (DrivingClass.congestion); each class is replayed with and without the areas' hours of the week (rides.hoursOfWeek). 0: every trip at one hour."
+    )
+    var weeks = 0.0
 
     var rideConfiguration: RideConfiguration {
         var configuration = RideConfiguration()
@@ -110,7 +115,12 @@ struct ETABenchmark: ParsableCommand {
         /// Seconds between fixes (each one jittered by up to 30 %), and whether the fixes carry `speed`.
         var fixEvery: Double
         var reportsSpeed: Bool
+        /// When the trip starts, seconds after ``ETABenchmark/base``.
+        var startsAt = 0.0
     }
+
+    /// When the first trip starts: Friday 15 January 2027, 08:00 UTC (the zone of the bench's hours of the week).
+    static let base = Date(timeIntervalSince1970: 1_800_000_000)
 
     static let naiveSpeed = 30 / 3.6
     static let horizons: [(label: String, range: Range<Double>)] = [
@@ -120,11 +130,27 @@ struct ETABenchmark: ParsableCommand {
     func run() throws {
         var random = SeededRandom(seed: seed)
         var all: [Trip] = []
+        guard weeks >= 0 && weeks <= 52 else { throw ValidationError("--weeks must be 0...52") }
+        // With --weeks, trips start evenly over them; a classed trip drives at its hour's congestion.
+        let spacing = weeks * 7 * 86_400 / Double(max(trips, 1))
+        func hour(_ index: Int) -> Int {
+            AreaLearning.hourOfWeek(
+                Self.base.addingTimeInterval(Double(index) * spacing), in: nil)
+        }
         for name in classes.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             if name == "grid" {
-                all += (0..<trips).map { _ in Self.simulatedTrip(random: &random) }
+                all += (0..<trips).map { index in
+                    var trip = Self.simulatedTrip(random: &random)
+                    trip.startsAt = Double(index) * spacing
+                    return trip
+                }
             } else if let kind = DrivingClass(rawValue: name) {
-                all += (0..<trips).map { _ in Self.classedTrip(kind, random: &random) }
+                all += (0..<trips).map { index in
+                    var trip = Self.classedTrip(
+                        kind, congestion: weeks > 0 ? DrivingClass.congestion(hour: hour(index)) : 1, random: &random)
+                    trip.startsAt = Double(index) * spacing
+                    return trip
+                }
             } else {
                 throw ValidationError("unknown class '\(name)': arterial, urban, mixed or grid")
             }
@@ -155,12 +181,27 @@ struct ETABenchmark: ParsableCommand {
             let stopPerMetre = standing / max(1, drivenRoad)
             let drivenSeconds = driving.map { ($0.last?.time ?? 0) - ($0.first?.time ?? 0) }.reduce(0, +)
             let classSpeed = drivenRoad / max(1, drivenSeconds - standing)
+            // The same fixes, noise included, for the replay without hours of the week.
+            let noise = random
             for (index, trip) in here.enumerated() {
                 let (toPickup, toDropOff) = Self.replay(
                     trip, ride: "r-eta-\(index)", configuration: rideConfiguration, detour: &detour, ranges: &ranges,
                     stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
                 pickup += toPickup
                 dropOff += toDropOff
+            }
+            var withoutHours: (pickup: [Sample], dropOff: [Sample]) = ([], [])
+            if weeks > 0 {
+                var configuration = rideConfiguration
+                configuration.hoursOfWeek = false
+                var (learning, ranges, random) = (AreaLearning(), ArrivalRanges(), noise)
+                for (index, trip) in here.enumerated() {
+                    let (toPickup, toDropOff) = Self.replay(
+                        trip, ride: "r-eta-\(index)", configuration: configuration, detour: &learning,
+                        ranges: &ranges, stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
+                    withoutHours.pickup += toPickup
+                    withoutHours.dropOff += toDropOff
+                }
             }
             let legs = here.flatMap { [$0.toPickup, $0.toDropOff] }.filter { $0.count > 1 }
             let driven = legs.map(Self.roadDistance).reduce(0, +)
@@ -181,7 +222,26 @@ struct ETABenchmark: ParsableCommand {
                             $0.factor, $0.rides, $0.stopShare ?? -1, $0.legs)
                     } ?? ""))
             Self.report("pickup ETA (estimatedPickupDate, before pickup)", pickup)
+            if weeks > 0 { Self.compare(pickup, withoutHours.pickup) }
             Self.report("drop-off ETA (estimatedDropOffDate, during the ride)", dropOff)
+            if weeks > 0 { Self.compare(dropOff, withoutHours.dropOff) }
+        }
+    }
+
+    /// The worker with hours of the week against the same trips replayed without (the areas' values alone):
+    /// mean absolute error and bias per horizon.
+    static func compare(_ with: [Sample], _ without: [Sample]) {
+        func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
+        print("  hours of the week, the same trips without them (the areas' values alone): mean |err| / bias, s")
+        for (label, range) in horizons {
+            let here = with.filter { range.contains($0.horizon) }
+            let there = without.filter { range.contains($0.horizon) }
+            guard !here.isEmpty, !there.isEmpty else { continue }
+            print(
+                String(
+                    format: "  %-10@ with %6.1f / %6.1f   without %6.1f / %6.1f", label,
+                    mean(here.map { abs($0.error) }),
+                    mean(here.map(\.error)), mean(there.map { abs($0.error) }), mean(there.map(\.error))))
         }
     }
 
@@ -266,7 +326,7 @@ struct ETABenchmark: ParsableCommand {
     /// A trip of `kind`: the car at the class's distance from the pickup, a wait of 30 to 90 s there, and a ride
     /// of one to two times that distance, on roads whose detour follows the recorded spread; fixes every 1 to 5 s,
     /// half of the trips without `speed` (the recorded ones had none).
-    static func classedTrip(_ kind: DrivingClass, random: inout SeededRandom) -> Trip {
+    static func classedTrip(_ kind: DrivingClass, congestion: Double = 1, random: inout SeededRandom) -> Trip {
         let city = Coordinate(latitude: 52.52, longitude: 13.405)
         let pickup = city.moved(
             metres: Double.random(in: 0...2000, using: &random), bearing: Double.random(in: 0..<360, using: &random))
@@ -279,7 +339,7 @@ struct ETABenchmark: ParsableCommand {
         let toPickup = kind.drive(
             along: DrivingClass.road(
                 from: start, to: pickup, detour: DrivingClass.detour(random: &random), random: &random),
-            moving: true, random: &random)
+            moving: true, congestion: congestion, random: &random)
         let wait = Double(Int.random(in: 30...90, using: &random))
         var toDropOff = [StreetTrip.Point(time: 0, coordinate: pickup, speed: 0)]
         for second in stride(from: 1.0, through: wait, by: 1) {
@@ -288,7 +348,7 @@ struct ETABenchmark: ParsableCommand {
         let ride = kind.drive(
             along: DrivingClass.road(
                 from: pickup, to: dropOff, detour: DrivingClass.detour(random: &random), random: &random),
-            random: &random)
+            congestion: congestion, random: &random)
         toDropOff += ride.dropFirst().map {
             StreetTrip.Point(time: $0.time + wait, coordinate: $0.coordinate, speed: $0.speed)
         }
@@ -378,7 +438,7 @@ struct ETABenchmark: ParsableCommand {
             detour = engine.learning
             ranges = engine.ranges
         }
-        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let start = base.addingTimeInterval(trip.startsAt)
         let pickup = trip.toPickup.last!.coordinate
         let dropOff = trip.toDropOff.last?.coordinate ?? pickup.moved(metres: 3000, bearing: 90)
         let pickupArrival = trip.toPickup.last!.time

@@ -91,7 +91,13 @@ private struct CatalogReader {
         }
         let detour = node["detourFactor"].flatMap { number($0, "\(entry): detourFactor") }
         if let detour, !(1...5).contains(detour) { problems.append("\(entry): detourFactor \(detour) must be 1...5") }
-        return ServiceArea(name: name, currencyCode: currency, polygons: polygons, detourFactor: detour)
+        var zone: TimeZone?
+        if let text = node["timeZone"]?.string {
+            zone = TimeZone(identifier: text)
+            if zone == nil { problems.append("\(entry): timeZone '\(text)' is not an IANA time zone (Europe/Berlin)") }
+        }
+        return ServiceArea(
+            name: name, currencyCode: currency, polygons: polygons, detourFactor: detour, timeZone: zone)
     }
 
     /// GeoJSON rings: arrays of `[longitude, latitude]`.

@@ -110,6 +110,19 @@ extension WorkerSettings {
         "rides.priorsShareInterval": {
             $0.ride.priorsShareInterval = try SettingValue.number($1, "rides.priorsShareInterval", 0...3600, .seconds)
         },
+        "rides.timeZone": { settings, value in
+            // UTC as nil: counted without loading Foundation's zone tables (2.4 MiB and more).
+            if ["UTC", "Etc/UTC", "GMT", "Etc/GMT"].contains(value) {
+                settings.ride.timeZone = nil
+                return
+            }
+            guard let zone = TimeZone(identifier: value) else {
+                throw Problem(
+                    key: "rides.timeZone", message: "'\(value)' is not an IANA time zone (Europe/Berlin, UTC)")
+            }
+            settings.ride.timeZone = zone
+        },
+        "rides.hoursOfWeek": { $0.ride.hoursOfWeek = try SettingValue.flag($1, "rides.hoursOfWeek") },
         "rides.typicalStopShare": {
             $0.ride.typicalStopShare = try SettingValue.number($1, "rides.typicalStopShare", 0...0.9)
         },

@@ -190,7 +190,7 @@ struct AreaPriorsTests {
         let priced = ServiceArea(name: "priced", currencyCode: "EUR", polygons: [], detourFactor: 1.6)
         #expect(learning.fleetFactor(configuration) == nil)
         #expect(learning.factor(for: fresh, configuration: configuration) == 1.3, "nothing learned: rides.detourFactor")
-        #expect(learning.stopShare(for: fresh, configuration: configuration) == nil)
+        #expect(learning.stopShare(for: fresh, at: t0, configuration: configuration) == nil)
         learning.adopt(
             Self.priors(area: "a", factor: 1.1, rides: 40, stopShare: 0.1, legs: 5), configuredFactor: 1.3,
             configuration: configuration)
@@ -200,7 +200,7 @@ struct AreaPriorsTests {
         // Weights 10 (40 rides, capped) and 5: (10 * 1.1 + 5 * 1.4) / 15 = 1.2; shares by legs 5 and 10:
         // (5 * 0.1 + 10 * 0.4) / 15 = 0.3.
         #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.2) < 1e-12)
-        #expect(abs((learning.stopShare(for: fresh, configuration: configuration) ?? 0) - 0.3) < 1e-12)
+        #expect(abs((learning.stopShare(for: fresh, at: t0, configuration: configuration) ?? 0) - 0.3) < 1e-12)
         #expect(learning.factor(for: priced, configuration: configuration) == 1.6, "the catalog's own value first")
         // A shared prior that learned only a stop share: its factor is a placeholder; the area keeps the fleet's.
         let shareOnly = ServiceArea(name: "shareOnly", currencyCode: "EUR", polygons: [])
@@ -208,9 +208,9 @@ struct AreaPriorsTests {
             Self.priors(area: "shareOnly", factor: 1.9, rides: 0, stopShare: 0.3, legs: 10), configuredFactor: 1.3,
             configuration: configuration)
         #expect(abs(learning.factor(for: shareOnly, configuration: configuration) - 1.2) < 1e-12)
-        #expect(learning.stopShare(for: shareOnly, configuration: configuration) == 0.3)
+        #expect(learning.stopShare(for: shareOnly, at: t0, configuration: configuration) == 0.3)
         // A stop share learned first makes the area an entry, but no factor of its own: still the fleet's.
-        learning.learn(stopShare: 0.2, area: fresh, configuration: configuration)
+        learning.learn(stopShare: 0.2, area: fresh, at: t0, configuration: configuration)
         #expect(abs(learning.factor(for: fresh, configuration: configuration) - 1.2) < 1e-12)
         // The fresh area's first ride starts from the fleet's value: 1.2 + 0.1 * (1.5 - 1.2) = 1.23.
         learning.learn(driven: 3000, straight: 2000, area: fresh, configuration: configuration)
@@ -225,7 +225,7 @@ struct AreaPriorsTests {
         #expect(engine.priorsToShare(worker: "w-1", now: t0).isEmpty)
         let berlin = testCatalog().areas.first { $0.name == "berlin" }
         engine.learning.learn(driven: 3000, straight: 2000, area: berlin, configuration: engine.configuration)
-        engine.learning.learn(stopShare: 0.4, area: nil, configuration: engine.configuration)
+        engine.learning.learn(stopShare: 0.4, area: nil, at: t0, configuration: engine.configuration)
         let shared = engine.priorsToShare(worker: "w-1", now: t0)
         #expect(shared.map(\.topic) == ["ridestatus/priors/cbf29ce484222325", "ridestatus/priors/\(Self.berlinKey)"])
         let decoded = try AreaPriors.decode(

@@ -35,7 +35,7 @@ struct CruiseTests {
     /// A harness whose engine learned `learned` m/s for rides outside every area, with ride r-1 started.
     static func started(learned: Double) -> Harness {
         var harness = Harness()
-        harness.engine.learning.learn(speed: learned, area: nil, configuration: RideConfiguration())
+        harness.engine.learning.learn(speed: learned, area: nil, at: t0, configuration: RideConfiguration())
         harness.start()
         return harness
     }
@@ -128,20 +128,20 @@ struct CruiseTests {
         let centre = ServiceArea(name: "centre", currencyCode: "EUR", polygons: [])
         let ring = ServiceArea(name: "ring", currencyCode: "EUR", polygons: [])
         // The first leg: its own speed (no fleet yet). The next: 10 % of the way, 8 + 0.1 (6 - 8) = 7.8.
-        let first = learning.learn(speed: 8, area: centre, configuration: configuration)
+        let first = learning.learn(speed: 8, area: centre, at: t0, configuration: configuration)
         #expect(first)
         #expect(learning.learned["centre"]?.speed == 8 && learning.learned["centre"]?.speedLegs == 1)
-        learning.learn(speed: 6, area: centre, configuration: configuration)
+        learning.learn(speed: 6, area: centre, at: t0, configuration: configuration)
         #expect(abs((learning.learned["centre"]?.speed ?? 0) - 7.8) < 1e-12)
         #expect(learning.changed == ["centre"], "learned: to share")
         // Out of bounds (a stationary car's noise, a glitch at 70 m/s): nothing learned.
-        let slow = learning.learn(speed: 0.2, area: centre, configuration: configuration)
-        let fast = learning.learn(speed: 70, area: centre, configuration: configuration)
+        let slow = learning.learn(speed: 0.2, area: centre, at: t0, configuration: configuration)
+        let fast = learning.learn(speed: 70, area: centre, at: t0, configuration: configuration)
         #expect(!slow && !fast)
         #expect(learning.learned["centre"]?.speedLegs == 2)
         // A new area starts from the fleet's: the ring's first leg moves it 10 % from 7.8 toward 20.
-        #expect(learning.speed(for: ring, configuration: configuration) == 7.8)
-        learning.learn(speed: 20, area: ring, configuration: configuration)
+        #expect(learning.speed(for: ring, at: t0, configuration: configuration) == 7.8)
+        learning.learn(speed: 20, area: ring, at: t0, configuration: configuration)
         #expect(abs((learning.learned["ring"]?.speed ?? 0) - (7.8 + 0.1 * (20 - 7.8))) < 1e-12)
         // The fleet's for a third area: weighed by legs (2 and 1, under the memory of 10).
         let fleet = (2 * 7.8 + 1 * (7.8 + 1.22)) / 3
@@ -149,7 +149,7 @@ struct CruiseTests {
         // Learning off: nothing learned, no fleet value.
         configuration.stopShareLearningRate = 0
         var off = AreaLearning()
-        let offTaught = off.learn(speed: 8, area: centre, configuration: configuration)
+        let offTaught = off.learn(speed: 8, area: centre, at: t0, configuration: configuration)
         #expect(!offTaught)
         #expect(learning.fleetSpeed(configuration) == nil)
     }
@@ -171,7 +171,7 @@ struct CruiseTests {
         #expect(harness.engine.ride("r-2")?.cruisePrior == learned.speed)
         // The first ride started before its area learned a speed: a new owner restoring it gives it its own.
         var successor = RideEngine()
-        successor.learning.learn(speed: 16, area: nil, configuration: RideConfiguration())
+        successor.learning.learn(speed: 16, area: nil, at: t0, configuration: RideConfiguration())
         _ = successor.restore(try #require(state), now: t0.addingTimeInterval(45))
         #expect(successor.ride("r-1")?.cruisePrior == 16)
     }
@@ -235,8 +235,8 @@ struct CruiseTests {
             })
         let configuration = RideConfiguration()
         var engine = RideEngine(configuration: configuration, catalog: catalog)
-        engine.learning.learn(speed: 10, area: areas[0], configuration: configuration)
-        engine.learning.learn(speed: 30, area: areas[1], configuration: configuration)
+        engine.learning.learn(speed: 10, area: areas[0], at: t0, configuration: configuration)
+        engine.learning.learn(speed: 30, area: areas[1], at: t0, configuration: configuration)
         let east = Coordinate(latitude: 52.5, longitude: 14.2)
         #expect(engine.catalogArea(at: pickup).index == 1 && engine.catalogArea(at: east).index == 2)
         #expect(engine.areaName(2) == "east" && engine.areaName(0) == "" && engine.areaName(3) == "")
@@ -249,8 +249,10 @@ struct CruiseTests {
                 with: #""latitude":\#(east.latitude),"longitude":\#(east.longitude)"#)
         _ = engine.receive(topic: "rides/r-2/start", payload: Array(eastBooking.utf8), now: t0)
         #expect(engine.ride("r-1")?.areaIndex == 1 && engine.ride("r-1")?.cruisePrior == 10)
-        // East learned after west: from the fleet's 10 m/s, 5 % of the way to 30.
-        #expect(engine.ride("r-2")?.areaIndex == 2 && engine.ride("r-2")?.cruisePrior == 10 + 0.05 * 20)
+        // East learned after west: from the fleet's 10 m/s, 5 % of the way to 30; its hour (the same as the
+        // ride's) learned 30 from its one leg, weighed 1 against the area's 2 and its one leg taught just now.
+        #expect(engine.ride("r-2")?.areaIndex == 2)
+        #expect(abs((engine.ride("r-2")?.cruisePrior ?? 0) - (30 + 3 * (10 + 0.05 * 20)) / 4) < 1e-12)
         // The east car drives 1.5 km straight to its pickup at 5 m/s: its arrival teaches the east range (earlier
         // than estimated: the estimates count a detour of 1.3 on a straight road); the west range learns nothing.
         let before = engine.ranges.ratio(.pickup, horizon: 2, area: "west")
@@ -286,7 +288,7 @@ struct CruiseTests {
         let restart = t0.addingTimeInterval(62)
         func successor(reading payload: [UInt8]) throws -> RideEngine {
             var engine = RideEngine()
-            engine.learning.learn(speed: 25, area: nil, configuration: configuration)
+            engine.learning.learn(speed: 25, area: nil, at: t0, configuration: configuration)
             let ride = try Ride.restored(topicRide: "r-1", payload: payload, now: restart, configuration: configuration)
             _ = engine.restore(ride, now: restart)
             return engine
@@ -350,7 +352,7 @@ struct CruiseTests {
         configuration.stopShareLearningRate = 0.1  // a memory of 10 legs
         var learning = AreaLearning()
         let area = ServiceArea(name: "berlin", currencyCode: "EUR", polygons: [])
-        for _ in 0..<5 { learning.learn(speed: 9, area: area, configuration: configuration) }
+        for _ in 0..<5 { learning.learn(speed: 9, area: area, at: t0, configuration: configuration) }
         let shared = AreaPriors(
             area: "berlin", worker: "w-2", at: t0, detourFactor: 1.1, rides: 0, stopShare: nil, legs: 0, speed: 15,
             speedLegs: 40)
@@ -366,8 +368,11 @@ struct CruiseTests {
         #expect(abs((learning.learned["berlin"]?.speed ?? 0) - 13) < 1e-12)
         // What a worker shares carries it.
         var engine = RideEngine(configuration: configuration)
-        engine.learning.learn(speed: 11, area: nil, configuration: configuration)
+        engine.learning.learn(speed: 11, area: nil, at: t0, configuration: configuration)
         let payload = engine.priorsToShare(worker: "w-1", now: t0).first?.payload ?? []
-        #expect(String(decoding: payload, as: UTF8.self).hasSuffix(#""speed":11.0,"speedLegs":1}"#))
+        // t0, Sunday 22 November 2026 09:50 UTC (rides.timeZone), is hour 6 * 24 + 9 of the week.
+        #expect(
+            String(decoding: payload, as: UTF8.self).hasSuffix(
+                #""speed":11.0,"speedLegs":1,"hours":[{"hour":153,"speed":11.0,"speedLegs":1}]}"#))
     }
 }

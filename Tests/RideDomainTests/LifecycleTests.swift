@@ -157,7 +157,7 @@ struct LifecycleTests {
             if ride.phase == .ongoing {
                 #expect(ride.cruisePrior == 12.5 && after["cruiseMetres"] as? Double == 480, "G3: the cruise is kept")
                 var engine = RideEngine()
-                engine.learning.learn(speed: 20, area: nil, configuration: RideConfiguration())
+                engine.learning.learn(speed: 20, area: nil, at: t0, configuration: RideConfiguration())
                 _ = engine.restore(ride, now: Date())
                 #expect(engine.ride(ride.rideIdentifier)?.cruisePrior == 12.5, "G3: not the new owner's 20 m/s")
             }
@@ -166,7 +166,7 @@ struct LifecycleTests {
             // Shape 7 had no cruise: none is written back, and a new owner gives the ride its learned speed.
             #expect(before["cruiseSeconds"] == nil && after["cruiseSeconds"] == nil && ride.cruisePrior == nil)
             var engine = RideEngine()
-            engine.learning.learn(speed: 20, area: nil, configuration: RideConfiguration())
+            engine.learning.learn(speed: 20, area: nil, at: t0, configuration: RideConfiguration())
             _ = engine.restore(ride, now: Date())
             #expect(engine.ride(ride.rideIdentifier)?.cruisePrior == 20)
             #expect(ride.epoch == 1 && after["epoch"] as? Int == 1, "G2: the ownership epoch is kept")

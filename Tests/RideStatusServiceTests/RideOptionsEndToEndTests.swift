@@ -227,5 +227,17 @@ struct RideOptionsEndToEndTests {
         #expect(throws: RideOptionCatalog.FileProblem.self) {
             try RideOptionCatalog.parse(yaml: "areas: []\noptions: []\n")
         }
+        // E1 (issue 31): each area's hours of the week in its own time zone; a name that is none is refused.
+        #expect(catalog.areas.map { $0.timeZone?.identifier } == ["Europe/Berlin", "Europe/Zurich"])
+        let shipped = try String(contentsOfFile: shippedCatalog, encoding: .utf8)
+        let wrongZone = shipped.replacingOccurrences(of: "timeZone: Europe/Zurich", with: "timeZone: Europe/Zurik")
+        #expect(wrongZone != shipped)
+        do {
+            _ = try RideOptionCatalog.parse(yaml: wrongZone)
+            Issue.record("a catalog with an unknown time zone loaded")
+        } catch {
+            #expect(
+                "\(error)".contains("areas[1] (zurich): timeZone 'Europe/Zurik' is not an IANA time zone"), "\(error)")
+        }
     }
 }

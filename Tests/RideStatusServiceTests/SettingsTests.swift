@@ -62,7 +62,19 @@ struct SettingsTests {
         #expect(problem("rides.trackLength", "2000").hasSuffix("0...1000"), "a count: no unit")
         #expect(problem("rides.detourLearningRate", "2").hasSuffix("0...1"), "a rate: no unit")
         #expect(problem("broker.keepAlive", "1").hasSuffix("2...600 seconds"))
-        for key in ["broker.dotsInTopics", "broker.interposeIO", "worker.takeoverReadsStatuses", "http.readAPI"] {
+        // E1 (issue 31): the hours of the week outside every area, in an IANA zone.
+        #expect(problem("rides.timeZone", "Mars/Olympus").contains("'Mars/Olympus' is not an IANA time zone"))
+        var zoned = WorkerSettings()
+        try zoned.apply("rides.timeZone", "Asia/Tokyo")
+        #expect(
+            zoned.ride.timeZone?.identifier == "Asia/Tokyo"
+                && WorkerSettings().ride.timeZone == nil)
+        try zoned.apply("rides.timeZone", "UTC")
+        #expect(zoned.ride.timeZone == nil, "UTC without the zone tables")
+        for key in [
+            "broker.dotsInTopics", "broker.interposeIO", "worker.takeoverReadsStatuses", "http.readAPI",
+            "rides.hoursOfWeek",
+        ] {
             var settings = WorkerSettings()
             for (word, value) in [("Yes", true), ("off", false), ("1", true), ("FALSE", false)] {
                 try settings.apply(key, word)
@@ -71,6 +83,7 @@ struct SettingsTests {
                     case "broker.dotsInTopics": settings.ride.dotsInTopics
                     case "broker.interposeIO": settings.interposeIO
                     case "worker.takeoverReadsStatuses": settings.takeoverReadsStatuses
+                    case "rides.hoursOfWeek": settings.ride.hoursOfWeek
                     default: settings.readAPI
                     }
                 #expect(read == value, "\(key) = \(word)")

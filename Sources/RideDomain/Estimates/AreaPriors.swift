@@ -26,10 +26,13 @@ public struct AreaPriors: Sendable, Equatable {
     public var speed: Double?
     /// Legs the speed was learned from (0 when absent).
     public var speedLegs: Int
+    /// What each hour of the week taught (``AreaLearning/Hour``), by hour; empty from workers before they were
+    /// shared.
+    public var hours: [Int: AreaLearning.Hour]
 
     public init(
         area: String, worker: String, at: Date, detourFactor: Double, rides: Int, stopShare: Double?, legs: Int,
-        speed: Double? = nil, speedLegs: Int = 0
+        speed: Double? = nil, speedLegs: Int = 0, hours: [Int: AreaLearning.Hour] = [:]
     ) {
         self.area = area
         self.worker = worker
@@ -40,6 +43,7 @@ public struct AreaPriors: Sendable, Equatable {
         self.legs = legs
         self.speed = speed
         self.speedLegs = speedLegs
+        self.hours = hours
     }
 
     /// Priors older than this are not read (A2: a prior from before a long pause says little of today's roads;
@@ -61,8 +65,12 @@ public struct AreaPriors: Sendable, Equatable {
     }
 
     /// The payload as a worker publishes it: `area`, `worker`, `at`, `detourFactor`, `rides`, then `stopShare`
-    /// when learned, `legs`, and `speed` with `speedLegs` when learned (`priors.schema.json`).
-    public func encoded() -> [UInt8] {
+    /// when learned, `legs`, `speed` with `speedLegs` when learned, and `hours` when any hour taught something:
+    /// `{"hour", "stopShare", "legs", "speed", "speedLegs"}` per hour, in hour order, the values to a thousandth
+    /// (`priors.schema.json`).
+    /// - Parameter limit: the most bytes the payload may take (the readers' `maxPayloadBytes`, I2): hours that
+    ///   taught the fewest legs are left out until it fits. 168 hours take about 11 KB.
+    public func encoded(limit: Int = .max) -> [UInt8] {
         var writer = JSONWriter(capacity: 160)
         writer.beginObject()
         writer.key("area")
@@ -87,6 +95,48 @@ public struct AreaPriors: Sendable, Equatable {
             writer.key("speedLegs")
             writer.integer(speedLegs)
         }
+        guard !hours.isEmpty else {
+            writer.endObject()
+            return writer.bytes
+        }
+        var entries = hours.map { hour, values in (hour, values, Self.encoded(hour: hour, values)) }
+        // `,"hours":[` and `]}`.
+        var budget = limit - writer.bytes.count - 12
+        entries.sort { ($0.1.legs + $0.1.speedLegs, $1.0) > ($1.1.legs + $1.1.speedLegs, $0.0) }
+        var kept = 0
+        for entry in entries {
+            guard budget >= entry.2.count + 1 else { break }
+            budget -= entry.2.count + 1
+            kept += 1
+        }
+        if kept > 0 {
+            writer.key("hours")
+            writer.beginArray()
+            for entry in entries.prefix(kept).sorted(by: { $0.0 < $1.0 }) { writer.raw(entry.2) }
+            writer.endArray()
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// One hour's object in `hours`.
+    static func encoded(hour: Int, _ values: AreaLearning.Hour) -> [UInt8] {
+        var writer = JSONWriter(capacity: 80)
+        writer.beginObject()
+        writer.key("hour")
+        writer.integer(hour)
+        if let stopShare = values.stopShare {
+            writer.key("stopShare")
+            writer.number((stopShare * 1000).rounded() / 1000)
+            writer.key("legs")
+            writer.integer(values.legs)
+        }
+        if let speed = values.speed {
+            writer.key("speed")
+            writer.number((speed * 1000).rounded() / 1000)
+            writer.key("speedLegs")
+            writer.integer(values.speedLegs)
+        }
         writer.endObject()
         return writer.bytes
     }
@@ -95,7 +145,8 @@ public struct AreaPriors: Sendable, Equatable {
     /// area hashing to the topic's `key`, I1 for the worker, the time neither ahead by more than
     /// `futureTolerance` nor older than ``maximumAge``, and every number in its range (the detour factor within
     /// `rides.detourFactor`'s 1...5, the stop share within 0...0.9, the speed within
-    /// ``AreaLearning/speeds``, counts whole and not negative; a speed comes with its count).
+    /// ``AreaLearning/speeds``, counts whole and not negative; a speed comes with its count), and the same of each
+    /// hour (an hour of ``AreaLearning/hoursOfWeek`` named once, a stop share with its legs, a speed with its).
     /// - Returns: nil for a deleted retained message (zero bytes).
     public static func decode(
         _ payload: [UInt8], key: String, decoder: InputDecoder, now: Date, futureTolerance: TimeInterval
@@ -146,10 +197,47 @@ public struct AreaPriors: Sendable, Equatable {
         guard speed != nil || speedLegs == nil else {
             throw Rejection(.invalidField, "priors: speedLegs without a speed (A2)")
         }
+        var hours: [Int: AreaLearning.Hour] = [:]
+        for element in try fields.optionalArray("hours") ?? [] {
+            guard case .object = element else { throw Rejection(.invalidField, "priors: hours[] must be objects (A2)") }
+            let (hour, values) = try Self.hour(Fields(element))
+            guard hours.updateValue(values, forKey: hour) == nil else {
+                throw Rejection(.invalidField, "priors: hour \(hour) is named twice (A2)")
+            }
+        }
         return AreaPriors(
             area: area, worker: worker, at: at, detourFactor: factor, rides: try count(fields, "rides"),
             stopShare: stopShare, legs: try count(fields, "legs"), speed: speed,
-            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"))
+            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"), hours: hours)
+    }
+
+    /// One object of `hours`: its hour of the week, and what it taught (each value with its count, in range).
+    private static func hour(_ fields: Fields) throws(Rejection) -> (Int, AreaLearning.Hour) {
+        let hour = try count(fields, "hour")
+        guard AreaLearning.hoursOfWeek.contains(hour) else {
+            throw Rejection(.invalidField, "priors: hour \(hour) is outside 0...167 (A2)")
+        }
+        var values = AreaLearning.Hour()
+        if let stopShare = try fields.optionalNumber("stopShare") {
+            guard (0...AreaLearning.highestStopShare).contains(stopShare) else {
+                throw Rejection(
+                    .invalidField, "priors: hour \(hour)'s stopShare \(stopShare) is outside 0...0.9 (E1, A2)")
+            }
+            values.stopShare = stopShare
+            values.legs = try count(fields, "legs")
+        } else if fields.has("legs") {
+            throw Rejection(.invalidField, "priors: hour \(hour) has legs without a stopShare (A2)")
+        }
+        if let speed = try fields.optionalNumber("speed") {
+            guard AreaLearning.speeds.contains(speed) else {
+                throw Rejection(.invalidField, "priors: hour \(hour)'s speed \(speed) is outside 0.5...60 m/s (E1, A2)")
+            }
+            values.speed = speed
+            values.speedLegs = try count(fields, "speedLegs")
+        } else if fields.has("speedLegs") {
+            throw Rejection(.invalidField, "priors: hour \(hour) has speedLegs without a speed (A2)")
+        }
+        return (hour, values)
     }
 
     private static func count(_ fields: Fields, _ key: String) throws(Rejection) -> Int {
@@ -194,25 +282,36 @@ extension AreaLearning {
             entry.factor = min(max(mean, bounds.lowerBound), bounds.upperBound)
             entry.rides = max(entry.rides, priors.rides)
         }
-        if let shared = priors.stopShare, priors.legs > 0,
-            let mean = Self.pooled(
-                [entry.stopShare.map { ($0, entry.legs) }, (shared, priors.legs)].compactMap { $0 },
-                rate: configuration.stopShareLearningRate)
-        {
-            entry.stopShare = min(mean, Self.highestStopShare)
-            entry.legs = max(entry.legs, priors.legs)
-        }
-        if let shared = priors.speed, priors.speedLegs > 0,
-            let mean = Self.pooled(
-                [entry.speed.map { ($0, entry.speedLegs) }, (shared, priors.speedLegs)].compactMap { $0 },
-                rate: configuration.stopShareLearningRate)
-        {
-            entry.speed = min(max(mean, Self.speeds.lowerBound), Self.speeds.upperBound)
-            entry.speedLegs = max(entry.speedLegs, priors.speedLegs)
+        let rate = configuration.stopShareLearningRate
+        Self.weigh(
+            &entry.stopShare, &entry.legs, priors.stopShare, priors.legs, rate: rate, within: 0...Self.highestStopShare)
+        Self.weigh(&entry.speed, &entry.speedLegs, priors.speed, priors.speedLegs, rate: rate, within: Self.speeds)
+        // Each hour as the area.
+        for (hour, shared) in priors.hours where configuration.hoursOfWeek && Self.hoursOfWeek.contains(hour) {
+            var mine = entry.hours[hour] ?? Hour()
+            Self.weigh(
+                &mine.stopShare, &mine.legs, shared.stopShare, shared.legs, rate: rate,
+                within: 0...Self.highestStopShare)
+            Self.weigh(&mine.speed, &mine.speedLegs, shared.speed, shared.speedLegs, rate: rate, within: Self.speeds)
+            if mine.stopShare != nil || mine.speed != nil { entry.hours[hour] = mine }
         }
         guard entry != before, entry.rides > 0 || entry.stopShare != nil || entry.speed != nil else { return false }
         setLearned(entry, for: priors.area, changed: false)
         return true
+    }
+
+    /// Weighs a shared `value` taught by `count` legs into `mine`, taught by `myCount`: each weighs its count up
+    /// to the learning's memory (``pooled(_:rate:)``), bounded `within`; the count becomes the larger of the two,
+    /// so that hearing the same priors again does not inflate it. Nothing shared (or learning off): unchanged.
+    static func weigh(
+        _ mine: inout Double?, _ myCount: inout Int, _ value: Double?, _ count: Int, rate: Double,
+        within bounds: ClosedRange<Double>
+    ) {
+        guard let value, count > 0,
+            let mean = pooled([mine.map { ($0, myCount) }, (value, count)].compactMap { $0 }, rate: rate)
+        else { return }
+        mine = min(max(mean, bounds.lowerBound), bounds.upperBound)
+        myCount = max(myCount, count)
     }
 
     /// The priors this worker learned (not adopted) since the last call, by area name, to share with the group.
@@ -230,8 +329,12 @@ extension RideEngine {
         learning.takeChanged().map { area, entry in
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
-                stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs)
-            return (area, topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
+                stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs,
+                hours: entry.hours)
+            return (
+                area, topics.priors(key: AreaPriors.key(area: area)),
+                priors.encoded(limit: configuration.maxPayloadBytes)
+            )
         }
     }
 

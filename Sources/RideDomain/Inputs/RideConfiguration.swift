@@ -56,6 +56,13 @@ public struct RideConfiguration: Sendable, Equatable {
     /// per area that a restart reads back (``AreaPriors``), seconds; 0 shares nothing (what others share is
     /// still read).
     public var priorsShareInterval: Double = 60
+    /// E1 (issue 31): the time zone of the hours of the week learned for rides outside every service area, and
+    /// for areas whose catalog entry names none (``AreaLearning``); an IANA name in the configuration file. Nil is
+    /// UTC, counted without Foundation's zone tables, which take 2.4 to 4.5 MiB once loaded (`ride-bench memory`).
+    public var timeZone: TimeZone?
+    /// E1 (issue 31): whether the areas learn, share and read their values by hour of the week; false reads the
+    /// areas' values alone at every hour (what is held or shared by hour is kept, unread).
+    public var hoursOfWeek = true
     /// E1: the speed a ride starts from before a moving fix is known (a first fix of a stopped car, or none
     /// with a speed), m/s: a city's typical driving speed with its stops, instead of the floor; where the ride's
     /// area (or the fleet) learned a speed while moving, that speed times the share of time moving instead.

@@ -108,8 +108,8 @@ extension RideEngine {
             let ride = Ride(
                 booking: booking, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
-                stopShare: learning.stopShare(for: area, configuration: configuration),
-                cruisePrior: learning.speed(for: area, configuration: configuration), areaIndex: index)
+                stopShare: learning.stopShare(for: area, at: now, configuration: configuration),
+                cruisePrior: learning.speed(for: area, at: now, configuration: configuration), areaIndex: index)
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

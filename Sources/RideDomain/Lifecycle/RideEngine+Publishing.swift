@@ -102,7 +102,9 @@ extension RideEngine {
         ride.areaIndex = index
         // G3: the cruise and its prior come with the state, so a far ETA does not jump with a new owner's learned
         // speed; a state of an older shape has neither and takes its area's.
-        if ride.cruisePrior == nil { ride.cruisePrior = learning.speed(for: area, configuration: configuration) }
+        if ride.cruisePrior == nil {
+            ride.cruisePrior = learning.speed(for: area, at: now, configuration: configuration)
+        }
         let slot = rideTable.insert(ride, for: id)
         if let vehicle = ride.vehicleId { retain(vehicle: vehicle, ride: id, into: &actions) }
         scheduler.schedule(slot, at: now.timeIntervalSince1970)
@@ -233,11 +235,11 @@ extension RideEngine {
                 // prior's.
                 if before != .pickup {
                     if let share = ride.stopShare, ride.smoothedSpeed != nil {
-                        learning.learn(stopShare: share, area: area, configuration: configuration)
+                        learning.learn(stopShare: share, area: area, at: now, configuration: configuration)
                     }
                     if Double(ride.cruiseSeconds) >= AreaLearning.shortestCruise {
                         learning.learn(
-                            speed: Double(ride.cruiseMetres / ride.cruiseSeconds), area: area,
+                            speed: Double(ride.cruiseMetres / ride.cruiseSeconds), area: area, at: now,
                             configuration: configuration)
                     }
                 }

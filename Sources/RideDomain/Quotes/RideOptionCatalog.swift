@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The ride options the service offers (3.4): names with their localized forms, capacity, fare tables per
 /// service area, and the areas themselves. Loaded from `config/ride-options.yaml` by the service; pure data
@@ -194,12 +194,19 @@ public struct ServiceArea: Sendable, Equatable {
     /// E1: road over great-circle distance here (issue 15); nil takes `rides.detourFactor`. Completed rides
     /// correct it (``AreaLearning``).
     public var detourFactor: Double?
+    /// E1 (issue 31): the time zone of the area's hours of the week (``AreaLearning``); nil takes
+    /// `rides.timeZone`.
+    public var timeZone: TimeZone?
 
-    public init(name: String, currencyCode: String, polygons: [[[Coordinate]]], detourFactor: Double? = nil) {
+    public init(
+        name: String, currencyCode: String, polygons: [[[Coordinate]]], detourFactor: Double? = nil,
+        timeZone: TimeZone? = nil
+    ) {
         self.name = name
         self.currencyCode = currencyCode
         self.polygons = polygons
         self.detourFactor = detourFactor
+        self.timeZone = timeZone
     }
 
     /// Inside an outer ring and outside its holes (even-odd ray casting in degrees; areas do not cross ±180°).
