@@ -6,6 +6,7 @@ RELEASE_BIN := .build/release
 BROKER_PORT ?= 8883
 RIDES ?= 50
 VEHICLES ?= 50
+DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
@@ -27,9 +28,10 @@ build-release: deps
 	$(SWIFT) build -c release --product ride-push
 
 ## run: the main job: local mosquitto, the worker, the fleet simulator and the live view (Ctrl-C stops all)
-## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT and VEHICLES change the defaults)
+## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT, VEHICLES and DRIVING change the
+## defaults; DRIVING=grid drives the old grid city instead of issue 31's classes of real driving)
 run: build-release
-	@BROKER_PORT=$(BROKER_PORT) METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) KEEP=$(KEEP) ./scripts/run-local.sh
+	@BROKER_PORT=$(BROKER_PORT) METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) DRIVING=$(DRIVING) KEEP=$(KEEP) ./scripts/run-local.sh
 
 ## lock: pin the packages the Docker build uses (deploy/swiftpm-pins.json) to what this checkout resolves
 lock:

@@ -12,6 +12,9 @@ port="${BROKER_PORT:-8883}"
 worker_port="${WORKER_BROKER_PORT:-$((port + 1))}"
 metrics_port="${METRICS_PORT:-9466}"
 vehicles="${VEHICLES:-50}"
+# How the simulated cars drive (fleet-sim --driving): classes of real driving (issue 31) by default, grid for the
+# old grid city.
+driving="${DRIVING:-classes}"
 keep="${KEEP:-0}"
 bin=.build/release
 run_dir=var/run
@@ -166,10 +169,10 @@ if [ "$ready" != 1 ]; then
     exit 1
 fi
 
-say "==> starting fleet-sim with $vehicles vehicles (log: var/log/fleet-sim.log)"
+say "==> starting fleet-sim with $vehicles vehicles driving $driving (log: var/log/fleet-sim.log)"
 start fleet-sim "$bin/fleet-sim" --broker "mqtts://localhost:$port" --ca-file "$security/tls/ca.crt" \
     --username fleet-sim --password-file "$security/secrets/fleet-sim" --vehicles "$vehicles" \
-    --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1
+    --driving "$driving" --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1
 
 # Says so in the terminal if the worker stops while the live view runs (the view shows its presence too).
 (

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import BrokerOptions
 import FleetModel
 import Foundation
@@ -36,6 +36,13 @@ struct FleetSimCommand: AsyncParsableCommand {
     var ridePrefix: String?
     @Option(help: "Centre of the simulated city, latitude,longitude.") var center = "52.5200,13.4050"
     @Option(help: "Radius of the simulated city in metres.") var radius: Double = 2500
+    @Option(
+        help: """
+            How vehicles drive and report: grid (the old grid city, a fix every tick with speed), classes (issue \
+            31's real driving: arterial, urban and mixed vehicles in the recorded trips' shares, a fix every 1 to \
+            5 s, half without speed), or one class: arterial, urban, mixed.
+            """)
+    var driving: FleetDriving = .grid
 
     func validate() throws {
         guard (1...100_000).contains(vehicles) else { throw ValidationError("--vehicles must be 1...100000") }
@@ -73,9 +80,14 @@ struct FleetSimCommand: AsyncParsableCommand {
             seed: seed, vehicles: vehicles, center: Coordinate(latitude: parts[0], longitude: parts[1]), radius: radius,
             ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate,
             quoteReplies: replyTopic,
-            ridePrefix: ridePrefix ?? "r-\(String(UInt64(Date().timeIntervalSince1970) % 46_656, radix: 36))-")
+            ridePrefix: ridePrefix ?? "r-\(String(UInt64(Date().timeIntervalSince1970) % 46_656, radix: 36))-",
+            driving: driving)
         if let replay { try world.addReplay(try Trace.load(path: replay).map(\.coordinate)) }
-        logger.info("simulating", metadata: ["vehicles": "\(vehicles)", "seed": "\(seed)", "rate": "\(rate)/s"])
+        logger.info(
+            "simulating",
+            metadata: [
+                "vehicles": "\(vehicles)", "seed": "\(seed)", "rate": "\(rate)/s", "driving": "\(driving.rawValue)",
+            ])
         let started = ContinuousClock.now
         let period = Duration.seconds(1 / rate)
         var next = ContinuousClock.now
@@ -120,3 +132,5 @@ final class QuoteInbox: Sendable {
         }
     }
 }
+
+extension FleetDriving: ExpressibleByArgument {}

@@ -16,7 +16,9 @@ struct OutgoingMessage {
 let simulatedOptions = ["Compact", "Comfort", "SUV"]
 
 /// The simulated fleet: each vehicle idles, gets a ride, drives a realistic street trip (FleetModel's
-/// `StreetTrip`: grid legs on slow and fast streets, red lights, braking and accelerating) to the pickup, waits,
+/// `StreetTrip`: grid legs on slow and fast streets, red lights, braking and accelerating; or with
+/// `--driving classes` issue 31's classes of real driving, `DrivingClass`, sampled every 1 to 5 s, half without
+/// `speed`) to the pickup, waits,
 /// drives to the drop-off, and the ride is stopped. A fifth of the fleet stays available and never takes a
 /// ride, so quotes show live pickup estimates; a fifth of rides stop short of the pickup (the driver pulls
 /// in around the corner) and the driver's events say what happened instead (P3, P4).
@@ -48,6 +50,10 @@ struct World {
         var replay: [Coordinate]? = nil
         /// The ride option this vehicle serves (its availability names it).
         var option = "Compact"
+        /// How it drives and reports (`--driving`).
+        var profile = FleetDriving.Profile(kind: nil, fixEvery: nil, reportsSpeed: true)
+        /// When it sends its next fix, for a profile with its own sampling.
+        var nextFix = Date.distantPast
     }
 
     var random: SeededRandom
@@ -75,7 +81,7 @@ struct World {
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
         cancelRate: Double, badInputRate: Double, quoteReplies: String = "replies/fleet-sim/quotes",
-        ridePrefix: String = "r-"
+        ridePrefix: String = "r-", driving: FleetDriving = .grid
     ) {
         random = SeededRandom(seed: seed)
         self.ridePrefix = ridePrefix
@@ -95,6 +101,7 @@ struct World {
             vehicles[index].option =
                 roll < 0.6 ? simulatedOptions[0] : roll < 0.85 ? simulatedOptions[1] : simulatedOptions[2]
             vehicles[index].standby = count >= 5 && index % 5 == 4
+            vehicles[index].profile = driving.profile(random: &random)
             vehicles[index].stage =
                 vehicles[index].standby
                 ? .idle(until: nil) : .idle(until: Date().addingTimeInterval(Double.random(in: 0...15, using: &random)))
@@ -115,9 +122,16 @@ struct World {
             bearing: Double.random(in: 0..<360, using: &random))
     }
 
-    /// Starts a street trip (grid legs, slow and fast streets, red lights) from where the vehicle is.
+    /// Starts a trip from where the vehicle is: a street trip (grid legs, slow and fast streets, red lights), or
+    /// its class's on a road with the recorded trips' detours.
     mutating func startTrip(_ vehicle: inout Vehicle, to end: Coordinate) {
-        vehicle.trip = StreetTrip.drive(from: vehicle.position, to: end, random: &random)
+        if let kind = vehicle.profile.kind {
+            let road = DrivingClass.road(
+                from: vehicle.position, to: end, detour: DrivingClass.detour(random: &random), random: &random)
+            vehicle.trip = kind.drive(along: road, moving: vehicle.speed > 0, random: &random)
+        } else {
+            vehicle.trip = StreetTrip.drive(from: vehicle.position, to: end, random: &random)
+        }
         vehicle.tripTime = 0
     }
 
@@ -212,6 +226,11 @@ struct World {
                 out.append(availability(vehicle, now: now))
             }
         }
+        // A vehicle with its own sampling reports when its next fix is due; the grid's every tick.
+        if let every = vehicle.profile.fixEvery {
+            guard now >= vehicle.nextFix else { return }
+            vehicle.nextFix = now.addingTimeInterval(FleetDriving.nextFix(every: every, random: &random))
+        }
         out.append(fix(vehicle, now: now))
     }
 
@@ -259,12 +278,16 @@ struct World {
         let noisy = vehicle.position.moved(
             metres: Double.random(in: 0...3, using: &random), bearing: Double.random(in: 0..<360, using: &random))
         let payload: String
+        // Without `speed` (T7 derives one from the fixes), as the recorded trips of issue 31.
+        let speed = vehicle.profile.reportsSpeed
         if vehicle.ownTracks {
+            let velocity = speed ? #","vel":\#(Int(vehicle.speed * 3.6))"# : ""
             payload =
-                #"{"_type":"location","lat":\#(noisy.latitude),"lon":\#(noisy.longitude),"tst":\#(Int(now.timeIntervalSince1970)),"vel":\#(Int(vehicle.speed * 3.6)),"acc":5}"#
+                #"{"_type":"location","lat":\#(noisy.latitude),"lon":\#(noisy.longitude),"tst":\#(Int(now.timeIntervalSince1970))\#(velocity),"acc":5}"#
         } else {
+            let speedField = speed ? #","speed":\#(vehicle.speed)"# : ""
             payload =
-                #"{"vehicleId":"\#(vehicle.id)","timestamp":"\#(Timestamps.format(now))","latitude":\#(noisy.latitude),"longitude":\#(noisy.longitude),"speed":\#(vehicle.speed),"horizontalAccuracy":5}"#
+                #"{"vehicleId":"\#(vehicle.id)","timestamp":"\#(Timestamps.format(now))","latitude":\#(noisy.latitude),"longitude":\#(noisy.longitude)\#(speedField),"horizontalAccuracy":5}"#
         }
         return OutgoingMessage(
             topic: topics.position(vehicle: vehicle.id), payload: Array(payload.utf8), control: false)

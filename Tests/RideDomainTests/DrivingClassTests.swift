@@ -68,4 +68,52 @@ struct DrivingClassTests {
         #expect(drawn[drawn.count / 2] < 1.06)
         #expect(drawn[drawn.count * 9 / 10] > 1.1 && drawn[drawn.count * 9 / 10] < 1.3)
     }
+
+    @Test("E1, issue 31: at rush hour's congestion a trip takes that much longer, on the same road and draws")
+    func congestion() {
+        for kind in DrivingClass.allCases {
+            var ratios: [Double] = []
+            for seed in UInt64(1)...30 {
+                let start = Coordinate(latitude: 52.52, longitude: 13.405)
+                var draw = SeededRandom(seed: seed)
+                let road = DrivingClass.road(
+                    from: start, to: start.moved(metres: 2000, bearing: 30), detour: 1.05, random: &draw)
+                var free = draw
+                var rush = draw
+                let freeTime = kind.drive(along: road, random: &free).last!.time
+                let rushTime = kind.drive(along: road, congestion: 1.5, random: &rush).last!.time
+                ratios.append(rushTime / freeTime)
+            }
+            let mean = ratios.reduce(0, +) / Double(ratios.count)
+            // Acceleration and braking do not scale: a little under 1.5.
+            #expect(mean > 1.3 && mean < 1.6, "\(kind): \(mean)")
+        }
+        // The profile: weekday rush hours, a weekend's day, the night.
+        #expect(DrivingClass.congestion(hour: 8) == 1.5 && DrivingClass.congestion(hour: 17) == 1.6)
+        #expect(DrivingClass.congestion(hour: 5 * 24 + 12) == 1.15 && DrivingClass.congestion(hour: 3) == 1)
+    }
+
+    @Test("Issue 31: fleet-sim's vehicles drive the classes in the recorded shares, sampled every 1 to 5 s")
+    func fleetProfiles() {
+        var random = SeededRandom(seed: 7)
+        let before = random
+        #expect(FleetDriving.grid.profile(random: &random) == .init(kind: nil, fixEvery: nil, reportsSpeed: true))
+        var untouched = before
+        let (next, expected) = (random.next(), untouched.next())
+        #expect(next == expected, "the grid draws nothing")
+        let profiles = (0..<2200).map { _ in FleetDriving.classes.profile(random: &random) }
+        func share(_ kind: DrivingClass) -> Double {
+            Double(profiles.filter { $0.kind == kind }.count) / Double(profiles.count)
+        }
+        // 5, 9 and 8 of the 22 recorded trips.
+        #expect(abs(share(.arterial) - 5.0 / 22) < 0.03 && abs(share(.urban) - 9.0 / 22) < 0.03)
+        #expect(abs(share(.mixed) - 8.0 / 22) < 0.03)
+        #expect(Set(profiles.compactMap(\.fixEvery)) == [1, 2, 3, 4, 5])
+        let silent = Double(profiles.filter { !$0.reportsSpeed }.count) / Double(profiles.count)
+        #expect(abs(silent - 0.5) < 0.05, "half without speed: \(silent)")
+        #expect(FleetDriving.urban.profile(random: &random).kind == .urban)
+        let gaps = (0..<500).map { _ in FleetDriving.nextFix(every: 5, random: &random) }
+        #expect(gaps.min()! >= 4 && gaps.max()! <= 7, "5 s jittered by up to 30 %, whole seconds")
+        #expect((0..<100).allSatisfy { _ in FleetDriving.nextFix(every: 1, random: &random) == 1 }, "at least a second")
+    }
 }
