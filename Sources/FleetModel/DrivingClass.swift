@@ -104,7 +104,8 @@ public enum DrivingClass: String, CaseIterable, Sendable {
     ///   the recorded windows began), rather than leaving a curb.
     /// - Parameter congestion: how much longer the trip takes at this hour than in free traffic (1: as the
     ///   recorded trips; 1.5: rush hour): the pace divided by it and the stops per metre multiplied by it, so
-    ///   that both the moving and the standing take that much longer. The same draws from `random` at any value.
+    ///   that both the moving and the standing take that much longer. At 1 the draws from `random` are those of
+    ///   the trips before this parameter; above it, more stops draw more.
     public func drive(
         along road: [Coordinate], moving: Bool = false, congestion: Double = 1, random: inout SeededRandom
     ) -> [StreetTrip.Point] {

@@ -43,7 +43,7 @@ struct ETABenchmark: ParsableCommand {
     @Option(help: "The worker's rides.speedFloor, m/s (default: the worker's, E1's 5 m/s).") var speedFloor: Double?
     @Option(
         help:
-            "Weeks each class's trips are spread over, evenly, driven slower at rush hour (DrivingClass.congestion); each class is replayed with and without the areas' hours of the week (rides.hoursOfWeek). 0: every trip at one hour."
+            "Weeks each class's trips are spread over, evenly, driven slower at rush hour (DrivingClass.congestion) and on some days than others; each class is replayed with and without the areas' hours of the week (rides.hoursOfWeek). 0: every trip at one instant, without hours of the week."
     )
     var weeks = 0.0
 
@@ -58,6 +58,9 @@ struct ETABenchmark: ParsableCommand {
         if let estimateDelayLimit { configuration.estimateDelayLimit = estimateDelayLimit }
         if let detourLearningRate { configuration.detourLearningRate = detourLearningRate }
         if let speedFloor { configuration.speedFloor = speedFloor }
+        // Without --weeks every trip starts at one instant: what the hours of the week would learn from that (one
+        // hour, its legs all "recent" for ever) is an artefact, not a fleet. The yardstick stays the areas' own.
+        if weeks == 0 { configuration.hoursOfWeek = false }
         return configuration
     }
 
@@ -133,9 +136,14 @@ struct ETABenchmark: ParsableCommand {
         guard weeks >= 0 && weeks <= 52 else { throw ValidationError("--weeks must be 0...52") }
         // With --weeks, trips start evenly over them; a classed trip drives at its hour's congestion.
         let spacing = weeks * 7 * 86_400 / Double(max(trips, 1))
-        func hour(_ index: Int) -> Int {
-            AreaLearning.hourOfWeek(
-                Self.base.addingTimeInterval(Double(index) * spacing), in: nil)
+        // Days differ too (rain, an event, a holiday): each day's congestion times 0.85 to 1.25, drawn apart from
+        // the trips. A day's own pace is what an area's recent legs know and last week's hour does not.
+        var days = SeededRandom(seed: seed ^ 0xDA75)
+        let dayFactors = (0...Int(weeks * 7)).map { _ in Double.random(in: 0.85...1.25, using: &days) }
+        func congestion(_ index: Int) -> Double {
+            let offset = Double(index) * spacing
+            return DrivingClass.congestion(hour: AreaLearning.hourOfWeek(Self.base.addingTimeInterval(offset), in: nil))
+                * dayFactors[min(Int(offset / 86_400), dayFactors.count - 1)]
         }
         for name in classes.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             if name == "grid" {
@@ -146,8 +154,7 @@ struct ETABenchmark: ParsableCommand {
                 }
             } else if let kind = DrivingClass(rawValue: name) {
                 all += (0..<trips).map { index in
-                    var trip = Self.classedTrip(
-                        kind, congestion: weeks > 0 ? DrivingClass.congestion(hour: hour(index)) : 1, random: &random)
+                    var trip = Self.classedTrip(kind, congestion: weeks > 0 ? congestion(index) : 1, random: &random)
                     trip.startsAt = Double(index) * spacing
                     return trip
                 }

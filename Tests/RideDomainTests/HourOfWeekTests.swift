@@ -26,6 +26,9 @@ struct HourOfWeekTests {
         #expect(AreaLearning.hourOfWeek(Self.date("2026-03-29T00:30:00Z"), in: berlin) == 6 * 24 + 1, "01:30 CET")
         #expect(AreaLearning.hourOfWeek(Self.date("2026-03-29T01:30:00Z"), in: berlin) == 6 * 24 + 3, "03:30 CEST")
         #expect(AreaLearning.hourOfWeek(Self.date("1969-12-29T00:00:00Z"), in: utc) == 0, "before 1970: a Monday")
+        // 25 October 2026, back to winter time at 01:00 UTC: 02:30 comes twice, both in hour 2 of the Sunday.
+        #expect(AreaLearning.hourOfWeek(Self.date("2026-10-25T00:30:00Z"), in: berlin) == 6 * 24 + 2, "02:30 CEST")
+        #expect(AreaLearning.hourOfWeek(Self.date("2026-10-25T01:30:00Z"), in: berlin) == 6 * 24 + 2, "02:30 CET")
     }
 
     @Test("E1: each hour learns the mean of its legs, then with the area's memory; a ride reads it shrunk to the area")
@@ -54,9 +57,8 @@ struct HourOfWeekTests {
         // The area's own: 6, then 10 % of the way each leg: 6, 6.8, 6.72, 7.448, 7.3032, 7.97288.
         let area = try #require(entry.speed)
         #expect(abs(area - 7.97288) < 1e-9)
-        // A week after the last leg nothing of the area is recent: three legs of the hour against the area's 2.
+        // Three legs of the hour against the area's 2, in the same hour a week later.
         let nextRush = rush.addingTimeInterval(3 * week + 1800)
-        #expect(entry.recentSpeed.legs(at: nextRush) < 1e-9)
         let expected = (3 * 6 + 2 * area) / 5
         #expect(abs((learning.speed(for: centre, at: nextRush, configuration: configuration) ?? 0) - expected) < 1e-9)
         let nextNight = night.addingTimeInterval(3 * week)
@@ -81,44 +83,28 @@ struct HourOfWeekTests {
         #expect(abs((weekAfter ?? 0) - (10 * 7 + 2 * later) / 12) < 1e-9)
     }
 
-    @Test("E1: an area's recent legs fade by e an hour; a busy area's own value outweighs last week's hour")
-    func recency() throws {
-        #expect(AreaLearning.Recency().legs(at: t0) == 0)
-        var learning = AreaLearning()
-        learning.learn(speed: 10, area: nil, at: t0, configuration: RideConfiguration())
-        learning.learn(speed: 10, area: nil, at: t0.addingTimeInterval(3600), configuration: RideConfiguration())
-        let recent = try #require(learning.learned[""]?.recentSpeed)
-        // Hand-computed: 1 * e^-1 + 1 an hour after the first, and e^-1 of that an hour later.
-        #expect(abs(recent.legs(at: t0.addingTimeInterval(3600)) - (exp(-1) + 1)) < 1e-12)
-        #expect(abs(recent.legs(at: t0.addingTimeInterval(7200)) - (exp(-1) + 1) * exp(-1)) < 1e-12)
-        #expect(recent.legs(at: t0) == recent.legs, "a clock stepped back counts as at the last leg")
-        // The hour taught 6 m/s over 20 legs last week; the area learned 12 since. With 30 legs of the last half
-        // hour (20 with the memory): (20 * 6 + (2 + 20) * 12) / 42; with 5, (20 * 6 + 7 * 12) / 27; with none,
-        // (20 * 6 + 2 * 12) / 22.
-        #expect(abs(AreaLearning.hourly(6, legs: 20, toward: 12, recent: 30, rate: 0.05) - 384.0 / 42) < 1e-12)
-        #expect(abs(AreaLearning.hourly(6, legs: 20, toward: 12, recent: 5, rate: 0.05) - 204.0 / 27) < 1e-12)
-        #expect(abs(AreaLearning.hourly(6, legs: 20, toward: 12, recent: 0, rate: 0.05) - 144.0 / 22) < 1e-12)
-        // Wired: a ride reads the hour with the area's recent legs at its start.
+    @Test("E1: in a busy area the hour is today's: this hour's legs soon outweigh what it taught last week")
+    func busyHour() throws {
         var busy = AreaLearning()
         let configuration = RideConfiguration()
+        // Last week, 20 legs at 6 m/s in this hour; today, 30 in the same hour at 12 m/s.
         for leg in 0..<20 {
             busy.learn(speed: 6, area: nil, at: t0.addingTimeInterval(Double(leg)), configuration: configuration)
         }
-        let nextWeek = t0.addingTimeInterval(7 * 86_400)
+        let today = t0.addingTimeInterval(7 * 86_400)
         for leg in 0..<30 {
             busy.learn(
-                speed: 12, area: nil, at: nextWeek.addingTimeInterval(Double(leg) * 60), configuration: configuration)
+                speed: 12, area: nil, at: today.addingTimeInterval(Double(leg) * 10), configuration: configuration)
         }
         let entry = try #require(busy.learned[""])
-        let now = nextWeek.addingTimeInterval(1800)
-        let hour = try #require(entry.hours[AreaLearning.hourOfWeek(now, in: configuration.timeZone)])
-        let (hourSpeed, areaSpeed) = (try #require(hour.speed), try #require(entry.speed))
-        let read = busy.speed(for: nil, at: now, configuration: configuration) ?? 0
-        let wired = AreaLearning.hourly(
-            hourSpeed, legs: hour.speedLegs, toward: areaSpeed, recent: entry.recentSpeed.legs(at: now), rate: 0.05)
-        #expect(abs(read - wired) < 1e-12)
-        #expect(entry.recentSpeed.legs(at: now) > 20, "30 legs within the half hour, faded a little")
-        #expect(abs(read - areaSpeed) < abs(hourSpeed - areaSpeed) / 2, "the area's own, minutes old, weighs most")
+        let hour = try #require(entry.hours[AreaLearning.hourOfWeek(today, in: nil)])
+        // The hour's memory is full after the first 20: 30 legs at 5 % each, 12 - 6 * 0.95^30.
+        let hourSpeed = 12 - 6 * Foundation.pow(0.95, 30.0)
+        #expect(abs((hour.speed ?? 0) - hourSpeed) < 1e-9 && hour.speedLegs == 50)
+        let areaSpeed = try #require(entry.speed)
+        let read = busy.speed(for: nil, at: today.addingTimeInterval(300), configuration: configuration) ?? 0
+        #expect(abs(read - (20 * hourSpeed + 2 * areaSpeed) / 22) < 1e-9)
+        #expect(read > 10, "today's 12 m/s outweighs last week's 6: \(read)")
     }
 
     @Test(
@@ -142,7 +128,7 @@ struct HourOfWeekTests {
         #expect(learning.learned["plain"]?.hours[6 * 24 + 4]?.stopShare == AreaLearning.highestStopShare)
     }
 
-    @Test("E1: with rides.hoursOfWeek off, no hour is learned, read or adopted: the area's values at every hour")
+    @Test("E1: with rides.hoursOfWeek off, no hour is learned or read; shared hours are kept, to share again")
     func off() {
         var configuration = RideConfiguration()
         var learning = AreaLearning()
@@ -158,9 +144,13 @@ struct HourOfWeekTests {
         var shared = AreaPriors(
             area: "", worker: "w-2", at: t0, detourFactor: 1.2, rides: 0, stopShare: nil, legs: 0, speed: 9,
             speedLegs: 1)
+        #expect(off.learned[""]?.hours.isEmpty == true, "off: no hour learned")
         shared.hours = [4: AreaLearning.Hour(speed: 20, speedLegs: 3)]
         off.adopt(shared, configuredFactor: 1.3, configuration: configuration)
-        #expect(off.learned[""]?.hours.isEmpty == true)
+        // Kept, to share again (a worker with hours off must not wipe the group's), but not read.
+        #expect(off.learned[""]?.hours[4] == AreaLearning.Hour(speed: 20, speedLegs: 3))
+        let hourFour = Self.date("2026-11-23T04:30:00Z")
+        #expect(off.speed(for: nil, at: hourFour, configuration: configuration) == off.learned[""]?.speed)
     }
 
     @Test("E1: an hour's value read by a ride lies between the hour's and the area's, whatever the legs")
@@ -170,10 +160,18 @@ struct HourOfWeekTests {
             input: zip(
                 Gen.double(in: 0.5...60), Gen.int(in: 0...1_000_000), Gen.double(in: 0.5...60), Gen.double(in: 0...1))
         ) { value, legs, base, rate in
-            let read = AreaLearning.hourly(value, legs: legs, toward: base, recent: Double(legs % 50), rate: rate)
+            let read = AreaLearning.hourly(value, legs: legs, toward: base, rate: rate)
             #expect(read >= min(value, base) - 1e-9 && read <= max(value, base) + 1e-9, "\(read)")
-            if legs == 0 || rate == 0 { #expect(read == base) }
         }
+    }
+
+    @Test("E1: no legs, or learning off: the area's value, whatever the hour holds")
+    func edges() {
+        #expect(AreaLearning.hourly(6, legs: 0, toward: 12, rate: 0.05) == 12)
+        #expect(AreaLearning.hourly(6, legs: 40, toward: 12, rate: 0) == 12)
+        // Legs past the memory (20) weigh as 20: (20 * 6 + 2 * 12) / 22.
+        let full = AreaLearning.hourly(6, legs: 40, toward: 12, rate: 0.05)
+        #expect(full == 144.0 / 22)
     }
 
     @Test("E1, A2: the hours are shared, read back as written, valid against priors.schema.json, and weighed in")
@@ -190,6 +188,7 @@ struct HourOfWeekTests {
                 #""hours":[{"hour":8,"stopShare":0.3,"legs":1,"speed":6.0,"speedLegs":1},{"hour":153,"speed":14.123,"speedLegs":1}]}"#
             ),
             "\(text)")
+        #expect(text.contains(#""speedLegs":2,"timeZone":"UTC","hours":["#), "the zone the hours are counted in")
         let read = try #require(
             try AreaPriors.decode(
                 shared.payload, key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: t0, futureTolerance: 5))
@@ -247,7 +246,7 @@ struct HourOfWeekTests {
         ])
     func refused(hours: String, detail: String) {
         let payload = Array(
-            #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"hours":\#(hours)}"#
+            #"{"area":"berlin","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"timeZone":"UTC","hours":\#(hours)}"#
                 .utf8)
         do {
             _ = try AreaPriors.decode(
@@ -272,12 +271,71 @@ struct HourOfWeekTests {
                 speed: 15, area: nil, at: night.addingTimeInterval(shift), configuration: RideConfiguration())
         }
         let area = try #require(harness.engine.learning.learned[""]?.speed)
-        // Ten weeks on: nothing recent, each hour's 10 legs against the area's 2.
+        // Ten weeks on, each hour's 10 legs against the area's 2.
         harness.start(ride: "r-1", vehicle: "v-1", at: rush.addingTimeInterval(10 * week))
         harness.start(ride: "r-2", vehicle: "v-2", at: night.addingTimeInterval(10 * week))
         let atRush = try #require(harness.engine.ride("r-1")?.cruisePrior)
         let atNight = try #require(harness.engine.ride("r-2")?.cruisePrior)
         #expect(abs(atRush - (10 * 5 + 2 * area) / 12) < 1e-4 && abs(atNight - (10 * 15 + 2 * area) / 12) < 1e-4)
         #expect(atRush < area && area < atNight, "\(atRush) \(area) \(atNight)")
+    }
+
+    @Test("E1, A2: hours counted in another zone are left alone; the area's values are still weighed in")
+    func zones() throws {
+        // The sharing worker counts hours outside every area in Berlin time; this one in UTC.
+        var configuration = RideConfiguration()
+        configuration.timeZone = TimeZone(identifier: "Europe/Berlin")
+        var berlin = RideEngine(configuration: configuration)
+        berlin.learning.learn(speed: 9, area: nil, at: t0, configuration: configuration)
+        let payload = try #require(berlin.priorsToShare(worker: "w-2", now: t0).first?.payload)
+        #expect(String(decoding: payload, as: UTF8.self).contains(#""timeZone":"Europe/Berlin""#))
+        var utc = RideEngine()
+        let topic = "ridestatus/priors/\(AreaPriors.key(area: ""))"
+        _ = utc.receivePriors(
+            key: AreaPriors.key(area: ""), topic: topic, payload: payload, now: t0, worker: "w-1", since: t0)
+        #expect(utc.learning.learned[""]?.speed == 9, "the area's value weighed in")
+        #expect(utc.learning.learned[""]?.hours.isEmpty == true, "Berlin's hour 154 is not UTC's")
+        // A worker in the same zone takes them; "Etc/UTC" and "UTC" are one zone.
+        var same = RideEngine(configuration: configuration)
+        _ = same.receivePriors(
+            key: AreaPriors.key(area: ""), topic: topic, payload: payload, now: t0, worker: "w-1", since: t0)
+        #expect(same.learning.learned[""]?.hours.keys.sorted() == [6 * 24 + 10])
+        configuration.timeZone = TimeZone(identifier: "Etc/UTC")
+        #expect(AreaLearning.zoneName(of: nil, configuration) == "UTC")
+    }
+
+    @Test("I2, A2: the priors' size limit is their own: a worker with a small rides.maxPayloadBytes still reads them")
+    func ownLimit() throws {
+        var hours: [Int: AreaLearning.Hour] = [:]
+        for hour in AreaLearning.hoursOfWeek {
+            hours[hour] = AreaLearning.Hour(stopShare: 0.123, legs: 2_000_000_000, speed: 12.5, speedLegs: 30)
+        }
+        let priors = AreaPriors(
+            area: "", worker: "w-2", at: t0, detourFactor: 1.2, rides: 9, stopShare: 0.2, legs: 9, speed: 10,
+            speedLegs: 9, hours: hours, timeZone: "UTC")
+        let payload = priors.encoded()
+        #expect(payload.count > 4_096 && payload.count <= AreaPriors.maximumBytes, "\(payload.count) bytes")
+        // Counts past the most a reader accepts are written as that most: every reader still takes them.
+        #expect(String(decoding: payload, as: UTF8.self).contains(#""legs":1000000000,"#))
+        var configuration = RideConfiguration()
+        configuration.maxPayloadBytes = 4_096
+        var small = RideEngine(configuration: configuration)
+        let (adopted, refusal, _) = small.receivePriors(
+            key: AreaPriors.key(area: ""), topic: "ridestatus/priors/\(AreaPriors.key(area: ""))", payload: payload,
+            now: t0, worker: "w-1", since: t0)
+        #expect(refusal == nil && adopted != nil)
+        #expect(small.learning.learned[""]?.hours.count == 168)
+        // hours and timeZone come together.
+        for broken in [
+            #"{"area":"","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"hours":[]}"#,
+            #"{"area":"","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"timeZone":"UTC"}"#,
+            #"{"area":"","worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2,"timeZone":"","hours":[]}"#,
+        ] {
+            #expect(throws: Rejection.self) {
+                try AreaPriors.decode(
+                    Array(broken.utf8), key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: t0,
+                    futureTolerance: 5)
+            }
+        }
     }
 }

@@ -21,12 +21,11 @@ public import Foundation
 ///   hour of the week in the area's time zone (the catalog's `timeZone`, else `rides.timeZone`), Monday 00:00 to
 ///   01:00 being hour 0. An hour's values are the mean of its legs until the learning's memory is full
 ///   (``memory(_:rate:)``), then an exponentially weighted one at the area's rate. A ride reads them shrunk
-///   toward the area's values (``hourly(_:legs:toward:recent:rate:)``): the hour weighs its legs, the area
-///   ``hourShrinkage`` legs plus its legs of about the last hour (``Recency``), each up to the memory. Rush hour
-///   is slower than the night in most cities. A busy area's own value is minutes old and follows the day: it
-///   outweighs what the same hour taught last week (today's rain, today's roadworks). A quiet area's is hours
-///   old and mixes the night with the rush: there the hour's outweighs it. The detour factor has no hours: the
-///   roads do not change with the time of day.
+///   toward the area's values (``hourly(_:legs:toward:rate:)``): the hour weighs its legs up to the memory, the
+///   area ``hourShrinkage``. Rush hour is slower than the night in most cities. A quiet area's own value is
+///   hours old and mixes the night with the rush; a busy area's hour is today's (its memory of 20 legs is the
+///   last minutes of this very hour). The detour factor has no hours: the roads do not change with the time of
+///   day.
 ///
 /// A ride takes its area's values when it starts. What a worker learns it shares with its group as a retained
 /// message per area (``AreaPriors``): every worker weighs in what the others learned
@@ -47,31 +46,6 @@ public struct AreaLearning: Sendable, Equatable {
         public var speedLegs: Int = 0
         /// What the legs of each hour of the week taught, by hour (0 = Monday 00:00 to 01:00 local time).
         public var hours: [Int: Hour] = [:]
-        /// The legs that taught the stop share, and the speed, lately: how current the area's own values are.
-        /// This worker's own legs only (shared priors carry no time of their own legs).
-        public var recentStopShare = Recency()
-        public var recentSpeed = Recency()
-    }
-
-    /// E1 (issue 31): legs taught lately, each counting 1 when taught and fading by e every
-    /// ``recentTimeConstant``: about the legs of the last hour.
-    public struct Recency: Sendable, Equatable {
-        public var legs = 0.0
-        /// When the last leg was taught.
-        public var at: Date?
-
-        public init() {}
-
-        /// The legs at `date` (a date before the last leg, a clock stepped back, counts as then).
-        public func legs(at date: Date) -> Double {
-            guard let at else { return 0 }
-            return legs * exp(-max(0, date.timeIntervalSince(at)) / AreaLearning.recentTimeConstant)
-        }
-
-        mutating func add(at date: Date) {
-            legs = legs(at: date) + 1
-            at = max(at ?? date, date)
-        }
     }
 
     /// E1 (issue 31): what the legs driven in one hour of the week taught an area, bounded as the area's values.
@@ -113,15 +87,16 @@ public struct AreaLearning: Sendable, Equatable {
     public static let speeds = 0.5...60.0
     /// The hours of a week.
     public static let hoursOfWeek = 0..<168
-    /// The legs of the area's own values an hour's are weighed against when a ride reads them, beside the area's
-    /// recent legs. A week has 168 hours, so a worker that sees a few rides an hour learns an hour's rhythm over
-    /// weeks; meanwhile the area's values stand for it. `make bench-eta-rhythm` (arterial and mixed, 1,500 trips
-    /// each over four weeks, pickup 240+ s): 2 gave 46.2 and 66.5 s, 5 gave 50.8 and 68.0, 10 gave 54.8 and 69.3,
-    /// none 65.6 and 72.7; with 300 trips (most hours taught by one leg or none) the grid, which has no rhythm,
-    /// was within 0.3 s of none at every value: a thin hour's noise did not show.
+    /// The legs of the area's own values an hour's are weighed against when a ride reads them. A week has 168
+    /// hours, so a worker that sees a few rides an hour learns an hour's rhythm over weeks; meanwhile the area's
+    /// values stand for it. `make bench-eta-rhythm` (arterial, mixed and grid, 1,500 trips each over four weeks;
+    /// arterial and mixed pickups 240+ s): 2 gave 51.8 and 71.8 s, 5 gave 55.1 and 72.2, no hours 66.2 and 73.3.
+    /// Weighing the area's legs of the last hour in as well (so that a busy area's fresh value would outweigh
+    /// last week's hour) gave 55.9 and 72.2, and in a busy fleet (15,000 trips) the same as without (32.6 and 32.4
+    /// s on arterial pickups): a busy area's hour is already today's. With 300 trips, most hours taught by one
+    /// leg or none, the grid (no rhythm) stayed within 0.3 s of no hours at 2, 5 and 10: a thin hour's noise did
+    /// not show.
     public static let hourShrinkage = 2.0
-    /// How fast an area's recent legs fade (``Recency``), seconds: an hour, the width of an hour of the week.
-    public static let recentTimeConstant = 3600.0
 
     public init() {}
 
@@ -138,12 +113,12 @@ public struct AreaLearning: Sendable, Equatable {
     }
 
     /// The stop share for a ride starting in `area` at `date`: the area's learned one, else the fleet's
-    /// (``fleetStopShare(_:)``), moved toward the hour of the week's (``hourly(_:legs:toward:recent:rate:)``); nil
+    /// (``fleetStopShare(_:)``), moved toward the hour of the week's (``hourly(_:legs:toward:rate:)``); nil
     /// when none was learned (the ride then uses `rides.typicalStopShare`).
     public func stopShare(for area: ServiceArea?, at date: Date, configuration: RideConfiguration) -> Double? {
         let entry = learned[area?.name ?? ""]
         return (entry?.stopShare ?? fleetStopShare(configuration)).map { base in
-            hourly(entry, base: base, area: area, at: date, configuration, \.stopShare, \.legs, \.recentStopShare)
+            hourly(entry, base: base, area: area, at: date, configuration, \.stopShare, \.legs)
         }
     }
 
@@ -153,35 +128,30 @@ public struct AreaLearning: Sendable, Equatable {
     public func speed(for area: ServiceArea?, at date: Date, configuration: RideConfiguration) -> Double? {
         let entry = learned[area?.name ?? ""]
         return (entry?.speed ?? fleetSpeed(configuration)).map { base in
-            hourly(entry, base: base, area: area, at: date, configuration, \.speed, \.speedLegs, \.recentSpeed)
+            hourly(entry, base: base, area: area, at: date, configuration, \.speed, \.speedLegs)
         }
     }
 
     /// `base` moved toward the `value` the hour of `date` taught `entry`'s area, if any (and hours are on).
     private func hourly(
         _ entry: Entry?, base: Double, area: ServiceArea?, at date: Date, _ configuration: RideConfiguration,
-        _ value: KeyPath<Hour, Double?>, _ legs: KeyPath<Hour, Int>, _ recent: KeyPath<Entry, Recency>
+        _ value: KeyPath<Hour, Double?>, _ legs: KeyPath<Hour, Int>
     ) -> Double {
         guard configuration.hoursOfWeek, let entry,
             let hour = entry.hours[Self.hourOfWeek(date, in: Self.timeZone(of: area, configuration))],
             let taught = hour[keyPath: value]
         else { return base }
         return Self.hourly(
-            taught, legs: hour[keyPath: legs], toward: base, recent: entry[keyPath: recent].legs(at: date),
-            rate: configuration.stopShareLearningRate)
+            taught, legs: hour[keyPath: legs], toward: base, rate: configuration.stopShareLearningRate)
     }
 
-    /// An hour's `value`, taught by `legs` legs, shrunk toward the area's `base`, which `recent` legs taught
-    /// lately: the hour weighs its legs, the area ``hourShrinkage`` legs plus its recent ones, each up to the
-    /// learning's memory (1 / `rate`). Between the two, so as bounded as they are; the area's value with learning
-    /// off.
-    public static func hourly(_ value: Double, legs: Int, toward base: Double, recent: Double, rate: Double)
-        -> Double
-    {
+    /// An hour's `value`, taught by `legs` legs, shrunk toward the area's `base`: the hour weighs its legs up to
+    /// the learning's memory (1 / `rate`), the area ``hourShrinkage`` legs. Between the two, so as bounded as they
+    /// are; the area's value with learning off.
+    public static func hourly(_ value: Double, legs: Int, toward base: Double, rate: Double) -> Double {
         guard rate > 0, legs > 0 else { return base }
         let weight = min(Double(legs), 1 / rate)
-        let area = hourShrinkage + min(max(recent, 0), 1 / rate)
-        return (weight * value + area * base) / (weight + area)
+        return (weight * value + hourShrinkage * base) / (weight + hourShrinkage)
     }
 
     /// The hour of the week of `date` in `zone` (nil: UTC): 0 for Monday 00:00 to 01:00 local time, 167 for Sunday
@@ -196,6 +166,12 @@ public struct AreaLearning: Sendable, Equatable {
     /// The time zone of `area`'s hours: the catalog's for it, else `rides.timeZone`; nil for UTC.
     static func timeZone(of area: ServiceArea?, _ configuration: RideConfiguration) -> TimeZone? {
         area?.timeZone ?? configuration.timeZone
+    }
+
+    /// The name of `area`'s zone as the shared priors carry it: its IANA identifier, "UTC" for UTC however named.
+    public static func zoneName(of area: ServiceArea?, _ configuration: RideConfiguration) -> String {
+        let name = timeZone(of: area, configuration)?.identifier ?? "UTC"
+        return ["GMT", "Etc/GMT", "Etc/UTC", "UTC"].contains(name) ? "UTC" : name
     }
 
     /// The learning rate for an hour's `count`-th leg: the mean of its legs until the learning's memory
@@ -277,7 +253,6 @@ public struct AreaLearning: Sendable, Equatable {
         let before = entry.stopShare ?? fleetStopShare(configuration) ?? configuration.typicalStopShare
         entry.stopShare = min(before + rate * (observed - before), Self.highestStopShare)
         entry.legs += 1
-        entry.recentStopShare.add(at: date)
         teachHour(
             &entry, min(observed, Self.highestStopShare), \.stopShare, \.legs, area: area, at: date, configuration)
         setLearned(entry, for: key, changed: true)
@@ -298,7 +273,6 @@ public struct AreaLearning: Sendable, Equatable {
         let before = entry.speed ?? fleetSpeed(configuration) ?? observed
         entry.speed = before + rate * (observed - before)
         entry.speedLegs += 1
-        entry.recentSpeed.add(at: date)
         teachHour(&entry, observed, \.speed, \.speedLegs, area: area, at: date, configuration)
         setLearned(entry, for: key, changed: true)
         return true

@@ -29,10 +29,14 @@ public struct AreaPriors: Sendable, Equatable {
     /// What each hour of the week taught (``AreaLearning/Hour``), by hour; empty from workers before they were
     /// shared.
     public var hours: [Int: AreaLearning.Hour]
+    /// The time zone the hours are counted in (``AreaLearning/zoneName(of:_:)``): a reader whose zone for the
+    /// area differs leaves them alone, so that one worker's 08:00 is not averaged with another's 07:00. Nil
+    /// without hours.
+    public var timeZone: String?
 
     public init(
         area: String, worker: String, at: Date, detourFactor: Double, rides: Int, stopShare: Double?, legs: Int,
-        speed: Double? = nil, speedLegs: Int = 0, hours: [Int: AreaLearning.Hour] = [:]
+        speed: Double? = nil, speedLegs: Int = 0, hours: [Int: AreaLearning.Hour] = [:], timeZone: String? = nil
     ) {
         self.area = area
         self.worker = worker
@@ -44,13 +48,18 @@ public struct AreaPriors: Sendable, Equatable {
         self.speed = speed
         self.speedLegs = speedLegs
         self.hours = hours
+        self.timeZone = timeZone
     }
 
     /// Priors older than this are not read (A2: a prior from before a long pause says little of today's roads;
     /// the configuration's values stand in until rides teach again).
     public static let maximumAge: TimeInterval = 30 * 86_400
-    /// The most rides or legs a count may claim.
+    /// The most rides or legs a count may claim; a larger count is written as this.
     static let maximumCount = 1_000_000_000
+    /// The priors' own I2 limit, in bytes, the same in every worker whatever its `rides.maxPayloadBytes`: a group
+    /// whose workers set that differently still reads each other's priors. 168 hours with the largest counts
+    /// take 14.5 KB; a publisher leaves out the hours with the fewest legs beyond it.
+    public static let maximumBytes = 16_384
 
     /// The topic level for `area`: the 64-bit FNV-1a hash of its UTF-8 name, 16 lowercase hex digits (I1-safe
     /// for any name, and the same in every worker and release).
@@ -66,11 +75,11 @@ public struct AreaPriors: Sendable, Equatable {
 
     /// The payload as a worker publishes it: `area`, `worker`, `at`, `detourFactor`, `rides`, then `stopShare`
     /// when learned, `legs`, `speed` with `speedLegs` when learned, and `hours` when any hour taught something:
-    /// `{"hour", "stopShare", "legs", "speed", "speedLegs"}` per hour, in hour order, the values to a thousandth
-    /// (`priors.schema.json`).
-    /// - Parameter limit: the most bytes the payload may take (the readers' `maxPayloadBytes`, I2): hours that
-    ///   taught the fewest legs are left out until it fits. 168 hours take about 11 KB.
-    public func encoded(limit: Int = .max) -> [UInt8] {
+    /// `{"hour", "stopShare", "legs", "speed", "speedLegs"}` per hour, in hour order, the values to a thousandth,
+    /// after `timeZone` (`priors.schema.json`). Counts above ``maximumCount`` are written as it.
+    /// - Parameter limit: the most bytes the payload may take (I2): hours that taught the fewest legs are left
+    ///   out until it fits. 168 hours take about 12 KB.
+    public func encoded(limit: Int = maximumBytes) -> [UInt8] {
         var writer = JSONWriter(capacity: 160)
         writer.beginObject()
         writer.key("area")
@@ -82,23 +91,25 @@ public struct AreaPriors: Sendable, Equatable {
         writer.key("detourFactor")
         writer.number(detourFactor)
         writer.key("rides")
-        writer.integer(rides)
+        writer.integer(min(rides, Self.maximumCount))
         if let stopShare {
             writer.key("stopShare")
             writer.number(stopShare)
         }
         writer.key("legs")
-        writer.integer(legs)
+        writer.integer(min(legs, Self.maximumCount))
         if let speed {
             writer.key("speed")
             writer.number(speed)
             writer.key("speedLegs")
-            writer.integer(speedLegs)
+            writer.integer(min(speedLegs, Self.maximumCount))
         }
         guard !hours.isEmpty else {
             writer.endObject()
             return writer.bytes
         }
+        writer.key("timeZone")
+        writer.string(timeZone ?? "UTC")
         var entries = hours.map { hour, values in (hour, values, Self.encoded(hour: hour, values)) }
         // `,"hours":[` and `]}`.
         var budget = limit - writer.bytes.count - 12
@@ -129,13 +140,13 @@ public struct AreaPriors: Sendable, Equatable {
             writer.key("stopShare")
             writer.number((stopShare * 1000).rounded() / 1000)
             writer.key("legs")
-            writer.integer(values.legs)
+            writer.integer(min(values.legs, maximumCount))
         }
         if let speed = values.speed {
             writer.key("speed")
             writer.number((speed * 1000).rounded() / 1000)
             writer.key("speedLegs")
-            writer.integer(values.speedLegs)
+            writer.integer(min(values.speedLegs, maximumCount))
         }
         writer.endObject()
         return writer.bytes
@@ -198,7 +209,18 @@ public struct AreaPriors: Sendable, Equatable {
             throw Rejection(.invalidField, "priors: speedLegs without a speed (A2)")
         }
         var hours: [Int: AreaLearning.Hour] = [:]
-        for element in try fields.optionalArray("hours") ?? [] {
+        let timeZone = try fields.optionalString("timeZone")
+        if let timeZone, timeZone.isEmpty || timeZone.utf8.count > 64 {
+            throw Rejection(.invalidField, "priors: timeZone is not 1 to 64 bytes (A2)")
+        }
+        let hourList = try fields.optionalArray("hours")
+        guard (hourList == nil) == (timeZone == nil) else {
+            throw Rejection(.invalidField, "priors: hours and timeZone come together (A2)")
+        }
+        guard (hourList?.count ?? 0) <= AreaLearning.hoursOfWeek.count else {
+            throw Rejection(.invalidField, "priors: more than 168 hours (A2)")
+        }
+        for element in hourList ?? [] {
             guard case .object = element else { throw Rejection(.invalidField, "priors: hours[] must be objects (A2)") }
             let (hour, values) = try Self.hour(Fields(element))
             guard hours.updateValue(values, forKey: hour) == nil else {
@@ -208,7 +230,7 @@ public struct AreaPriors: Sendable, Equatable {
         return AreaPriors(
             area: area, worker: worker, at: at, detourFactor: factor, rides: try count(fields, "rides"),
             stopShare: stopShare, legs: try count(fields, "legs"), speed: speed,
-            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"), hours: hours)
+            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"), hours: hours, timeZone: timeZone)
     }
 
     /// One object of `hours`: its hour of the week, and what it taught (each value with its count, in range).
@@ -286,8 +308,9 @@ extension AreaLearning {
         Self.weigh(
             &entry.stopShare, &entry.legs, priors.stopShare, priors.legs, rate: rate, within: 0...Self.highestStopShare)
         Self.weigh(&entry.speed, &entry.speedLegs, priors.speed, priors.speedLegs, rate: rate, within: Self.speeds)
-        // Each hour as the area.
-        for (hour, shared) in priors.hours where configuration.hoursOfWeek && Self.hoursOfWeek.contains(hour) {
+        // Each hour as the area; kept and shared again with hours off (only not read), so that a worker with them
+        // off does not wipe the group's from the retained priors.
+        for (hour, shared) in priors.hours where Self.hoursOfWeek.contains(hour) {
             var mine = entry.hours[hour] ?? Hour()
             Self.weigh(
                 &mine.stopShare, &mine.legs, shared.stopShare, shared.legs, rate: rate,
@@ -327,14 +350,12 @@ extension RideEngine {
     /// A share that fails is marked again with ``AreaLearning/markChanged(_:)``.
     public mutating func priorsToShare(worker: String, now: Date) -> [(area: String, topic: String, payload: [UInt8])] {
         learning.takeChanged().map { area, entry in
+            let zone = AreaLearning.zoneName(of: catalog?.areas.first { $0.name == area }, configuration)
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
                 stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs,
-                hours: entry.hours)
-            return (
-                area, topics.priors(key: AreaPriors.key(area: area)),
-                priors.encoded(limit: configuration.maxPayloadBytes)
-            )
+                hours: entry.hours, timeZone: entry.hours.isEmpty ? nil : zone)
+            return (area, topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
         }
     }
 
@@ -352,8 +373,9 @@ extension RideEngine {
     ) -> (adopted: AreaPriors?, refusal: Rejection?, actions: [RideAction]) {
         do throws(Rejection) {
             guard
-                let priors = try AreaPriors.decode(
-                    payload, key: key, decoder: decoder, now: now, futureTolerance: configuration.futureTolerance)
+                var priors = try AreaPriors.decode(
+                    payload, key: key, decoder: InputDecoder(maxPayloadBytes: AreaPriors.maximumBytes), now: now,
+                    futureTolerance: configuration.futureTolerance)
             else { return (nil, nil, []) }
             let area = catalog?.areas.first { $0.name == priors.area }
             guard area != nil || priors.area.isEmpty else {
@@ -362,6 +384,8 @@ extension RideEngine {
                     "priors: no service area of this worker's catalog is named '\(priors.area.prefix(64))' (A2)")
             }
             guard priors.worker != worker || priors.at < since else { return (nil, nil, []) }
+            // Hours counted in another zone than this worker's for the area are not this worker's hours.
+            if priors.timeZone != AreaLearning.zoneName(of: area, configuration) { priors.hours = [:] }
             let changed = learning.adopt(
                 priors, configuredFactor: area?.detourFactor ?? configuration.detourFactor, configuration: configuration
             )

@@ -60,8 +60,9 @@ public struct RideConfiguration: Sendable, Equatable {
     /// for areas whose catalog entry names none (``AreaLearning``); an IANA name in the configuration file. Nil is
     /// UTC, counted without Foundation's zone tables, which take 2.4 to 4.5 MiB once loaded (`ride-bench memory`).
     public var timeZone: TimeZone?
-    /// E1 (issue 31): whether the areas learn, share and read their values by hour of the week; false reads the
-    /// areas' values alone at every hour (what is held or shared by hour is kept, unread).
+    /// E1 (issue 31): whether the areas learn and read their values by hour of the week; false reads the areas'
+    /// values alone at every hour and learns no hour, but still weighs in and shares again what the group shares
+    /// by hour, so that turning it off on one worker does not wipe the group's hours.
     public var hoursOfWeek = true
     /// E1: the speed a ride starts from before a moving fix is known (a first fix of a stopped car, or none
     /// with a speed), m/s: a city's typical driving speed with its stops, instead of the floor; where the ride's
