@@ -128,7 +128,8 @@ struct World {
         if let kind = vehicle.profile.kind {
             let road = DrivingClass.road(
                 from: vehicle.position, to: end, detour: DrivingClass.detour(random: &random), random: &random)
-            vehicle.trip = kind.drive(along: road, moving: vehicle.speed > 0, random: &random)
+            // From standing: a trip starts at the curb, or where the car waited.
+            vehicle.trip = kind.drive(along: road, random: &random)
         } else {
             vehicle.trip = StreetTrip.drive(from: vehicle.position, to: end, random: &random)
         }
@@ -186,8 +187,13 @@ struct World {
             drive(&vehicle, dt: dt)
             if vehicle.trip.isEmpty {
                 vehicle.speed = 0
+                // A car with its own sampling reports its arrival at once, and stands long enough for three
+                // more fixes: without `speed`, the worker sees it stopped (P3, P5) only from two fixes there.
+                vehicle.nextFix = now
+                let standing = vehicle.profile.fixEvery.map { 3 * $0 + 2 } ?? 0
                 if case .toPickup = vehicle.stage {
-                    vehicle.stage = .waiting(until: now.addingTimeInterval(Double.random(in: 5...20, using: &random)))
+                    vehicle.stage = .waiting(
+                        until: now.addingTimeInterval(max(standing, Double.random(in: 5...20, using: &random))))
                     // Stopped short of the pickup, only the driver's word says the car is there (P3).
                     if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
                         out.append(event(ride, "arrivedAtPickup", by: vehicle.id))
@@ -196,7 +202,7 @@ struct World {
                     if Double.random(in: 0..<1, using: &random) < 0.3, let ride = vehicle.ride {
                         out.append(event(ride, "arrivedAtDropOff", by: vehicle.id))
                     }
-                    vehicle.stage = .done(stopAt: now.addingTimeInterval(8))
+                    vehicle.stage = .done(stopAt: now.addingTimeInterval(max(8, standing)))
                 }
             } else if case .toPickup = vehicle.stage, Double.random(in: 0..<1, using: &random) < cancelRate / 120,
                 let ride = vehicle.ride
@@ -206,6 +212,8 @@ struct World {
                         topic: topics.control(.cancel, ride: ride),
                         payload: Array(#"{"canceledBy":"user","reason":"changed plans"}"#.utf8), control: true))
                 vehicle.stage = .done(stopAt: now.addingTimeInterval(8))
+                // The driver pulls over: its fixes say so.
+                vehicle.speed = 0
             }
         case .waiting(let until):
             vehicle.speed = 0
@@ -226,9 +234,10 @@ struct World {
                 out.append(availability(vehicle, now: now))
             }
         }
-        // A vehicle with its own sampling reports when its next fix is due; the grid's every tick.
+        // A vehicle with its own sampling reports when its next fix is due (within half a tick: the loop wakes a
+        // little late, and a gap of k seconds must not become k + 1); the grid's every tick.
         if let every = vehicle.profile.fixEvery {
-            guard now >= vehicle.nextFix else { return }
+            guard now.addingTimeInterval(dt / 2) >= vehicle.nextFix else { return }
             vehicle.nextFix = now.addingTimeInterval(FleetDriving.nextFix(every: every, random: &random))
         }
         out.append(fix(vehicle, now: now))

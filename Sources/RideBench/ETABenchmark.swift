@@ -43,7 +43,7 @@ struct ETABenchmark: ParsableCommand {
     @Option(help: "The worker's rides.speedFloor, m/s (default: the worker's, E1's 5 m/s).") var speedFloor: Double?
     @Option(
         help:
-            "Weeks each class's trips are spread over, evenly, driven slower at rush hour (DrivingClass.congestion) and on some days than others; each class is replayed with and without the areas' hours of the week (rides.hoursOfWeek). 0: every trip at one instant, without hours of the week."
+            "Weeks each class's trips are spread over, evenly, driven slower at rush hour (DrivingClass.congestion) and on some days (1 to 1.3 times); each class is replayed with and without the areas' hours of the week (rides.hoursOfWeek). 0: every trip at one instant, without hours of the week."
     )
     var weeks = 0.0
 
@@ -136,14 +136,15 @@ struct ETABenchmark: ParsableCommand {
         guard weeks >= 0 && weeks <= 52 else { throw ValidationError("--weeks must be 0...52") }
         // With --weeks, trips start evenly over them; a classed trip drives at its hour's congestion.
         let spacing = weeks * 7 * 86_400 / Double(max(trips, 1))
-        // Days differ too (rain, an event, a holiday): each day's congestion times 0.85 to 1.25, drawn apart from
-        // the trips. A day's own pace is what an area's recent legs know and last week's hour does not.
+        // Days differ too (rain, an event): each day's congestion times 1 to 1.3, drawn apart from the trips, days
+        // from midnight (the first trip starts at 08:00). What an hour taught last week is then a little off today.
         var days = SeededRandom(seed: seed ^ 0xDA75)
-        let dayFactors = (0...Int(weeks * 7)).map { _ in Double.random(in: 0.85...1.25, using: &days) }
+        let dayFactors = (0...Int(weeks * 7) + 1).map { _ in Double.random(in: 1...1.3, using: &days) }
         func congestion(_ index: Int) -> Double {
-            let offset = Double(index) * spacing
-            return DrivingClass.congestion(hour: AreaLearning.hourOfWeek(Self.base.addingTimeInterval(offset), in: nil))
-                * dayFactors[min(Int(offset / 86_400), dayFactors.count - 1)]
+            let start = Self.base.addingTimeInterval(Double(index) * spacing)
+            let day = Int((start.timeIntervalSince(Self.base) + 8 * 3600) / 86_400)
+            return DrivingClass.congestion(hour: AreaLearning.hourOfWeek(start, in: nil))
+                * dayFactors[min(day, dayFactors.count - 1)]
         }
         for name in classes.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             if name == "grid" {

@@ -112,7 +112,7 @@ extension WorkerSettings {
         },
         "rides.timeZone": { settings, value in
             // UTC as nil: counted without loading Foundation's zone tables (2.4 MiB and more).
-            if ["UTC", "Etc/UTC", "GMT", "Etc/GMT"].contains(value) {
+            if AreaLearning.utcNames.contains(value) {
                 settings.ride.timeZone = nil
                 return
             }

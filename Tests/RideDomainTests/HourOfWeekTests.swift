@@ -219,7 +219,10 @@ struct HourOfWeekTests {
             area: "berlin", worker: "w-1", at: t0, detourFactor: 1.2, rides: 9, stopShare: 0.2, legs: 9, speed: 10,
             speedLegs: 9, hours: hours)
         let whole = priors.encoded()
-        #expect(whole.count < RideConfiguration().maxPayloadBytes, "168 hours fit the default: \(whole.count) bytes")
+        let all = try #require(
+            try AreaPriors.decode(
+                whole, key: AreaPriors.key(area: "berlin"), decoder: InputDecoder(), now: t0, futureTolerance: 5))
+        #expect(all.hours.count == 168, "168 hours fit the priors' own limit: \(whole.count) bytes")
         let cut = priors.encoded(limit: 2_000)
         #expect(cut.count <= 2_000)
         let read = try #require(
@@ -228,6 +231,14 @@ struct HourOfWeekTests {
         #expect(!read.hours.isEmpty && read.hours.count < 168)
         #expect(read.hours.keys.min() == 168 - read.hours.count, "the hours with the most legs kept")
         #expect(read.speed == 10 && read.detourFactor == 1.2, "the area's own values always")
+        // No room for one hour: neither hours nor their zone (a reader refuses one without the other).
+        let bare = priors.encoded(limit: 200)
+        let text = String(decoding: bare, as: UTF8.self)
+        #expect(!text.contains("hours") && !text.contains("timeZone"), "\(text)")
+        #expect(throws: Never.self) {
+            try AreaPriors.decode(
+                bare, key: AreaPriors.key(area: "berlin"), decoder: InputDecoder(), now: t0, futureTolerance: 5)
+        }
     }
 
     @Test(
@@ -300,8 +311,10 @@ struct HourOfWeekTests {
         _ = same.receivePriors(
             key: AreaPriors.key(area: ""), topic: topic, payload: payload, now: t0, worker: "w-1", since: t0)
         #expect(same.learning.learned[""]?.hours.keys.sorted() == [6 * 24 + 10])
-        configuration.timeZone = TimeZone(identifier: "Etc/UTC")
-        #expect(AreaLearning.zoneName(of: nil, configuration) == "UTC")
+        for name in ["Etc/UTC", "Zulu", "Universal", "GMT"] {
+            configuration.timeZone = TimeZone(identifier: name)
+            #expect(AreaLearning.zoneName(of: nil, configuration) == "UTC", "\(name)")
+        }
     }
 
     @Test("I2, A2: the priors' size limit is their own: a worker with a small rides.maxPayloadBytes still reads them")

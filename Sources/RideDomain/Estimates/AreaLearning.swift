@@ -89,8 +89,9 @@ public struct AreaLearning: Sendable, Equatable {
     public static let hoursOfWeek = 0..<168
     /// The legs of the area's own values an hour's are weighed against when a ride reads them. A week has 168
     /// hours, so a worker that sees a few rides an hour learns an hour's rhythm over weeks; meanwhile the area's
-    /// values stand for it. `make bench-eta-rhythm` (arterial, mixed and grid, 1,500 trips each over four weeks;
-    /// arterial and mixed pickups 240+ s): 2 gave 51.8 and 71.8 s, 5 gave 55.1 and 72.2, no hours 66.2 and 73.3.
+    /// values stand for it. Measured with `ride-bench eta --weeks 4 --trips 1500 --classes arterial,mixed,grid` while its
+    /// days were 0.85 to 1.25 times as congested as each other (arterial and mixed pickups 240+ s): 2 gave 51.8
+    /// and 71.8 s, 5 gave 55.1 and 72.2, no hours 66.2 and 73.3.
     /// Weighing the area's legs of the last hour in as well (so that a busy area's fresh value would outweigh
     /// last week's hour) gave 55.9 and 72.2, and in a busy fleet (15,000 trips) the same as without (32.6 and 32.4
     /// s on arterial pickups): a busy area's hour is already today's. With 300 trips, most hours taught by one
@@ -169,10 +170,19 @@ public struct AreaLearning: Sendable, Equatable {
     }
 
     /// The name of `area`'s zone as the shared priors carry it: its IANA identifier, "UTC" for UTC however named.
+    /// Foundation keeps other aliases as given (US/Eastern, Asia/Calcutta): workers that name one zone two ways
+    /// leave each other's hours alone, never mix two zones'.
     public static func zoneName(of area: ServiceArea?, _ configuration: RideConfiguration) -> String {
         let name = timeZone(of: area, configuration)?.identifier ?? "UTC"
-        return ["GMT", "Etc/GMT", "Etc/UTC", "UTC"].contains(name) ? "UTC" : name
+        return utcNames.contains(name) ? "UTC" : name
     }
+
+    /// The IANA names of UTC (and GMT, which Foundation reports for "UTC"): `rides.timeZone` takes them as UTC
+    /// without loading the zone tables, and the shared priors name them all "UTC".
+    public static let utcNames: Set<String> = [
+        "UTC", "Etc/UTC", "UCT", "Etc/UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT",
+        "GMT0", "Etc/GMT0", "GMT+0", "Etc/GMT+0", "GMT-0", "Etc/GMT-0", "Greenwich", "Etc/Greenwich",
+    ]
 
     /// The learning rate for an hour's `count`-th leg: the mean of its legs until the learning's memory
     /// (1 / `rate`) is full, then `rate`.

@@ -108,11 +108,9 @@ public struct AreaPriors: Sendable, Equatable {
             writer.endObject()
             return writer.bytes
         }
-        writer.key("timeZone")
-        writer.string(timeZone ?? "UTC")
         var entries = hours.map { hour, values in (hour, values, Self.encoded(hour: hour, values)) }
-        // `,"hours":[` and `]}`.
-        var budget = limit - writer.bytes.count - 12
+        // `,"timeZone":"…"`, `,"hours":[` and `]}`.
+        var budget = limit - writer.bytes.count - 12 - (14 + (timeZone ?? "UTC").utf8.count)
         entries.sort { ($0.1.legs + $0.1.speedLegs, $1.0) > ($1.1.legs + $1.1.speedLegs, $0.0) }
         var kept = 0
         for entry in entries {
@@ -120,7 +118,10 @@ public struct AreaPriors: Sendable, Equatable {
             budget -= entry.2.count + 1
             kept += 1
         }
+        // The zone only with the hours: a reader refuses one without the other.
         if kept > 0 {
+            writer.key("timeZone")
+            writer.string(timeZone ?? "UTC")
             writer.key("hours")
             writer.beginArray()
             for entry in entries.prefix(kept).sorted(by: { $0.0 < $1.0 }) { writer.raw(entry.2) }
