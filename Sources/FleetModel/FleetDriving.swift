@@ -45,7 +45,7 @@ public enum FleetDriving: String, CaseIterable, Sendable {
     }
 
     /// The seconds to the next fix of a vehicle that sends one every `every` seconds: jittered by up to 30 %, at
-    /// least a second, as the ETA bench replays them.
+    /// least a second; the ETA bench replays its trips' fixes by it too.
     public static func nextFix(every: Double, random: inout SeededRandom) -> Double {
         max(1, (every * Double.random(in: 0.7...1.3, using: &random)).rounded())
     }

@@ -59,7 +59,7 @@ struct ETABenchmark: ParsableCommand {
         if let detourLearningRate { configuration.detourLearningRate = detourLearningRate }
         if let speedFloor { configuration.speedFloor = speedFloor }
         // Without --weeks every trip starts at one instant: what the hours of the week would learn from that (one
-        // hour, its legs all "recent" for ever) is an artefact, not a fleet. The yardstick stays the areas' own.
+        // hour, every leg of the class in it) is an artefact, not a fleet. The yardstick stays the areas' own.
         if weeks == 0 { configuration.hoursOfWeek = false }
         return configuration
     }
@@ -175,13 +175,6 @@ struct ETABenchmark: ParsableCommand {
         var kinds: [String] = []
         for trip in all where !kinds.contains(trip.kind) { kinds.append(trip.kind) }
         for kind in kinds {
-            var pickup: [Sample] = []
-            var dropOff: [Sample] = []
-            // One worker's learning (E1's detour factor and stop share) carries from each trip to the next.
-            var detour = AreaLearning()
-            // E1's range: the worker learns it from each trip as its car arrives, so every trip's latest times come
-            // from the trips before it (coverage on trips the range was not learned from).
-            var ranges = ArrivalRanges()
             let here = all.filter { $0.kind == kind }
             let driving = here.flatMap { [$0.toPickup, Self.driven($0.toDropOff)] }.filter { $0.count > 1 }
             let standing = driving.map { Self.moving($0).standing }.reduce(0, +)
@@ -191,25 +184,17 @@ struct ETABenchmark: ParsableCommand {
             let classSpeed = drivenRoad / max(1, drivenSeconds - standing)
             // The same fixes, noise included, for the replay without hours of the week.
             let noise = random
-            for (index, trip) in here.enumerated() {
-                let (toPickup, toDropOff) = Self.replay(
-                    trip, ride: "r-eta-\(index)", configuration: rideConfiguration, detour: &detour, ranges: &ranges,
-                    stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
-                pickup += toPickup
-                dropOff += toDropOff
-            }
+            let (pickup, dropOff, detour) = Self.replay(
+                here, configuration: rideConfiguration, stopPerMetre: stopPerMetre, classSpeed: classSpeed,
+                random: &random)
             var withoutHours: (pickup: [Sample], dropOff: [Sample]) = ([], [])
             if weeks > 0 {
                 var configuration = rideConfiguration
                 configuration.hoursOfWeek = false
-                var (learning, ranges, random) = (AreaLearning(), ArrivalRanges(), noise)
-                for (index, trip) in here.enumerated() {
-                    let (toPickup, toDropOff) = Self.replay(
-                        trip, ride: "r-eta-\(index)", configuration: configuration, detour: &learning,
-                        ranges: &ranges, stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
-                    withoutHours.pickup += toPickup
-                    withoutHours.dropOff += toDropOff
-                }
+                var random = noise
+                (withoutHours.pickup, withoutHours.dropOff, _) = Self.replay(
+                    here, configuration: configuration, stopPerMetre: stopPerMetre, classSpeed: classSpeed,
+                    random: &random)
             }
             let legs = here.flatMap { [$0.toPickup, $0.toDropOff] }.filter { $0.count > 1 }
             let driven = legs.map(Self.roadDistance).reduce(0, +)
@@ -234,6 +219,26 @@ struct ETABenchmark: ParsableCommand {
             Self.report("drop-off ETA (estimatedDropOffDate, during the ride)", dropOff)
             if weeks > 0 { Self.compare(dropOff, withoutHours.dropOff) }
         }
+    }
+
+    /// A class's trips, one after the other, through one worker: its learning (E1's detour factor, stop share and
+    /// speed) carries from each trip to the next, and so does its range (every trip's latest times come from the
+    /// trips before it: coverage on trips the range was not learned from).
+    /// - Returns: the samples of every trip, and what the worker learned.
+    static func replay(
+        _ trips: [Trip], configuration: RideConfiguration, stopPerMetre: Double, classSpeed: Double,
+        random: inout SeededRandom
+    ) -> (pickup: [Sample], dropOff: [Sample], learning: AreaLearning) {
+        var samples: (pickup: [Sample], dropOff: [Sample]) = ([], [])
+        var (learning, ranges) = (AreaLearning(), ArrivalRanges())
+        for (index, trip) in trips.enumerated() {
+            let (toPickup, toDropOff) = replay(
+                trip, ride: "r-eta-\(index)", configuration: configuration, detour: &learning, ranges: &ranges,
+                stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
+            samples.pickup += toPickup
+            samples.dropOff += toDropOff
+        }
+        return (samples.pickup, samples.dropOff, learning)
     }
 
     /// The worker with hours of the week against the same trips replayed without (the areas' values alone):
@@ -502,7 +507,7 @@ struct ETABenchmark: ParsableCommand {
                     topic: "fleet/vehicles/v-\(ride)/position", payload: fix("v-\(ride)", noisy, speed: speed, at: now),
                     now: now)
                 lastFix = noisy
-                nextFix = point.time + max(1, (trip.fixEvery * Double.random(in: 0.7...1.3, using: &random)).rounded())
+                nextFix = point.time + FleetDriving.nextFix(every: trip.fixEvery, random: &random)
             }
             for case .publish(let status, _, _) in engine.tick(now: now) {
                 guard let lastFix else { continue }

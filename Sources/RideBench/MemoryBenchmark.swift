@@ -95,7 +95,6 @@ struct MemoryBenchmark: ParsableCommand {
     /// Resident bytes per ride for `rides` bookings that carry everything a dispatch system may send: a
     /// vehicle and driver of their own, place names, a price range, fare line items and a fare.
     func fullBookingMemory(origin: Date) -> Double {
-        _ = Self.loadTimeZones(origin)
         let before = residentBytes()
         var engine = RideEngine()
         for index in 0..<rides {

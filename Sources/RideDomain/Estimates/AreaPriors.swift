@@ -351,7 +351,7 @@ extension RideEngine {
     /// A share that fails is marked again with ``AreaLearning/markChanged(_:)``.
     public mutating func priorsToShare(worker: String, now: Date) -> [(area: String, topic: String, payload: [UInt8])] {
         learning.takeChanged().map { area, entry in
-            let zone = AreaLearning.zoneName(of: catalog?.areas.first { $0.name == area }, configuration)
+            let zone = AreaLearning.zoneName(of: serviceArea(named: area), configuration)
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
                 stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs,
@@ -378,7 +378,7 @@ extension RideEngine {
                     payload, key: key, decoder: InputDecoder(maxPayloadBytes: AreaPriors.maximumBytes), now: now,
                     futureTolerance: configuration.futureTolerance)
             else { return (nil, nil, []) }
-            let area = catalog?.areas.first { $0.name == priors.area }
+            let area = serviceArea(named: priors.area)
             guard area != nil || priors.area.isEmpty else {
                 throw Rejection(
                     .invalidField,

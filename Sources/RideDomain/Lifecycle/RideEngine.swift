@@ -161,6 +161,9 @@ public struct RideEngine: Sendable {
         return catalog.areas[Int(index) - 1]
     }
 
+    /// E1: the catalog's service area named `name`; nil for "" (rides outside every area) or a name it has not.
+    func serviceArea(named name: String) -> ServiceArea? { catalog?.areas.first { $0.name == name } }
+
     /// E1's range: the name of the area a ride's ``Ride/areaIndex`` stands for; "" outside every area.
     func areaName(_ index: UInt16) -> String { serviceArea(index)?.name ?? "" }
 
