@@ -1,24 +1,76 @@
 public import Foundation
 
 /// Appends compact JSON to a byte buffer: the encoder behind every payload the worker emits.
-public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+///
+/// Noncopyable, with a buffer of its own written through a pointer: one capacity check per value and no
+/// uniqueness check, where `[UInt8].append` paid both on every byte or run (a key took four appends). Measured
+/// under callgrind (`make bench-instructions`, 1,000 rides): a status took 35,037 instructions with the array and
+/// 27,562 with this (and 26,489 once the engine reserved its actions). ``bytes`` copies the result out once.
+public struct JSONWriter: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// The bytes written so far.
+    public private(set) var count = 0
     /// Whether the next value at each nesting level needs a comma: bit `depth` for the current level. A bit
     /// set instead of an array of flags keeps the hot path free of allocation and uniqueness checks.
     private var needsComma: UInt64 = 0
     private var depth = 0
 
-    public init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int = 1024) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
 
+    deinit { base.deallocate() }
+
+    /// The JSON written so far.
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    /// Room for `extra` more bytes.
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        let larger = max(capacity * 2, needed)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+        moved.initialize(from: base, count: count)
+        base.deallocate()
+        base = moved
+        capacity = larger
+    }
+
+    @inline(__always)
+    private mutating func put(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
+
+    /// Bytes already reserved for.
+    @inline(__always)
+    private mutating func putReserved(_ run: UnsafeBufferPointer<UInt8>) {
+        guard let start = run.baseAddress, !run.isEmpty else { return }
+        (base + count).initialize(from: start, count: run.count)
+        count += run.count
+    }
+
+    private mutating func put(_ run: UnsafeBufferPointer<UInt8>) {
+        reserve(run.count)
+        putReserved(run)
+    }
+
+    @inline(__always)
     private mutating func separator() {
         let bit: UInt64 = 1 << UInt64(depth)
-        if needsComma & bit != 0 { bytes.append(UInt8(ascii: ",")) }
+        if needsComma & bit != 0 { put(UInt8(ascii: ",")) }
         needsComma |= bit
     }
 
     private mutating func open(_ bracket: UInt8) {
         separator()
-        bytes.append(bracket)
+        put(bracket)
         depth += 1
         precondition(depth < 64, "JSON nested deeper than 63 levels")
         needsComma &= ~(1 << UInt64(depth))
@@ -26,7 +78,7 @@ public struct JSONWriter {
 
     private mutating func close(_ bracket: UInt8) {
         depth -= 1
-        bytes.append(bracket)
+        put(bracket)
     }
 
     public mutating func beginObject() { open(UInt8(ascii: "{")) }
@@ -40,19 +92,27 @@ public struct JSONWriter {
     /// Writes `"key":` for a key written in the source (never escaped: the encoder's own field names); the
     /// next value call writes the value without a comma.
     public mutating func key(_ key: StaticString) {
-        separator()
-        bytes.append(UInt8(ascii: "\""))
-        appendStatic(key)
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
-        needsComma &= ~(1 << UInt64(depth))
+        let length = key.utf8CodeUnitCount
+        reserve(length + 4)  // the comma, the quotes and the colon: one check for all
+        let bit: UInt64 = 1 << UInt64(depth)
+        if needsComma & bit != 0 {
+            base[count] = UInt8(ascii: ",")
+            count += 1
+        }
+        base[count] = UInt8(ascii: "\"")
+        count += 1
+        putReserved(UnsafeBufferPointer(start: key.utf8Start, count: length))
+        base[count] = UInt8(ascii: "\"")
+        base[count + 1] = UInt8(ascii: ":")
+        count += 2
+        needsComma &= ~bit
     }
 
     /// Writes `"key":` for a key from data, escaped as needed.
     package mutating func key(dynamic key: String) {
         separator()
         appendQuoted(key)
-        bytes.append(UInt8(ascii: ":"))
+        put(UInt8(ascii: ":"))
         needsComma &= ~(1 << UInt64(depth))
     }
 
@@ -66,44 +126,57 @@ public struct JSONWriter {
         if value.isFinite {
             if value == value.rounded() && abs(value) < 1e15 {
                 appendDigits(Int64(value))
-                bytes.append(UInt8(ascii: "."))
-                bytes.append(UInt8(ascii: "0"))
+                reserve(2)
+                base[count] = UInt8(ascii: ".")
+                base[count + 1] = UInt8(ascii: "0")
+                count += 2
             } else {
                 // Shortest round-trip digits; a small string, so no allocation.
                 var text = value.description
-                text.withUTF8 { bytes.append(contentsOf: $0) }
+                text.withUTF8 { put($0) }
             }
         } else {
             appendStatic("null")
         }
     }
 
-    /// The bytes of a literal, in one append.
+    /// The bytes of a literal.
     private mutating func appendStatic(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    /// A decimal integer without going through `String`.
+    /// A decimal integer without going through `String`: its digits counted first, then written in place from
+    /// the last.
     private mutating func appendDigits(_ value: Int64) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
-            var start = 20
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(48 + magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<20]))
+        reserve(20)  // a sign and 19 digits: Int64's longest (its magnitude is below 10^19)
+        if value < 0 {
+            base[count] = UInt8(ascii: "-")
+            count += 1
         }
+        var magnitude = value.magnitude
+        var digits = 1
+        var bound: UInt64 = 10
+        while digits < 19, magnitude >= bound {
+            digits += 1
+            bound &*= 10
+        }
+        var index = count + digits
+        count = index
+        repeat {
+            index -= 1
+            base[index] = UInt8(truncatingIfNeeded: 48 + magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
     }
 
     /// An RFC 3339 UTC time with milliseconds, as a JSON string.
     public mutating func time(_ value: Date) {
         separator()
-        bytes.append(UInt8(ascii: "\""))
-        Timestamps.append(value, to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        reserve(Timestamps.length + 2)
+        base[count] = UInt8(ascii: "\"")
+        Timestamps.write(value, at: base + count + 1)
+        base[count + Timestamps.length + 1] = UInt8(ascii: "\"")
+        count += Timestamps.length + 2
     }
 
     public mutating func integer(_ value: Int) {
@@ -124,7 +197,7 @@ public struct JSONWriter {
     /// Writes a value that is already JSON.
     public mutating func raw(_ json: [UInt8]) {
         separator()
-        bytes.append(contentsOf: json)
+        json.withUnsafeBufferPointer { put($0) }
     }
 
     public mutating func value(_ value: JSONValue) {
@@ -150,30 +223,39 @@ public struct JSONWriter {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     private mutating func appendQuoted(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
+            reserve(utf8.count + 2)  // the common case, nothing to escape: one check
+            base[count] = UInt8(ascii: "\"")
+            count += 1
             // Runs without escapes are copied in bulk; only the rare escaped byte is handled alone.
             var start = 0
             for index in 0..<utf8.count {
                 let byte = utf8[index]
                 guard byte == 0x22 || byte == 0x5C || byte < 0x20 else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                put(UnsafeBufferPointer(rebasing: utf8[start..<index]))
                 switch byte {
-                case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
-                case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                case 0x22: putEscape(0x22)
+                case 0x5C: putEscape(0x5C)
+                case 0x0A: putEscape(UInt8(ascii: "n"))
+                case 0x0D: putEscape(UInt8(ascii: "r"))
+                case 0x09: putEscape(UInt8(ascii: "t"))
                 default:
-                    bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
-                    bytes.append(Self.hex[Int(byte >> 4)])
-                    bytes.append(Self.hex[Int(byte & 0xF)])
+                    putEscape(UInt8(ascii: "u"))
+                    put(0x30)
+                    put(0x30)
+                    put(Self.hex[Int(byte >> 4)])
+                    put(Self.hex[Int(byte & 0xF)])
                 }
                 start = index + 1
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<utf8.count]))
+            put(UnsafeBufferPointer(rebasing: utf8[start..<utf8.count]))
         }
-        bytes.append(UInt8(ascii: "\""))
+        put(UInt8(ascii: "\""))
+    }
+
+    private mutating func putEscape(_ letter: UInt8) {
+        put(0x5C)
+        put(letter)
     }
 }

@@ -10,8 +10,19 @@ public enum Timestamps {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The bytes of a time as written: `2026-11-22T09:50:01.250Z`.
+    public static let length = 24
+
     /// Appends `date` as RFC 3339 UTC with milliseconds (24 ASCII bytes), without building a `String`.
     public static func append(_ date: Date, to bytes: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { buffer in
+            write(date, at: buffer.baseAddress!)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: length))
+        }
+    }
+
+    /// Writes `date` as RFC 3339 UTC with milliseconds at `text`, which has room for ``length`` bytes.
+    public static func write(_ date: Date, at text: UnsafeMutablePointer<UInt8>) {
         // Never traps: a time outside years 0001-9999 (no valid input yields one; A2 and V6 refuse them) is
         // written clamped to that range, NaN as the epoch.
         let seconds = date.timeIntervalSince1970
@@ -25,32 +36,28 @@ public enum Timestamps {
         }
         let (year, month, day) = civil(fromDays: days)
         let milliseconds = Int(millisecondsOfDay)
-        // Written through a pointer into a stack buffer and appended once: one capacity check instead of 24,
-        // two digits per step by multiply-shift divisions. Measured under callgrind (`make bench-instructions`):
-        // a status (six times or so) took 37,432 instructions with a bounds-checked digit loop, 34,527 with this.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
-            let text = buffer.baseAddress!
-            let century = Int(year) / 100
-            twoDigits(century, at: text)
-            twoDigits(Int(year) - century * 100, at: text + 2)
-            text[4] = UInt8(ascii: "-")
-            twoDigits(Int(month), at: text + 5)
-            text[7] = UInt8(ascii: "-")
-            twoDigits(Int(day), at: text + 8)
-            text[10] = UInt8(ascii: "T")
-            twoDigits(milliseconds / 3_600_000, at: text + 11)
-            text[13] = UInt8(ascii: ":")
-            twoDigits(milliseconds / 60_000 % 60, at: text + 14)
-            text[16] = UInt8(ascii: ":")
-            let secondsOfMinute = milliseconds / 1000 % 60
-            twoDigits(secondsOfMinute, at: text + 17)
-            text[19] = UInt8(ascii: ".")
-            let fraction = milliseconds % 1000
-            text[20] = UInt8(truncatingIfNeeded: 48 + fraction / 100)
-            twoDigits(fraction % 100, at: text + 21)
-            text[23] = UInt8(ascii: "Z")
-            bytes.append(contentsOf: UnsafeBufferPointer(start: text, count: 24))
-        }
+        // Written through a pointer, two digits per step by multiply-shift divisions. Measured under callgrind
+        // (`make bench-instructions`): a status (six times or so) took 37,432 instructions with a bounds-checked
+        // digit loop, 34,527 with this.
+        let century = Int(year) / 100
+        twoDigits(century, at: text)
+        twoDigits(Int(year) - century * 100, at: text + 2)
+        text[4] = UInt8(ascii: "-")
+        twoDigits(Int(month), at: text + 5)
+        text[7] = UInt8(ascii: "-")
+        twoDigits(Int(day), at: text + 8)
+        text[10] = UInt8(ascii: "T")
+        twoDigits(milliseconds / 3_600_000, at: text + 11)
+        text[13] = UInt8(ascii: ":")
+        twoDigits(milliseconds / 60_000 % 60, at: text + 14)
+        text[16] = UInt8(ascii: ":")
+        let secondsOfMinute = milliseconds / 1000 % 60
+        twoDigits(secondsOfMinute, at: text + 17)
+        text[19] = UInt8(ascii: ".")
+        let fraction = milliseconds % 1000
+        text[20] = UInt8(truncatingIfNeeded: 48 + fraction / 100)
+        twoDigits(fraction % 100, at: text + 21)
+        text[23] = UInt8(ascii: "Z")
     }
 
     /// Writes `value` (0...99) as two ASCII digits at `pointer`.

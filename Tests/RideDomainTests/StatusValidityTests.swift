@@ -235,4 +235,33 @@ struct JSONWriterTests {
                 == #"{"a":52.520008,"b":8.0,"c":-0.5,"d":-1234567,"e":0,"f":[true,false,null,null,{}],"quote\"d":"line\nbreak\t\\ \u0001","t":"2026-11-22T09:50:00.250Z"}"#
         )
     }
+
+    @Test("3.3: a writer that outgrows its buffer keeps every byte; integers of every length and at Int64's ends")
+    func growthAndIntegers() throws {
+        var writer = JSONWriter(capacity: 1)  // grows from its smallest buffer many times
+        var expected = ""
+        var value: Int64 = 1
+        for digits in 1...19 {
+            // The smallest with this many digits, its negative, and the largest (9, 99, ...; for 19 digits that
+            // is Int.max, below).
+            let largest = digits < 19 ? value * 10 - 1 : value
+            writer.integer(Int(value))
+            writer.integer(Int(-value))
+            writer.integer(Int(largest))
+            expected += (digits == 1 ? "" : ",") + "\(value),-\(value),\(largest)"
+            if digits < 19 { value *= 10 }
+        }
+        writer.integer(Int.min)
+        writer.integer(Int.max)
+        writer.string(String(repeating: "\u{e9}x\"", count: 200))
+        writer.time(Date(timeIntervalSince1970: 0))
+        expected += ",\(Int.min),\(Int.max),\"" + String(repeating: "\u{e9}x\\\"", count: 200) + "\""
+        expected += ",\"1970-01-01T00:00:00.000Z\""
+        #expect(writer.count == writer.bytes.count)
+        let text = String(decoding: writer.bytes, as: UTF8.self)
+        #expect(text == expected)
+        // The same values read back by Foundation's parser: the bytes are valid JSON.
+        let parsed = try JSONSerialization.jsonObject(with: Data(("[" + text + "]").utf8)) as? [Any]
+        #expect(parsed?.count == 19 * 3 + 4)
+    }
 }
