@@ -62,7 +62,7 @@ struct LiveMapBenchmark: ParsableCommand {
                 for summary in summaries { summary.write(to: &writer) }
                 writer.endArray()
                 encodes.append(seconds(ContinuousClock.now - encodeStart))
-                bytes = writer.bytes.count
+                bytes = writer.count
                 let sortStart = ContinuousClock.now
                 let identifiers = engine.rideIdentifiers(in: nil)
                 _ = identifiers.sorted().prefix(100)

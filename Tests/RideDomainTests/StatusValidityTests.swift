@@ -263,5 +263,15 @@ struct JSONWriterTests {
         // The same values read back by Foundation's parser: the bytes are valid JSON.
         let parsed = try JSONSerialization.jsonObject(with: Data(("[" + text + "]").utf8)) as? [Any]
         #expect(parsed?.count == 19 * 3 + 4)
+        // Keys grow the buffer too: 40 of them, each with its comma, quotes and colon.
+        var keys = JSONWriter(capacity: 1)
+        keys.beginObject()
+        for index in 0..<40 {
+            keys.key("a key long enough to pass the buffer's end")
+            keys.integer(index)
+        }
+        keys.endObject()
+        let members = (0..<40).map { #""a key long enough to pass the buffer's end":\#($0)"# }
+        #expect(String(decoding: keys.bytes, as: UTF8.self) == "{" + members.joined(separator: ",") + "}")
     }
 }
