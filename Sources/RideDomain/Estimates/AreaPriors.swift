@@ -33,10 +33,14 @@ public struct AreaPriors: Sendable, Equatable {
     /// area differs leaves them alone, so that one worker's 08:00 is not averaged with another's 07:00. Nil
     /// without hours.
     public var timeZone: String?
+    /// E1's range (issue 31): the area's percentile of each leg and horizon with the arrivals it stands for
+    /// (``ArrivalRanges/shared(area:)``); empty from workers before they were shared.
+    public var ranges: [ArrivalRanges.Shared]
 
     public init(
         area: String, worker: String, at: Date, detourFactor: Double, rides: Int, stopShare: Double?, legs: Int,
-        speed: Double? = nil, speedLegs: Int = 0, hours: [Int: AreaLearning.Hour] = [:], timeZone: String? = nil
+        speed: Double? = nil, speedLegs: Int = 0, hours: [Int: AreaLearning.Hour] = [:], timeZone: String? = nil,
+        ranges: [ArrivalRanges.Shared] = []
     ) {
         self.area = area
         self.worker = worker
@@ -49,6 +53,7 @@ public struct AreaPriors: Sendable, Equatable {
         self.speedLegs = speedLegs
         self.hours = hours
         self.timeZone = timeZone
+        self.ranges = ranges
     }
 
     /// Priors older than this are not read (A2: a prior from before a long pause says little of today's roads;
@@ -76,7 +81,9 @@ public struct AreaPriors: Sendable, Equatable {
     /// The payload as a worker publishes it: `area`, `worker`, `at`, `detourFactor`, `rides`, then `stopShare`
     /// when learned, `legs`, `speed` with `speedLegs` when learned, and `hours` when any hour taught something:
     /// `{"hour", "stopShare", "legs", "speed", "speedLegs"}` per hour, in hour order, the values to a thousandth,
-    /// after `timeZone` (`priors.schema.json`). Counts above ``maximumCount`` are written as it.
+    /// after `timeZone` (`priors.schema.json`). Before the hours, `ranges` when any cell learned one:
+    /// `{"leg", "horizon", "ratio", "arrivals"}` per cell (the ratio to a thousandth, the arrivals to a tenth).
+    /// Counts above ``maximumCount`` are written as it.
     /// - Parameter limit: the most bytes the payload may take (I2): hours that taught the fewest legs are left
     ///   out until it fits. 168 hours take about 12 KB.
     public func encoded(limit: Int = maximumBytes) -> [UInt8] {
@@ -104,13 +111,30 @@ public struct AreaPriors: Sendable, Equatable {
             writer.key("speedLegs")
             writer.integer(min(speedLegs, Self.maximumCount))
         }
+        if !ranges.isEmpty {
+            writer.key("ranges")
+            writer.beginArray()
+            for cell in ranges {
+                writer.beginObject()
+                writer.key("leg")
+                writer.string(cell.leg.name)
+                writer.key("horizon")
+                writer.string(ArrivalRanges.horizonNames[cell.horizon])
+                writer.key("ratio")
+                writer.number((cell.ratio * 1000).rounded() / 1000)
+                writer.key("arrivals")
+                writer.number((min(cell.arrivals, Double(Self.maximumCount)) * 10).rounded() / 10)
+                writer.endObject()
+            }
+            writer.endArray()
+        }
         guard !hours.isEmpty else {
             writer.endObject()
             return writer.bytes
         }
         var entries = hours.map { hour, values in (hour, values, Self.encoded(hour: hour, values)) }
         // `,"timeZone":"…"`, `,"hours":[` and `]}`.
-        var budget = limit - writer.bytes.count - 12 - (14 + (timeZone ?? "UTC").utf8.count)
+        var budget = limit - writer.count - 12 - (14 + (timeZone ?? "UTC").utf8.count)
         entries.sort { ($0.1.legs + $0.1.speedLegs, $1.0) > ($1.1.legs + $1.1.speedLegs, $0.0) }
         var kept = 0
         for entry in entries {
@@ -158,7 +182,9 @@ public struct AreaPriors: Sendable, Equatable {
     /// `futureTolerance` nor older than ``maximumAge``, and every number in its range (the detour factor within
     /// `rides.detourFactor`'s 1...5, the stop share within 0...0.9, the speed within
     /// ``AreaLearning/speeds``, counts whole and not negative; a speed comes with its count), and the same of each
-    /// hour (an hour of ``AreaLearning/hoursOfWeek`` named once, a stop share with its legs, a speed with its).
+    /// hour (an hour of ``AreaLearning/hoursOfWeek`` named once, a stop share with its legs, a speed with its) and
+    /// of each range (a leg and a horizon of ``ArrivalRanges`` named once, the ratio within 0.25...4, the arrivals
+    /// within 0...10^9).
     /// - Returns: nil for a deleted retained message (zero bytes).
     public static func decode(
         _ payload: [UInt8], key: String, decoder: InputDecoder, now: Date, futureTolerance: TimeInterval
@@ -228,10 +254,53 @@ public struct AreaPriors: Sendable, Equatable {
                 throw Rejection(.invalidField, "priors: hour \(hour) is named twice (A2)")
             }
         }
+        let rangeList = try fields.optionalArray("ranges") ?? []
+        guard rangeList.count <= ArrivalRanges.Leg.allCases.count * ArrivalRanges.horizonNames.count else {
+            throw Rejection(.invalidField, "priors: more than 8 ranges (A2)")
+        }
+        var ranges: [ArrivalRanges.Shared] = []
+        for element in rangeList {
+            guard case .object = element else {
+                throw Rejection(.invalidField, "priors: ranges[] must be objects (A2)")
+            }
+            let cell = try Self.range(Fields(element))
+            guard !ranges.contains(where: { $0.leg == cell.leg && $0.horizon == cell.horizon }) else {
+                throw Rejection(
+                    .invalidField,
+                    "priors: the range of \(cell.leg.name) at \(ArrivalRanges.horizonNames[cell.horizon]) is named twice (A2)"
+                )
+            }
+            ranges.append(cell)
+        }
         return AreaPriors(
             area: area, worker: worker, at: at, detourFactor: factor, rides: try count(fields, "rides"),
             stopShare: stopShare, legs: try count(fields, "legs"), speed: speed,
-            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"), hours: hours, timeZone: timeZone)
+            speedLegs: speed == nil ? 0 : try count(fields, "speedLegs"), hours: hours, timeZone: timeZone,
+            ranges: ranges)
+    }
+
+    /// One object of `ranges`: a leg and a horizon by name, the ratio within ``ArrivalRanges/lowestRatio``...
+    /// ``ArrivalRanges/highestRatio`` and the arrivals it stands for within 0...``maximumCount``.
+    private static func range(_ fields: Fields) throws(Rejection) -> ArrivalRanges.Shared {
+        let legName = try fields.string("leg")
+        guard let leg = ArrivalRanges.Leg.allCases.first(where: { $0.name == legName }) else {
+            throw Rejection(.invalidField, "priors: range leg '\(legName.prefix(32))' is not pickup or dropOff (A2)")
+        }
+        let horizonName = try fields.string("horizon")
+        guard let horizon = ArrivalRanges.horizonNames.firstIndex(of: horizonName) else {
+            throw Rejection(
+                .invalidField,
+                "priors: range horizon '\(horizonName.prefix(32))' is not 0-60, 60-120, 120-240 or 240+ (A2)")
+        }
+        let ratio = try fields.number("ratio")
+        guard (ArrivalRanges.lowestRatio...ArrivalRanges.highestRatio).contains(ratio) else {
+            throw Rejection(.invalidField, "priors: range ratio \(ratio) is outside 0.25...4 (E1, A2)")
+        }
+        let arrivals = try fields.number("arrivals")
+        guard arrivals >= 0, arrivals <= Double(maximumCount) else {
+            throw Rejection(.invalidField, "priors: range arrivals \(arrivals) is outside 0...\(maximumCount) (A2)")
+        }
+        return ArrivalRanges.Shared(leg: leg, horizon: horizon, ratio: ratio, arrivals: arrivals)
     }
 
     /// One object of `hours`: its hour of the week, and what it taught (each value with its count, in range).
@@ -355,7 +424,7 @@ extension RideEngine {
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
                 stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs,
-                hours: entry.hours, timeZone: entry.hours.isEmpty ? nil : zone)
+                hours: entry.hours, timeZone: entry.hours.isEmpty ? nil : zone, ranges: ranges.shared(area: area))
             return (area, topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
         }
     }
@@ -390,7 +459,8 @@ extension RideEngine {
             let changed = learning.adopt(
                 priors, configuredFactor: area?.detourFactor ?? configuration.detourFactor, configuration: configuration
             )
-            return (changed ? priors : nil, nil, [])
+            let rangesChanged = ranges.adopt(priors.ranges, area: priors.area)
+            return (changed || rangesChanged ? priors : nil, nil, [])
         } catch {
             return (nil, error, reject(error, topic: topic, payload: payload, now: now))
         }

@@ -12,7 +12,30 @@ import Foundation
 /// - Old arrivals fade: every observation weighs ``fading`` less than the one after it, so a cell follows a
 ///   change of traffic within a few hundred arrivals.
 /// - Pure and small: a histogram of 48 ratio bins per cell, 8 cells per area.
+/// - Shared by the group in each area's retained priors (``AreaPriors/ranges``): each cell's percentile with the
+///   arrivals it was learned from. A worker weighs what it adopted (``adopt(_:area:)``) beside its own arrivals,
+///   up to ``memory`` arrivals' worth, so that a restart or a new owner draws the same latest times as the group
+///   did instead of starting again from ``priorRatio``.
 public struct ArrivalRanges: Sendable, Equatable {
+    /// One cell of an area as the group shares it: the ratio of the latest time to the estimate (the 90th
+    /// percentile, ``quantile``) and the arrivals, faded, it stands for.
+    public struct Shared: Sendable, Equatable {
+        public var leg: Leg
+        /// 0 to 3: ``horizonNames``.
+        public var horizon: Int
+        /// Within ``lowestRatio``...``highestRatio``.
+        public var ratio: Double
+        /// Arrivals' worth, faded (at most ``memory`` from one worker's own).
+        public var arrivals: Double
+
+        public init(leg: Leg, horizon: Int, ratio: Double, arrivals: Double) {
+            self.leg = leg
+            self.horizon = horizon
+            self.ratio = ratio
+            self.arrivals = arrivals
+        }
+    }
+
     public enum Leg: Int, Sendable, CaseIterable {
         case pickup, dropOff
 
@@ -37,8 +60,11 @@ public struct ArrivalRanges: Sendable, Equatable {
     public static let horizonNames = ["0-60", "60-120", "120-240", "240+"]
     /// Ratio bins, evenly spaced in log from 1/4 to 4; ratios outside fall in the end bins.
     static let bins = 48
-    static let lowestRatio = 0.25
-    static let highestRatio = 4.0
+    public static let lowestRatio = 0.25
+    public static let highestRatio = 4.0
+    /// The most arrivals' worth a cell holds with ``fading``: 1 / (1 - fading), 200. A shared cell weighs at
+    /// most this much beside a worker's own, as a worker's own arrivals never weigh more.
+    public static let memory = 1 / (1 - fading)
 
     struct Cell: Sendable, Equatable {
         var weights = [Double](repeating: 0, count: ArrivalRanges.bins)
@@ -70,6 +96,13 @@ public struct ArrivalRanges: Sendable, Equatable {
     /// many: a status looks its ratio up rather than walking two histograms).
     private var areaRatios: [String: [Double]] = [:]
     private var fleetRatios = [Double](repeating: priorRatio, count: Leg.allCases.count * (horizonBounds.count + 1))
+    /// What the group shared of each area (``adopt(_:area:)``), by cell: ratio and arrivals (0: nothing shared).
+    private var adopted: [String: [Adopted]] = [:]
+
+    private struct Adopted: Sendable, Equatable {
+        var ratio = 0.0
+        var arrivals = 0.0
+    }
     /// Coverage (issue 31): arrivals seen with a latest time, and those that came by it, by leg x horizon.
     public private(set) var arrivals = [Int](repeating: 0, count: Leg.allCases.count * (horizonBounds.count + 1))
     public private(set) var covered = [Int](repeating: 0, count: Leg.allCases.count * (horizonBounds.count + 1))
@@ -102,18 +135,68 @@ public struct ArrivalRanges: Sendable, Equatable {
         return areaRatios[area]?[index] ?? fleetRatios[index]
     }
 
-    /// Recomputes the ratios of cell `index`: the fleet's, shrunk toward the prior, and every area's, shrunk
-    /// toward the fleet's.
+    /// Recomputes the ratios of cell `index`: the fleet's, shrunk toward the prior, and every area's (its own
+    /// arrivals and what the group shared of it, ``pooled(_:_:)``), shrunk toward the fleet's.
     private mutating func refresh(_ index: Int) {
         let fleetCell = fleet[index]
         let fleetRatio = max(
             1, Self.shrunk(fleetCell.ratio(at: Self.quantile), weight: fleetCell.total, toward: Self.priorRatio))
         fleetRatios[index] = fleetRatio
-        for (area, cells) in cells {
-            let own = cells[index]
+        for area in Set(cells.keys).union(adopted.keys) {
+            let (ratio, weight) = pooled(area, index)
             areaRatios[area, default: fleetRatios][index] = max(
-                1, Self.shrunk(own.ratio(at: Self.quantile), weight: own.total, toward: fleetRatio))
+                1, Self.shrunk(ratio, weight: weight, toward: fleetRatio))
         }
+    }
+
+    /// An area's own percentile for cell `index` beside the one the group shared, each weighed by its arrivals
+    /// (the shared ones up to ``memory``); nil with a weight of 0 when neither has any.
+    private func pooled(_ area: String, _ index: Int) -> (ratio: Double?, weight: Double) {
+        var (sum, weight) = (0.0, 0.0)
+        if let own = cells[area]?[index], let ratio = own.ratio(at: Self.quantile) {
+            sum += own.total * ratio
+            weight += own.total
+        }
+        if let shared = adopted[area]?[index], shared.arrivals > 0 {
+            let arrivals = min(shared.arrivals, Self.memory)
+            sum += arrivals * shared.ratio
+            weight += arrivals
+        }
+        return weight > 0 ? (sum / weight, weight) : (nil, 0)
+    }
+
+    /// What this worker shares of `area` with the group: each cell its own arrivals or the group's taught, its
+    /// percentile and their weight (at most twice ``memory``: its own and what it adopted). Empty when none.
+    public func shared(area: String) -> [Shared] {
+        Leg.allCases.flatMap { leg in
+            (0...Self.horizonBounds.count).compactMap { horizon in
+                let (ratio, weight) = pooled(area, Self.cell(leg, horizon))
+                guard let ratio, weight > 0 else { return nil }
+                return Shared(
+                    leg: leg, horizon: horizon, ratio: min(max(ratio, Self.lowestRatio), Self.highestRatio),
+                    arrivals: weight)
+            }
+        }
+    }
+
+    /// What another worker shared of `area` (A2-checked: ``AreaPriors``): it replaces what was adopted of the area
+    /// before (the retained priors are each publisher's latest view, its own arrivals and what it adopted), and
+    /// weighs beside this worker's own arrivals from now on. Nothing shared (priors from a worker before ranges
+    /// were shared) changes nothing.
+    /// - Returns: whether anything changed.
+    @discardableResult
+    public mutating func adopt(_ shared: [Shared], area: String) -> Bool {
+        guard !shared.isEmpty else { return false }
+        var cells = [Adopted](repeating: Adopted(), count: fleet.count)
+        for cell in shared
+        where (0...Self.horizonBounds.count).contains(cell.horizon) && cell.arrivals.isFinite && cell.arrivals > 0 {
+            cells[Self.cell(cell.leg, cell.horizon)] = Adopted(
+                ratio: min(max(cell.ratio, Self.lowestRatio), Self.highestRatio), arrivals: cell.arrivals)
+        }
+        guard adopted[area] != cells else { return false }
+        adopted[area] = cells
+        for index in cells.indices { refresh(index) }
+        return true
     }
 
     static func shrunk(_ value: Double?, weight: Double, toward prior: Double) -> Double {

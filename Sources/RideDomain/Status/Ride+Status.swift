@@ -65,16 +65,21 @@ extension Ride {
 
     /// E1's range: a change of phase ends a leg. Arriving at the pickup (or boarding without `pickup`) teaches
     /// the pickup's estimates; completing teaches the drop-off's; a cancellation teaches nothing.
-    mutating func endLeg(now: Date, ranges: inout ArrivalRanges, area: String) {
-        guard let leg = arrivalSamples.leg else { return }
+    /// - Returns: whether the leg taught `ranges` (so that the area's priors are shared again).
+    @discardableResult
+    mutating func endLeg(now: Date, ranges: inout ArrivalRanges, area: String) -> Bool {
+        guard let leg = arrivalSamples.leg else { return false }
         if completion.map({ $0.canceled || $0.missedPickup }) == true {
             arrivalSamples.clear()
         } else if leg == .pickup, phase >= .pickup {
             arrivalSamples.teach(
                 &ranges, arrival: pickupArrivedAt ?? ongoingSince ?? now, since: startedAt, area: area)
+            return true
         } else if leg == .dropOff, phase == .completed {
             arrivalSamples.teach(&ranges, arrival: completedAt ?? now, since: startedAt, area: area)
+            return true
         }
+        return false
     }
 
     /// C1, C5: the status just numbered did not leave (the broker had no room for it). Its number is given

@@ -1,0 +1,159 @@
+import Foundation
+import MosquittoTesting
+import RideDomain
+import Testing
+
+/// E1's range shared by the group (issue 31): each area's percentile per leg and horizon travels in the area's
+/// retained priors, so that a restarted worker or a new owner draws the latest times the group drew instead of
+/// starting again from the prior of 1.5.
+@Suite("Estimates E1: the range shared with the group in the priors, read back under A2")
+struct RangeSharingTests {
+    /// The upper edge of the histogram bin of a ratio of 1.1: bins are 1/48 of log(4 / 0.25) wide from 0.25, and
+    /// 1.1 lies in bin 25 (log(4.4) / log(16) x 48 = 25.65).
+    static let edgeOfOnePointOne = 0.25 * pow(16, 26.0 / 48)
+
+    /// Faded weight of `count` arrivals: each weighs 0.995 of the one after it.
+    static func weight(_ count: Int) -> Double { (1 - pow(0.995, Double(count))) / 0.005 }
+
+    @Test("E1: a shared cell weighs its arrivals (at most 200) beside the area's own, shrunk toward the fleet's")
+    func adoptedAlone() {
+        var ranges = ArrivalRanges()
+        #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
+        let changed1 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 100)], area: "berlin")
+        #expect(changed1)
+        // (100 x 1.2 + 20 x 1.5) / 120 = 1.25.
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - 1.25) < 1e-12)
+        #expect(ranges.ratio(.pickup, horizon: 1, area: "berlin") == 1.5, "another horizon: nothing shared")
+        #expect(ranges.ratio(.dropOff, horizon: 2, area: "berlin") == 1.5, "another leg: nothing shared")
+        #expect(ranges.ratio(.pickup, horizon: 2, area: "zurich") == 1.5, "another area: nothing shared")
+        // 10,000 arrivals weigh as 200, the most a worker's own faded arrivals reach: (200 x 1.2 + 30) / 220.
+        let changed2 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 10_000)], area: "berlin")
+        #expect(changed2)
+        #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * 270 / 220) < 1e-9)
+        // The same again changes nothing; nothing shared (a worker before ranges) keeps what was adopted.
+        let changed3 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 10_000)], area: "berlin")
+        #expect(!changed3)
+        let changed4 = ranges.adopt([], area: "berlin")
+        #expect(!changed4)
+        #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * 270 / 220) < 1e-9)
+        // A share that replaces the cells: the latest view of the publisher, not a sum.
+        let changed5 = ranges.adopt([.init(leg: .dropOff, horizon: 3, ratio: 2, arrivals: 20)], area: "berlin")
+        #expect(changed5)
+        #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
+        #expect(abs(ranges.ratio(.dropOff, horizon: 3, area: "berlin") - 1.75) < 1e-12, "(20 x 2 + 20 x 1.5) / 40")
+    }
+
+    @Test("E1: an area's own arrivals and the shared ones pool by weight; what a worker shares is that pool")
+    func pooledWithOwn() {
+        var ranges = ArrivalRanges()
+        for _ in 0..<10 { ranges.observe(estimated: 200, actual: 220, latest: nil, leg: .pickup, area: "berlin") }
+        ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 100)], area: "berlin")
+        let (own, edge) = (Self.weight(10), Self.edgeOfOnePointOne)
+        let fleet = (own * edge + 20 * 1.5) / (own + 20)
+        let expected = (own * edge + 100 * 1.2 + 20 * fleet) / (own + 100 + 20)
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - expected) < 1e-12)
+        let shared = ranges.shared(area: "berlin")
+        #expect(shared.count == 1, "only the cell that learned")
+        #expect(shared.first?.leg == .pickup && shared.first?.horizon == 2)
+        #expect(abs((shared.first?.ratio ?? 0) - (own * edge + 120) / (own + 100)) < 1e-12)
+        #expect(abs((shared.first?.arrivals ?? 0) - (own + 100)) < 1e-12)
+        #expect(ranges.shared(area: "zurich").isEmpty)
+        // An area seen only through the group shares what it adopted, so that a restart passes it on.
+        ranges.adopt([.init(leg: .dropOff, horizon: 0, ratio: 1.3, arrivals: 7)], area: "zurich")
+        #expect(ranges.shared(area: "zurich") == [.init(leg: .dropOff, horizon: 0, ratio: 1.3, arrivals: 7)])
+    }
+
+    @Test(
+        "E1, A2: the ranges travel in the priors, valid against priors.schema.json; another worker draws the group's latest times, and older priors keep them"
+    )
+    func throughThePriors() async throws {
+        var first = RideEngine()
+        first.learning.learn(speed: 10, area: nil, at: t0, configuration: first.configuration)
+        for _ in 0..<10 { first.ranges.observe(estimated: 200, actual: 220, latest: nil, leg: .pickup, area: "") }
+        let share = try #require(first.priorsToShare(worker: "w-1", now: t0).first)
+        let text = String(decoding: share.payload, as: UTF8.self)
+        let pooled = (Self.weight(10) * Self.edgeOfOnePointOne * 1000).rounded() / Self.weight(10) / 1000
+        #expect(
+            text.contains(
+                #""ranges":[{"leg":"pickup","horizon":"120-240","ratio":\#((pooled * 1000).rounded() / 1000),"arrivals":9.8}]"#
+            ), "\(text)")
+        let (code, output) = try await validateJSON(schema: "priors.schema.json", documents: [share.payload])
+        #expect(code == 0, Comment(rawValue: output))
+
+        var second = RideEngine()
+        #expect(second.ranges.latest(in: 200, leg: .pickup, area: "") == 300, "before: the prior")
+        let key = AreaPriors.key(area: "")
+        let heard = second.receivePriors(
+            key: key, topic: share.topic, payload: share.payload, now: t0, worker: "w-2", since: t0)
+        #expect(heard.refusal == nil && heard.adopted?.ranges.count == 1)
+        // 9.8 arrivals at the shared ratio, shrunk toward the prior by 20: far closer to the first worker's.
+        let ratio = (pooled * 1000).rounded() / 1000
+        let expected = (9.8 * ratio + 20 * 1.5) / 29.8
+        #expect(abs(second.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
+        // Priors from a worker before the ranges (none in them) leave the adopted ones as they were.
+        let older = AreaPriors(
+            area: "", worker: "w-3", at: t0.addingTimeInterval(60), detourFactor: 1.2, rides: 3, stopShare: 0.2,
+            legs: 3)
+        let again = second.receivePriors(
+            key: key, topic: share.topic, payload: older.encoded(), now: t0.addingTimeInterval(60), worker: "w-2",
+            since: t0)
+        #expect(again.refusal == nil)
+        #expect(abs(second.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
+    }
+
+    @Test("E1, A2: a range out of its bounds, unnamed or named twice refuses the whole priors; the ranges stay")
+    func refusals() throws {
+        let base =
+            #"{"area":"","worker":"w-1","at":"2026-11-22T09:50:00.000Z","detourFactor":1.2,"rides":3,"legs":0,"ranges":["#
+        let good = #"{"leg":"pickup","horizon":"0-60","ratio":1.2,"arrivals":3}"#
+        let bad = [
+            #"{"leg":"walk","horizon":"0-60","ratio":1.2,"arrivals":3}"#,
+            #"{"leg":"pickup","horizon":"5-10","ratio":1.2,"arrivals":3}"#,
+            #"{"leg":"pickup","horizon":"0-60","ratio":4.5,"arrivals":3}"#,
+            #"{"leg":"pickup","horizon":"0-60","ratio":0.2,"arrivals":3}"#,
+            #"{"leg":"pickup","horizon":"0-60","ratio":1.2,"arrivals":-1}"#,
+            #"{"leg":"pickup","horizon":"0-60","ratio":1.2}"#,
+            #"{"leg":"pickup","horizon":"0-60","ratio":1.2,"arrivals":3},{"leg":"pickup","horizon":"0-60","ratio":1.3,"arrivals":3}"#,
+            #"7"#,
+            Array(repeating: good, count: 9).joined(separator: ","),
+        ]
+        var engine = RideEngine()
+        let key = AreaPriors.key(area: "")
+        for ranges in bad {
+            let payload = Array((base + ranges + "]}").utf8)
+            let heard = engine.receivePriors(
+                key: key, topic: "ridestatus/priors/\(key)", payload: payload, now: t0, worker: "w-2", since: t0)
+            let refusal = try #require(heard.refusal, "\(ranges)")
+            let reason: RejectionReason = ranges.hasSuffix(#""ratio":1.2}"#) ? .missingField : .invalidField
+            #expect(refusal.reason == reason && refusal.detail.contains("A2"), "\(refusal.detail)")
+            #expect(heard.adopted == nil)
+            #expect(engine.ranges == ArrivalRanges(), "refused: nothing adopted")
+        }
+        // The good one alone is read.
+        let heard = engine.receivePriors(
+            key: key, topic: "ridestatus/priors/\(key)", payload: Array((base + good + "]}").utf8), now: t0,
+            worker: "w-2", since: t0)
+        #expect(heard.refusal == nil)
+        #expect(engine.ranges.ratio(.pickup, horizon: 0, area: "") < 1.5)
+    }
+
+    @Test("E1: a car arriving teaches its area's range, and the area's priors are shared again with it")
+    func arrivalMarksTheArea() throws {
+        var harness = Harness()
+        harness.engine.learning.learn(speed: 10, area: nil, at: t0, configuration: harness.engine.configuration)
+        _ = harness.engine.priorsToShare(worker: "w-1", now: t0)
+        harness.start()
+        harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 2000, bearing: 0), speed: 10)
+        _ = harness.engine.tick(now: t0.addingTimeInterval(5))
+        let nothingNew = harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(5))
+        #expect(nothingNew.isEmpty, "nothing new")
+        harness.fix(at: t0.addingTimeInterval(200), pickup.moved(metres: 10, bearing: 0), speed: 0)
+        #expect(harness.phase() == .pickup)
+        let share = try #require(harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(200)).first)
+        let read = try #require(
+            try AreaPriors.decode(
+                share.payload, key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: t0.addingTimeInterval(200),
+                futureTolerance: 5))
+        #expect(read.ranges.map(\.leg) == [.pickup] && read.ranges.first?.horizon == 3, "\(read.ranges)")
+    }
+}
