@@ -10,7 +10,7 @@ DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-live-map bench-instructions bench-group bench-push clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -197,6 +197,13 @@ bench-eta: deps
 bench-eta-rhythm: deps
 	$(SWIFT) build -c release --product ride-bench
 	.build/release/ride-bench eta --weeks 4 --trips 1500 $(ETA_ARGS)
+
+## bench-eta-restart: the range after a restart: each class's worker restarts after 100 trips, reading back the
+## priors it shared with their ranges and without them, beside one that keeps running; coverage and width over
+## the next 50 trips. A few seconds.
+bench-eta-restart: deps
+	$(SWIFT) build -c release --product ride-bench
+	.build/release/ride-bench eta --trips 150 --restart-after 100 --restart-trips 50 $(ETA_ARGS)
 
 ## bench-instructions: instructions per accepted fix and per status under valgrind's callgrind (repeatable on a
 ## noisy machine: compare two builds with it); the status with the durable state per block and before every status

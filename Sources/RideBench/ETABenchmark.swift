@@ -46,6 +46,12 @@ struct ETABenchmark: ParsableCommand {
             "Weeks each class's trips are spread over, evenly, driven slower at rush hour (DrivingClass.congestion) and on some days (1 to 1.3 times); each class is replayed with and without the areas' hours of the week (rides.hoursOfWeek). 0: every trip at one instant, without hours of the week."
     )
     var weeks = 0.0
+    @Option(
+        help:
+            "Restart the worker after this many trips of each class and compare the range over the next --restart-trips: kept running, restarted from the priors it shared with their ranges, and restarted from priors without them (as before the ranges were shared). 0: no restart."
+    )
+    var restartAfter = 0
+    @Option(help: "Trips after the restart the range is compared over.") var restartTrips = 50
 
     var rideConfiguration: RideConfiguration {
         var configuration = RideConfiguration()
@@ -90,6 +96,14 @@ struct ETABenchmark: ParsableCommand {
         /// The road alone: the exact rest of the leg's road at the class's speed while moving, plus the class's
         /// standing seconds per metre.
         var roadError: Double
+    }
+
+    /// What a restarted worker carries over (``restartComparison``).
+    enum Restart {
+        /// Its retained priors read back, ranges included.
+        case priorsWithRanges
+        /// Its retained priors read back without ranges: the worker before they were shared.
+        case priorsWithoutRanges
     }
 
     /// A jump by what E1's smoothing rule (`rides.estimateDelayLimit`) says of it, judged from the two statuses'
@@ -218,7 +232,89 @@ struct ETABenchmark: ParsableCommand {
             if weeks > 0 { Self.compare(pickup, withoutHours.pickup) }
             Self.report("drop-off ETA (estimatedDropOffDate, during the ride)", dropOff)
             if weeks > 0 { Self.compare(dropOff, withoutHours.dropOff) }
+            if restartAfter > 0, restartAfter < here.count {
+                var random = noise
+                try Self.restartComparison(
+                    here, after: restartAfter, over: restartTrips, configuration: rideConfiguration,
+                    stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
+            }
         }
+    }
+
+    /// The range after a restart (issue 31): the class's trips replayed through one worker that keeps running,
+    /// and through one that restarts after `after` trips, reading back the priors it shared, with their ranges
+    /// or without them (the worker before they were shared), on the same trips and fix noise. Coverage and width
+    /// over the `over` trips after the restart: keeping running is the yardstick, no ranges the baseline.
+    static func restartComparison(
+        _ trips: [Trip], after: Int, over: Int, configuration: RideConfiguration, stopPerMetre: Double,
+        classSpeed: Double, random: inout SeededRandom
+    ) throws {
+        var (learning, ranges) = (AreaLearning(), ArrivalRanges())
+        for (index, trip) in trips.prefix(after).enumerated() {
+            _ = replay(
+                trip, ride: "r-eta-\(index)", configuration: configuration, detour: &learning, ranges: &ranges,
+                stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
+        }
+        let window = Array(trips[after..<min(trips.count, after + over)])
+        func run(_ restart: Restart?) throws -> [Sample] {
+            var (learning, ranges, random) = (learning, ranges, random)
+            if let restart {
+                (learning, ranges) = try restarted(
+                    learning, ranges, carrying: restart, at: base.addingTimeInterval(window[0].startsAt),
+                    configuration: configuration)
+            }
+            return window.enumerated().flatMap { offset, trip in
+                let (pickup, dropOff) = replay(
+                    trip, ride: "r-eta-\(after + offset)", configuration: configuration, detour: &learning,
+                    ranges: &ranges, stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
+                return pickup + dropOff
+            }
+        }
+        let variants: [(String, [Sample])] = [
+            ("kept running (the yardstick)", try run(nil)),
+            ("restarted, priors with ranges", try run(.priorsWithRanges)),
+            ("restarted, priors without ranges (before)", try run(.priorsWithoutRanges)),
+        ]
+        print("  the range over \(window.count) trips after a restart at trip \(after): coverage / mean width, s")
+        func stats(_ samples: [Sample]) -> String {
+            guard !samples.isEmpty else { return "      -" }
+            let covered = Double(samples.filter { $0.latestError >= 0 }.count) / Double(samples.count)
+            return String(
+                format: "%5.1f%% / %5.1f", 100 * covered, samples.map(\.width).reduce(0, +) / Double(samples.count))
+        }
+        print(
+            "  " + "".padding(toLength: 44, withPad: " ", startingAt: 0)
+                + "   all horizons      120-240 s         240+ s")
+        for (label, samples) in variants {
+            let rows = [0..<Double.infinity, 120..<240, 240..<Double.infinity].map { range in
+                stats(samples.filter { range.contains($0.horizon) })
+            }
+            print(
+                "  " + label.padding(toLength: 44, withPad: " ", startingAt: 0) + "   " + rows.joined(separator: "   "))
+        }
+    }
+
+    /// A worker that starts again and reads back the priors it retained ("" outside every area, as the bench's
+    /// bookings), through their payload: the learning adopted, and the ranges when `carrying` says so.
+    static func restarted(
+        _ learning: AreaLearning, _ ranges: ArrivalRanges, carrying: Restart, at now: Date,
+        configuration: RideConfiguration
+    ) throws -> (AreaLearning, ArrivalRanges) {
+        var (newLearning, newRanges) = (AreaLearning(), ArrivalRanges())
+        guard let entry = learning.learned[""] else { return (newLearning, newRanges) }
+        let priors = AreaPriors(
+            area: "", worker: "w-bench", at: now, detourFactor: entry.factor, rides: entry.rides,
+            stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs,
+            hours: entry.hours, timeZone: entry.hours.isEmpty ? nil : "UTC",
+            ranges: carrying == .priorsWithRanges ? ranges.shared(area: "") : [])
+        guard
+            let read = try AreaPriors.decode(
+                priors.encoded(), key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: now,
+                futureTolerance: 5)
+        else { throw ValidationError("the bench's priors did not read back") }
+        newLearning.adopt(read, configuredFactor: configuration.detourFactor, configuration: configuration)
+        newRanges.adopt(read.ranges, area: "")
+        return (newLearning, newRanges)
     }
 
     /// A class's trips, one after the other, through one worker: its learning (E1's detour factor, stop share and

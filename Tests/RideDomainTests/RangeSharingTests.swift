@@ -15,32 +15,37 @@ struct RangeSharingTests {
     /// Faded weight of `count` arrivals: each weighs 0.995 of the one after it.
     static func weight(_ count: Int) -> Double { (1 - pow(0.995, Double(count))) / 0.005 }
 
-    @Test("E1: a shared cell weighs its arrivals (at most 200) beside the area's own, shrunk toward the fleet's")
+    @Test(
+        "E1: a shared cell weighs its arrivals (at most 200) in its area and in the fleet's, each shrunk as before"
+    )
     func adoptedAlone() {
         var ranges = ArrivalRanges()
         #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
         let changed1 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 100)], area: "berlin")
         #expect(changed1)
-        // (100 x 1.2 + 20 x 1.5) / 120 = 1.25.
-        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - 1.25) < 1e-12)
+        // The fleet's: (100 x 1.2 + 20 x 1.5) / 120 = 1.25; the area's, toward it: (120 + 20 x 1.25) / 120.
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - 145.0 / 120) < 1e-12)
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "zurich") - 1.25) < 1e-12, "another area: the fleet's")
         #expect(ranges.ratio(.pickup, horizon: 1, area: "berlin") == 1.5, "another horizon: nothing shared")
         #expect(ranges.ratio(.dropOff, horizon: 2, area: "berlin") == 1.5, "another leg: nothing shared")
-        #expect(ranges.ratio(.pickup, horizon: 2, area: "zurich") == 1.5, "another area: nothing shared")
-        // 10,000 arrivals weigh as 200, the most a worker's own faded arrivals reach: (200 x 1.2 + 30) / 220.
+        // 10,000 arrivals weigh as 200, the most a worker's own faded arrivals reach: the fleet (240 + 30) / 220,
+        // the area (240 + 20 x the fleet's) / 220.
         let changed2 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 10_000)], area: "berlin")
         #expect(changed2)
-        #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * 270 / 220) < 1e-9)
+        let capped = (240 + 20 * 270.0 / 220) / 220
+        #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * capped) < 1e-9)
         // The same again changes nothing; nothing shared (a worker before ranges) keeps what was adopted.
         let changed3 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 10_000)], area: "berlin")
         #expect(!changed3)
         let changed4 = ranges.adopt([], area: "berlin")
         #expect(!changed4)
-        #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * 270 / 220) < 1e-9)
+        #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * capped) < 1e-9)
         // A share that replaces the cells: the latest view of the publisher, not a sum.
         let changed5 = ranges.adopt([.init(leg: .dropOff, horizon: 3, ratio: 2, arrivals: 20)], area: "berlin")
         #expect(changed5)
         #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
-        #expect(abs(ranges.ratio(.dropOff, horizon: 3, area: "berlin") - 1.75) < 1e-12, "(20 x 2 + 20 x 1.5) / 40")
+        // The fleet (40 + 30) / 40 = 1.75, the area (40 + 20 x 1.75) / 40.
+        #expect(abs(ranges.ratio(.dropOff, horizon: 3, area: "berlin") - 75.0 / 40) < 1e-12)
     }
 
     @Test("E1: an area's own arrivals and the shared ones pool by weight; what a worker shares is that pool")
@@ -48,8 +53,9 @@ struct RangeSharingTests {
         var ranges = ArrivalRanges()
         for _ in 0..<10 { ranges.observe(estimated: 200, actual: 220, latest: nil, leg: .pickup, area: "berlin") }
         ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 100)], area: "berlin")
+        // The fleet's cell holds the same arrivals and the shared ones as the area's (one area here).
         let (own, edge) = (Self.weight(10), Self.edgeOfOnePointOne)
-        let fleet = (own * edge + 20 * 1.5) / (own + 20)
+        let fleet = (own * edge + 100 * 1.2 + 20 * 1.5) / (own + 100 + 20)
         let expected = (own * edge + 100 * 1.2 + 20 * fleet) / (own + 100 + 20)
         #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - expected) < 1e-12)
         let shared = ranges.shared(area: "berlin")
@@ -86,9 +92,10 @@ struct RangeSharingTests {
         let heard = second.receivePriors(
             key: key, topic: share.topic, payload: share.payload, now: t0, worker: "w-2", since: t0)
         #expect(heard.refusal == nil && heard.adopted?.ranges.count == 1)
-        // 9.8 arrivals at the shared ratio, shrunk toward the prior by 20: far closer to the first worker's.
+        // 9.8 arrivals at the shared ratio: the fleet's shrunk toward the prior by 20, the area's toward the fleet's.
         let ratio = (pooled * 1000).rounded() / 1000
-        let expected = (9.8 * ratio + 20 * 1.5) / 29.8
+        let fleet = (9.8 * ratio + 20 * 1.5) / 29.8
+        let expected = (9.8 * ratio + 20 * fleet) / 29.8
         #expect(abs(second.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
         // Priors from a worker before the ranges (none in them) leave the adopted ones as they were.
         let older = AreaPriors(

@@ -8,7 +8,8 @@ import Foundation
 /// measured beside the coverage (`make bench-eta`).
 ///
 /// - An area with little history borrows from the fleet: its percentile is shrunk toward the fleet-wide one
-///   by ``shrinkWeight`` observations' worth, and the fleet-wide one toward ``priorRatio`` the same way.
+///   by ``shrinkWeight`` observations' worth, and the fleet-wide one (this worker's arrivals and what the group
+///   shared of every area) toward ``priorRatio`` the same way.
 /// - Old arrivals fade: every observation weighs ``fading`` less than the one after it, so a cell follows a
 ///   change of traffic within a few hundred arrivals.
 /// - Pure and small: a histogram of 48 ratio bins per cell, 8 cells per area.
@@ -138,9 +139,15 @@ public struct ArrivalRanges: Sendable, Equatable {
     /// Recomputes the ratios of cell `index`: the fleet's, shrunk toward the prior, and every area's (its own
     /// arrivals and what the group shared of it, ``pooled(_:_:)``), shrunk toward the fleet's.
     private mutating func refresh(_ index: Int) {
+        // The fleet's: every arrival this worker saw, and what the group shared of each area (so that a restarted
+        // worker's areas shrink toward what the group learned, not toward the prior of 1.5).
         let fleetCell = fleet[index]
-        let fleetRatio = max(
-            1, Self.shrunk(fleetCell.ratio(at: Self.quantile), weight: fleetCell.total, toward: Self.priorRatio))
+        var parts = fleetCell.ratio(at: Self.quantile).map { [($0, fleetCell.total)] } ?? []
+        for cells in adopted.values where cells[index].arrivals > 0 {
+            parts.append((cells[index].ratio, min(cells[index].arrivals, Self.memory)))
+        }
+        let (pooledRatio, weight) = Self.pool(parts)
+        let fleetRatio = max(1, Self.shrunk(pooledRatio, weight: weight, toward: Self.priorRatio))
         fleetRatios[index] = fleetRatio
         for area in Set(cells.keys).union(adopted.keys) {
             let (ratio, weight) = pooled(area, index)
@@ -152,17 +159,21 @@ public struct ArrivalRanges: Sendable, Equatable {
     /// An area's own percentile for cell `index` beside the one the group shared, each weighed by its arrivals
     /// (the shared ones up to ``memory``); nil with a weight of 0 when neither has any.
     private func pooled(_ area: String, _ index: Int) -> (ratio: Double?, weight: Double) {
-        var (sum, weight) = (0.0, 0.0)
-        if let own = cells[area]?[index], let ratio = own.ratio(at: Self.quantile) {
-            sum += own.total * ratio
-            weight += own.total
-        }
+        var parts: [(Double, Double)] = []
+        if let own = cells[area]?[index], let ratio = own.ratio(at: Self.quantile) { parts.append((ratio, own.total)) }
         if let shared = adopted[area]?[index], shared.arrivals > 0 {
-            let arrivals = min(shared.arrivals, Self.memory)
-            sum += arrivals * shared.ratio
-            weight += arrivals
+            parts.append((shared.ratio, min(shared.arrivals, Self.memory)))
         }
-        return weight > 0 ? (sum / weight, weight) : (nil, 0)
+        return Self.pool(parts)
+    }
+
+    /// The mean of `(ratio, weight)` parts by weight, and their weight; one part as it is (to the bit: a worker
+    /// that adopted nothing computes exactly what it did before ranges were shared), none as nil and 0.
+    private static func pool(_ parts: [(ratio: Double, weight: Double)]) -> (ratio: Double?, weight: Double) {
+        guard parts.count > 1 else { return (parts.first?.ratio, parts.first?.weight ?? 0) }
+        let weight = parts.reduce(0) { $0 + $1.weight }
+        guard weight > 0 else { return (nil, 0) }
+        return (parts.reduce(0) { $0 + $1.ratio * $1.weight } / weight, weight)
     }
 
     /// What this worker shares of `area` with the group: each cell its own arrivals or the group's taught, its
