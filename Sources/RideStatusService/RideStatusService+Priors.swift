@@ -50,7 +50,7 @@ extension RideStatusService {
                 metrics.priorsShared.increment()
             } catch {
                 // Shared again at the next interval; until then the group keeps the last.
-                core.engine.learning.markChanged(area)
+                core.engine.markPriorsChanged(area)
                 logger.warning(
                     "sharing priors failed (E1)", metadata: ["topic": "\(topic)", "error": "\(error)"])
             }

@@ -48,25 +48,59 @@ struct RangeSharingTests {
         #expect(abs(ranges.ratio(.dropOff, horizon: 3, area: "berlin") - 75.0 / 40) < 1e-12)
     }
 
-    @Test("E1: an area's own arrivals and the shared ones pool by weight; what a worker shares is that pool")
+    @Test(
+        "E1: an area's own arrivals and the shared ones pool by weight and count as the larger; what a worker shares is that pool"
+    )
     func pooledWithOwn() {
         var ranges = ArrivalRanges()
         for _ in 0..<10 { ranges.observe(estimated: 200, actual: 220, latest: nil, leg: .pickup, area: "berlin") }
         ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 100)], area: "berlin")
-        // The fleet's cell holds the same arrivals and the shared ones as the area's (one area here).
+        // Pooled by weight, counted as the larger weight (100): the shared view may hold this worker's own.
+        // The fleet's cell holds the same as the area's (one area here).
         let (own, edge) = (Self.weight(10), Self.edgeOfOnePointOne)
-        let fleet = (own * edge + 100 * 1.2 + 20 * 1.5) / (own + 100 + 20)
-        let expected = (own * edge + 100 * 1.2 + 20 * fleet) / (own + 100 + 20)
+        let pooled = (own * edge + 100 * 1.2) / (own + 100)
+        let fleet = (100 * pooled + 20 * 1.5) / 120
+        let expected = (100 * pooled + 20 * fleet) / 120
         #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - expected) < 1e-12)
         let shared = ranges.shared(area: "berlin")
         #expect(shared.count == 1, "only the cell that learned")
         #expect(shared.first?.leg == .pickup && shared.first?.horizon == 2)
-        #expect(abs((shared.first?.ratio ?? 0) - (own * edge + 120) / (own + 100)) < 1e-12)
-        #expect(abs((shared.first?.arrivals ?? 0) - (own + 100)) < 1e-12)
+        #expect(abs((shared.first?.ratio ?? 0) - pooled) < 1e-12)
+        #expect(shared.first?.arrivals == 100)
         #expect(ranges.shared(area: "zurich").isEmpty)
         // An area seen only through the group shares what it adopted, so that a restart passes it on.
         ranges.adopt([.init(leg: .dropOff, horizon: 0, ratio: 1.3, arrivals: 7)], area: "zurich")
         #expect(ranges.shared(area: "zurich") == [.init(leg: .dropOff, horizon: 0, ratio: 1.3, arrivals: 7)])
+    }
+
+    @Test("E1: two workers passing an area's range back and forth do not add up its arrivals")
+    func echoes() {
+        var (first, second) = (ArrivalRanges(), ArrivalRanges())
+        for _ in 0..<5 { first.observe(estimated: 200, actual: 220, latest: nil, leg: .pickup, area: "berlin") }
+        for _ in 0..<50 {
+            second.adopt(first.shared(area: "berlin"), area: "berlin")
+            first.adopt(second.shared(area: "berlin"), area: "berlin")
+        }
+        // Five arrivals, faded: (1 - 0.995^5) / 0.005, however often they went round.
+        #expect(abs((first.shared(area: "berlin").first?.arrivals ?? 0) - Self.weight(5)) < 1e-9)
+        #expect(abs((second.shared(area: "berlin").first?.arrivals ?? 0) - Self.weight(5)) < 1e-9)
+        #expect(abs((first.shared(area: "berlin").first?.ratio ?? 0) - Self.edgeOfOnePointOne) < 1e-9)
+    }
+
+    @Test("E1: what was adopted fades with the cell's own arrivals, so a worker alone follows a change of traffic")
+    func adoptedFades() {
+        var ranges = ArrivalRanges()
+        ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 200)], area: "berlin")
+        // Traffic changed: 600 arrivals take 1.8 times their estimate (bin 34 of 48: upper edge 16^(35/48) / 4).
+        for _ in 0..<600 { ranges.observe(estimated: 200, actual: 360, latest: nil, leg: .pickup, area: "berlin") }
+        let own: Double = Self.weight(600)
+        let edge: Double = 0.25 * pow(16.0, 35.0 / 48)
+        let adopted: Double = 200 * pow(0.995, 600.0)
+        let pooled: Double = (own * edge + adopted * 1.2) / (own + adopted)
+        let fleet: Double = (own * pooled + 20 * 1.5) / (own + 20)
+        let expected: Double = (own * pooled + 20 * fleet) / (own + 20)
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - expected) < 1e-9)
+        #expect(expected > 1.8, "\(expected): without the fade 200 adopted at 1.2 would hold it near 1.5")
     }
 
     @Test(
@@ -78,11 +112,11 @@ struct RangeSharingTests {
         for _ in 0..<10 { first.ranges.observe(estimated: 200, actual: 220, latest: nil, leg: .pickup, area: "") }
         let share = try #require(first.priorsToShare(worker: "w-1", now: t0).first)
         let text = String(decoding: share.payload, as: UTF8.self)
-        let pooled = (Self.weight(10) * Self.edgeOfOnePointOne * 1000).rounded() / Self.weight(10) / 1000
+        // Its own cell alone: the upper edge of 1.1's bin (1.124...) to a thousandth, 9.8 arrivals to a tenth.
+        let ratio = (Self.edgeOfOnePointOne * 1000).rounded() / 1000
         #expect(
-            text.contains(
-                #""ranges":[{"leg":"pickup","horizon":"120-240","ratio":\#((pooled * 1000).rounded() / 1000),"arrivals":9.8}]"#
-            ), "\(text)")
+            text.contains(#""ranges":[{"leg":"pickup","horizon":"120-240","ratio":\#(ratio),"arrivals":9.8}]"#),
+            "\(text)")
         let (code, output) = try await validateJSON(schema: "priors.schema.json", documents: [share.payload])
         #expect(code == 0, Comment(rawValue: output))
 
@@ -93,7 +127,6 @@ struct RangeSharingTests {
             key: key, topic: share.topic, payload: share.payload, now: t0, worker: "w-2", since: t0)
         #expect(heard.refusal == nil && heard.adopted?.ranges.count == 1)
         // 9.8 arrivals at the shared ratio: the fleet's shrunk toward the prior by 20, the area's toward the fleet's.
-        let ratio = (pooled * 1000).rounded() / 1000
         let fleet = (9.8 * ratio + 20 * 1.5) / 29.8
         let expected = (9.8 * ratio + 20 * fleet) / 29.8
         #expect(abs(second.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
@@ -106,6 +139,17 @@ struct RangeSharingTests {
             since: t0)
         #expect(again.refusal == nil)
         #expect(abs(second.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
+        // The first worker restarts: it reads back its own retained priors (from before this run) and draws the
+        // latest times it drew; its own echo within a run is skipped.
+        var restarted = RideEngine()
+        let echo = restarted.receivePriors(
+            key: key, topic: share.topic, payload: share.payload, now: t0, worker: "w-1", since: t0)
+        #expect(echo.adopted == nil && restarted.ranges.ratio(.pickup, horizon: 2, area: "") == 1.5, "an echo")
+        let readBack = restarted.receivePriors(
+            key: key, topic: share.topic, payload: share.payload, now: t0.addingTimeInterval(30), worker: "w-1",
+            since: t0.addingTimeInterval(20))
+        #expect(readBack.adopted != nil)
+        #expect(abs(restarted.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
     }
 
     @Test("E1, A2: a range out of its bounds, unnamed or named twice refuses the whole priors; the ranges stay")
@@ -123,9 +167,19 @@ struct RangeSharingTests {
             #"{"leg":"pickup","horizon":"0-60","ratio":1.2,"arrivals":3},{"leg":"pickup","horizon":"0-60","ratio":1.3,"arrivals":3}"#,
             #"7"#,
             Array(repeating: good, count: 9).joined(separator: ","),
+            #"{"leg":"pickup","horizon":"0-60","ratio":1.2,"arrivals":2000000000}"#,
         ]
         var engine = RideEngine()
         let key = AreaPriors.key(area: "")
+        // The ends of the ratio's range are read.
+        let ends =
+            #"{"leg":"pickup","horizon":"60-120","ratio":0.25,"arrivals":3},{"leg":"dropOff","horizon":"240+","ratio":4,"arrivals":1000000000}"#
+        let accepted = engine.receivePriors(
+            key: key, topic: "ridestatus/priors/\(key)", payload: Array((base + ends + "]}").utf8), now: t0,
+            worker: "w-2", since: t0)
+        #expect(accepted.refusal == nil && accepted.adopted?.ranges.count == 2)
+        let before = engine.ranges
+        #expect(before.ratio(.dropOff, horizon: 3, area: "") > 3, "4, at 200 arrivals' worth")
         for ranges in bad {
             let payload = Array((base + ranges + "]}").utf8)
             let heard = engine.receivePriors(
@@ -134,7 +188,7 @@ struct RangeSharingTests {
             let reason: RejectionReason = ranges.hasSuffix(#""ratio":1.2}"#) ? .missingField : .invalidField
             #expect(refusal.reason == reason && refusal.detail.contains("A2"), "\(refusal.detail)")
             #expect(heard.adopted == nil)
-            #expect(engine.ranges == ArrivalRanges(), "refused: nothing adopted")
+            #expect(engine.ranges == before, "refused: nothing adopted, not even the good cell beside a bad one")
         }
         // The good one alone is read.
         let heard = engine.receivePriors(
@@ -142,25 +196,33 @@ struct RangeSharingTests {
             worker: "w-2", since: t0)
         #expect(heard.refusal == nil)
         #expect(engine.ranges.ratio(.pickup, horizon: 0, area: "") < 1.5)
+        #expect(engine.ranges.ratio(.dropOff, horizon: 3, area: "") == 1.5, "replaced: the latest view heard")
     }
 
-    @Test("E1: a car arriving teaches its area's range, and the area's priors are shared again with it")
+    @Test(
+        "E1: a car arriving teaches its area's range, and the area's priors are shared with it, even with nothing else learned"
+    )
     func arrivalMarksTheArea() throws {
-        var harness = Harness()
-        harness.engine.learning.learn(speed: 10, area: nil, at: t0, configuration: harness.engine.configuration)
-        _ = harness.engine.priorsToShare(worker: "w-1", now: t0)
+        // Learning off: the leg teaches neither a factor, a stop share nor a speed, only the range.
+        var configuration = RideConfiguration()
+        (configuration.detourLearningRate, configuration.stopShareLearningRate) = (0, 0)
+        var harness = Harness(configuration: configuration)
         harness.start()
         harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 2000, bearing: 0), speed: 10)
         _ = harness.engine.tick(now: t0.addingTimeInterval(5))
         let nothingNew = harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(5))
-        #expect(nothingNew.isEmpty, "nothing new")
+        #expect(nothingNew.isEmpty, "nothing learned yet")
         harness.fix(at: t0.addingTimeInterval(200), pickup.moved(metres: 10, bearing: 0), speed: 0)
         #expect(harness.phase() == .pickup)
+        #expect(harness.engine.learning.learned.isEmpty, "learning off")
         let share = try #require(harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(200)).first)
         let read = try #require(
             try AreaPriors.decode(
                 share.payload, key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: t0.addingTimeInterval(200),
                 futureTolerance: 5))
         #expect(read.ranges.map(\.leg) == [.pickup] && read.ranges.first?.horizon == 3, "\(read.ranges)")
+        #expect(read.rides == 0 && read.legs == 0 && read.detourFactor == configuration.detourFactor, "a placeholder")
+        let again = harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(260))
+        #expect(again.isEmpty, "shared once")
     }
 }

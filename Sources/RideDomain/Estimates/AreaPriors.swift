@@ -416,10 +416,17 @@ extension AreaLearning {
 
 extension RideEngine {
     /// E1 (issue 31): the priors this engine learned since the last call, as `(topic, payload)` for the
-    /// worker to publish retained (``AreaPriors``).
-    /// A share that fails is marked again with ``AreaLearning/markChanged(_:)``.
+    /// worker to publish retained (``AreaPriors``): each area whose learning or range changed. An area whose range
+    /// learned before anything else is shared with no rides and no legs (its factor the configured one, which
+    /// readers then ignore). A share that fails is marked again with ``markPriorsChanged(_:)``.
     public mutating func priorsToShare(worker: String, now: Date) -> [(area: String, topic: String, payload: [UInt8])] {
-        learning.takeChanged().map { area, entry in
+        var changed = learning.takeChanged()
+        for area in rangesChanged.sorted() where !changed.contains(where: { $0.area == area }) {
+            let configured = serviceArea(named: area)?.detourFactor ?? configuration.detourFactor
+            changed.append((area, learning.learned[area] ?? AreaLearning.Entry(factor: configured, rides: 0)))
+        }
+        rangesChanged.removeAll()
+        return changed.map { area, entry in
             let zone = AreaLearning.zoneName(of: serviceArea(named: area), configuration)
             let priors = AreaPriors(
                 area: area, worker: worker, at: now, detourFactor: entry.factor, rides: entry.rides,
@@ -427,6 +434,12 @@ extension RideEngine {
                 hours: entry.hours, timeZone: entry.hours.isEmpty ? nil : zone, ranges: ranges.shared(area: area))
             return (area, topics.priors(key: AreaPriors.key(area: area)), priors.encoded())
         }
+    }
+
+    /// E1: `area`'s priors did not leave (the broker refused them): shared again at the next interval.
+    public mutating func markPriorsChanged(_ area: String) {
+        learning.markChanged(area)
+        rangesChanged.insert(area)
     }
 
     /// E1, A2 (issue 31): another worker's priors on `topic`, read from the broker: checked like any input

@@ -15,8 +15,12 @@ import Foundation
 /// - Pure and small: a histogram of 48 ratio bins per cell, 8 cells per area.
 /// - Shared by the group in each area's retained priors (``AreaPriors/ranges``): each cell's percentile with the
 ///   arrivals it was learned from. A worker weighs what it adopted (``adopt(_:area:)``) beside its own arrivals,
-///   up to ``memory`` arrivals' worth, so that a restart or a new owner draws the same latest times as the group
-///   did instead of starting again from ``priorRatio``.
+///   each by its arrivals up to ``memory``, and counts the larger of the two, as the other priors do
+///   (``AreaLearning/adopt(_:configuredFactor:configuration:)``): two workers passing the same arrivals back and
+///   forth do not add them up. What was adopted fades with each own arrival of the cell as the worker's own
+///   arrivals do, so a worker alone in an area follows a change of traffic after a restart as it did before.
+///   A restart or a new owner thus draws latest times close to the group's instead of starting again from
+///   ``priorRatio``.
 public struct ArrivalRanges: Sendable, Equatable {
     /// One cell of an area as the group shares it: the ratio of the latest time to the estimate (the 90th
     /// percentile, ``quantile``) and the arrivals, faded, it stands for.
@@ -137,16 +141,23 @@ public struct ArrivalRanges: Sendable, Equatable {
     }
 
     /// Recomputes the ratios of cell `index`: the fleet's, shrunk toward the prior, and every area's (its own
-    /// arrivals and what the group shared of it, ``pooled(_:_:)``), shrunk toward the fleet's.
+    /// arrivals and what the group shared of it, ``pooled(_:_:)``), shrunk toward the fleet's. The fleet's pools
+    /// its own arrivals with the shares of every area, weighing the larger of its own and their sum.
     private mutating func refresh(_ index: Int) {
         // The fleet's: every arrival this worker saw, and what the group shared of each area (so that a restarted
         // worker's areas shrink toward what the group learned, not toward the prior of 1.5).
         let fleetCell = fleet[index]
-        var parts = fleetCell.ratio(at: Self.quantile).map { [($0, fleetCell.total)] } ?? []
+        let ownRatio = fleetCell.ratio(at: Self.quantile)
+        let own = ownRatio == nil ? 0 : fleetCell.total
+        var parts = ownRatio.map { [($0, own)] } ?? []
+        var shared = 0.0
         for cells in adopted.values where cells[index].arrivals > 0 {
-            parts.append((cells[index].ratio, min(cells[index].arrivals, Self.memory)))
+            let arrivals = min(cells[index].arrivals, Self.memory)
+            parts.append((cells[index].ratio, arrivals))
+            shared += arrivals
         }
-        let (pooledRatio, weight) = Self.pool(parts)
+        let (pooledRatio, _) = Self.pool(parts)
+        let weight = max(own, shared)
         let fleetRatio = max(1, Self.shrunk(pooledRatio, weight: weight, toward: Self.priorRatio))
         fleetRatios[index] = fleetRatio
         for area in Set(cells.keys).union(adopted.keys) {
@@ -157,14 +168,16 @@ public struct ArrivalRanges: Sendable, Equatable {
     }
 
     /// An area's own percentile for cell `index` beside the one the group shared, each weighed by its arrivals
-    /// (the shared ones up to ``memory``); nil with a weight of 0 when neither has any.
+    /// (the shared ones up to ``memory``), and the larger of the two weights (the shared view may hold this
+    /// worker's own arrivals, passed back); nil with a weight of 0 when neither has any.
     private func pooled(_ area: String, _ index: Int) -> (ratio: Double?, weight: Double) {
         var parts: [(Double, Double)] = []
         if let own = cells[area]?[index], let ratio = own.ratio(at: Self.quantile) { parts.append((ratio, own.total)) }
         if let shared = adopted[area]?[index], shared.arrivals > 0 {
             parts.append((shared.ratio, min(shared.arrivals, Self.memory)))
         }
-        return Self.pool(parts)
+        let (ratio, _) = Self.pool(parts)
+        return (ratio, parts.map(\.1).max() ?? 0)
     }
 
     /// The mean of `(ratio, weight)` parts by weight, and their weight; one part as it is (to the bit: a worker
@@ -177,7 +190,7 @@ public struct ArrivalRanges: Sendable, Equatable {
     }
 
     /// What this worker shares of `area` with the group: each cell its own arrivals or the group's taught, its
-    /// percentile and their weight (at most twice ``memory``: its own and what it adopted). Empty when none.
+    /// percentile and its weight (the larger of its own and the adopted, at most ``memory``). Empty when none.
     public func shared(area: String) -> [Shared] {
         Leg.allCases.flatMap { leg in
             (0...Self.horizonBounds.count).compactMap { horizon in
@@ -191,7 +204,7 @@ public struct ArrivalRanges: Sendable, Equatable {
     }
 
     /// What another worker shared of `area` (A2-checked: ``AreaPriors``): it replaces what was adopted of the area
-    /// before (the retained priors are each publisher's latest view, its own arrivals and what it adopted), and
+    /// before (the latest view of the area heard, whoever published it: its own arrivals and what it adopted), and
     /// weighs beside this worker's own arrivals from now on. Nothing shared (priors from a worker before ranges
     /// were shared) changes nothing.
     /// - Returns: whether anything changed.
@@ -235,6 +248,8 @@ public struct ArrivalRanges: Sendable, Equatable {
         let ratio = actual / estimated
         fleet[index].add(ratio: ratio)
         cells[area, default: [Cell](repeating: Cell(), count: fleet.count)][index].add(ratio: ratio)
+        // What the group shared of the cell fades as the cell's own arrivals do.
+        if adopted[area] != nil { adopted[area]?[index].arrivals *= Self.fading }
         refresh(index)
     }
 

@@ -203,9 +203,9 @@ extension RideEngine {
         // In place, by slot: the ride is neither looked up again nor copied out and back.
         // E1's range: a change of phase may end a leg, whose estimates teach their area how late cars come.
         let area = areaName(rideTable[slot: slot].areaIndex)
-        // What it taught goes to the group with the area's priors (an area that has none yet waits for them).
+        // What it taught goes to the group with the area's priors.
         if phaseChanged, rideTable[slot: slot].endLeg(now: now, ranges: &ranges, area: area) {
-            learning.markChanged(area)
+            rangesChanged.insert(area)
         }
         let status = rideTable[slot: slot].nextStatus(
             now: now, configuration: configuration, ranges: ranges, area: area)

@@ -144,6 +144,9 @@ public struct RideEngine: Sendable {
     /// E1's range (issue 31): how much later than estimated cars arrive, per area, leg and horizon, learned
     /// from this worker's arrivals (settable to carry it between engines, as the ETA benchmark's trips do).
     public var ranges = ArrivalRanges()
+    /// The areas whose range learned since their priors were last shared (``priorsToShare(worker:now:)``): an
+    /// area may teach its range before it has learned anything else (a short leg, or learning turned off).
+    var rangesChanged: Set<String> = []
 
     /// E1: the catalog's service area containing `place` and its ``Ride/areaIndex`` (its place in the catalog plus
     /// one); (0, nil) outside every area, without a catalog, or past the 65,535th area (whose rides then learn
