@@ -328,6 +328,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FleetSimTests",
+            dependencies: ["FleetSim", "FleetModel", "RideDomain"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "WorkerGroupTests",
             dependencies: [
                 "WorkerGroup",

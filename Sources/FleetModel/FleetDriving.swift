@@ -49,4 +49,7 @@ public enum FleetDriving: String, CaseIterable, Sendable {
     public static func nextFix(every: Double, random: inout SeededRandom) -> Double {
         max(1, (every * Double.random(in: 0.7...1.3, using: &random)).rounded())
     }
+
+    /// The longest ``nextFix(every:random:)`` can draw.
+    public static func longestGap(every: Double) -> Double { max(1, (every * 1.3).rounded()) }
 }

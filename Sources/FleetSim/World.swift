@@ -188,9 +188,10 @@ struct World {
             if vehicle.trip.isEmpty {
                 vehicle.speed = 0
                 // A car with its own sampling reports its arrival at once, and stands long enough for three
-                // more fixes: without `speed`, the worker sees it stopped (P3, P5) only from two fixes there.
+                // more fixes at their longest gaps: without `speed`, the worker sees it stopped (P3, P5) only from
+                // two fixes there. (3 x its mean gap + 2 fell short of the third with the jitter: WorldTests.)
                 vehicle.nextFix = now
-                let standing = vehicle.profile.fixEvery.map { 3 * $0 + 2 } ?? 0
+                let standing = vehicle.profile.fixEvery.map { 3 * FleetDriving.longestGap(every: $0) + 1 } ?? 0
                 if case .toPickup = vehicle.stage {
                     vehicle.stage = .waiting(
                         until: now.addingTimeInterval(max(standing, Double.random(in: 5...20, using: &random))))
