@@ -317,6 +317,40 @@ struct HourOfWeekTests {
         }
     }
 
+    @Test("E1: a zone named two ways keeps one clock, and its hours are shared; another clock's are not")
+    func aliases() throws {
+        // Hand-checked pairs: IANA links (the same zone) and zones that differ in summer or always.
+        let newYork = TimeZone(identifier: "America/New_York")
+        #expect(AreaLearning.sameClock("US/Eastern", as: newYork, around: t0))
+        #expect(AreaLearning.sameClock("Asia/Calcutta", as: TimeZone(identifier: "Asia/Kolkata"), around: t0))
+        #expect(!AreaLearning.sameClock("America/Chicago", as: newYork, around: t0), "an hour apart, always")
+        #expect(
+            !AreaLearning.sameClock("Europe/London", as: TimeZone(identifier: "Africa/Abidjan"), around: t0),
+            "the same in winter only")
+        #expect(!AreaLearning.sameClock("Not/AZone", as: newYork, around: t0), "unknown to Foundation")
+        #expect(!AreaLearning.sameClock("Africa/Abidjan", as: nil, around: t0), "UTC is only ever named UTC")
+        // Through the priors: a worker counting in America/New_York takes the hours of one counting in US/Eastern,
+        // not those of one counting in America/Chicago.
+        func shared(in zone: String) throws -> [UInt8] {
+            var configuration = RideConfiguration()
+            configuration.timeZone = TimeZone(identifier: zone)
+            var engine = RideEngine(configuration: configuration)
+            engine.learning.learn(speed: 9, area: nil, at: t0, configuration: configuration)
+            return try #require(engine.priorsToShare(worker: "w-2", now: t0).first?.payload)
+        }
+        var configuration = RideConfiguration()
+        configuration.timeZone = newYork
+        let topic = "ridestatus/priors/\(AreaPriors.key(area: ""))"
+        for (zone, taken) in [("US/Eastern", true), ("America/Chicago", false)] {
+            var reader = RideEngine(configuration: configuration)
+            _ = reader.receivePriors(
+                key: AreaPriors.key(area: ""), topic: topic, payload: try shared(in: zone), now: t0, worker: "w-1",
+                since: t0)
+            #expect(reader.learning.learned[""]?.speed == 9, "\(zone): the area's value weighed in")
+            #expect(reader.learning.learned[""]?.hours.isEmpty == !taken, "\(zone)")
+        }
+    }
+
     @Test("I2, A2: the priors' size limit is their own: a worker with a small rides.maxPayloadBytes still reads them")
     func ownLimit() throws {
         var hours: [Int: AreaLearning.Hour] = [:]

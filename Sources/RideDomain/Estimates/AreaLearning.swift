@@ -170,11 +170,24 @@ public struct AreaLearning: Sendable, Equatable {
     }
 
     /// The name of `area`'s zone as the shared priors carry it: its IANA identifier, "UTC" for UTC however named.
-    /// Foundation keeps other aliases as given (US/Eastern, Asia/Calcutta): workers that name one zone two ways
-    /// leave each other's hours alone, never mix two zones'.
+    /// Foundation keeps other aliases as given (US/Eastern, Asia/Calcutta); a reader compares the clocks of two
+    /// names (``sameClock(_:as:around:)``), so workers that name one zone two ways still share their hours.
     public static func zoneName(of area: ServiceArea?, _ configuration: RideConfiguration) -> String {
         let name = timeZone(of: area, configuration)?.identifier ?? "UTC"
         return utcNames.contains(name) ? "UTC" : name
+    }
+
+    /// Whether the zone named `name` keeps the same clock as `zone` (nil: UTC) from a year before `date` to a year
+    /// after: the same offset every six hours, so an hour of the week means the same local hour in both. Zones
+    /// that differ do so for weeks (summer time) or always. A name Foundation does not know is not the same;
+    /// nor is any other name than "UTC" for UTC (its zone tables are not loaded for it). Run once per pair of
+    /// names (a few milliseconds: 2,921 instants).
+    public static func sameClock(_ name: String, as zone: TimeZone?, around date: Date) -> Bool {
+        guard let zone, let other = TimeZone(identifier: name) else { return false }
+        return (-1460...1460).allSatisfy { step in
+            let instant = date.addingTimeInterval(Double(step) * 6 * 3600)
+            return zone.secondsFromGMT(for: instant) == other.secondsFromGMT(for: instant)
+        }
     }
 
     /// The IANA names of UTC (and GMT, which Foundation reports for "UTC"): `rides.timeZone` takes them as UTC

@@ -467,8 +467,15 @@ extension RideEngine {
                     "priors: no service area of this worker's catalog is named '\(priors.area.prefix(64))' (A2)")
             }
             guard priors.worker != worker || priors.at < since else { return (nil, nil, []) }
-            // Hours counted in another zone than this worker's for the area are not this worker's hours.
-            if priors.timeZone != AreaLearning.zoneName(of: area, configuration) { priors.hours = [:] }
+            // Hours counted in another zone than this worker's for the area are not this worker's hours; a zone
+            // named another way (US/Eastern, America/New_York) whose clock agrees with this worker's is the same.
+            if let shared = priors.timeZone, shared != AreaLearning.zoneName(of: area, configuration) {
+                let ours = AreaLearning.timeZone(of: area, configuration)
+                let key = "\(shared) \(ours?.identifier ?? "UTC")"
+                let same = sameClock[key] ?? AreaLearning.sameClock(shared, as: ours, around: now)
+                sameClock[key] = same
+                if !same { priors.hours = [:] }
+            }
             let changed = learning.adopt(
                 priors, configuredFactor: area?.detourFactor ?? configuration.detourFactor, configuration: configuration
             )

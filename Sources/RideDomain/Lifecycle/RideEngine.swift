@@ -147,6 +147,9 @@ public struct RideEngine: Sendable {
     /// The areas whose range learned since their priors were last shared (``priorsToShare(worker:now:)``): an
     /// area may teach its range before it has learned anything else (a short leg, or learning turned off).
     var rangesChanged: Set<String> = []
+    /// Whether a zone the group's priors name keeps this worker's clock for an area (``AreaLearning/sameClock``),
+    /// by the two names: worked out once per pair, as priors come every minute.
+    var sameClock: [String: Bool] = [:]
 
     /// E1: the catalog's service area containing `place` and its ``Ride/areaIndex`` (its place in the catalog plus
     /// one); (0, nil) outside every area, without a catalog, or past the 65,535th area (whose rides then learn
