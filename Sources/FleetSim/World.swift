@@ -81,7 +81,7 @@ struct World {
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
         cancelRate: Double, badInputRate: Double, quoteReplies: String = "replies/fleet-sim/quotes",
-        ridePrefix: String = "r-", driving: FleetDriving = .grid
+        ridePrefix: String = "r-", driving: FleetDriving = .grid, start: Date = Date()
     ) {
         random = SeededRandom(seed: seed)
         self.ridePrefix = ridePrefix
@@ -104,7 +104,7 @@ struct World {
             vehicles[index].profile = driving.profile(random: &random)
             vehicles[index].stage =
                 vehicles[index].standby
-                ? .idle(until: nil) : .idle(until: Date().addingTimeInterval(Double.random(in: 0...15, using: &random)))
+                ? .idle(until: nil) : .idle(until: start.addingTimeInterval(Double.random(in: 0...15, using: &random)))
         }
     }
 

@@ -148,6 +148,9 @@ struct ETABenchmark: ParsableCommand {
         var random = SeededRandom(seed: seed)
         var all: [Trip] = []
         guard weeks >= 0 && weeks <= 52 else { throw ValidationError("--weeks must be 0...52") }
+        guard restartAfter >= 0, restartTrips > 0 else {
+            throw ValidationError("--restart-after must be 0 or more and --restart-trips 1 or more")
+        }
         // With --weeks, trips start evenly over them; a classed trip drives at its hour's congestion.
         let spacing = weeks * 7 * 86_400 / Double(max(trips, 1))
         // Days differ too (rain, an event): each day's congestion times 1 to 1.3, drawn apart from the trips, days
@@ -301,11 +304,13 @@ struct ETABenchmark: ParsableCommand {
         configuration: RideConfiguration
     ) throws -> (AreaLearning, ArrivalRanges) {
         var (newLearning, newRanges) = (AreaLearning(), ArrivalRanges())
-        guard let entry = learning.learned[""] else { return (newLearning, newRanges) }
+        // Nothing learned but the range: shared with no rides, as the worker does.
+        let entry = learning.learned[""]
+        let hours = entry?.hours ?? [:]
         let priors = AreaPriors(
-            area: "", worker: "w-bench", at: now, detourFactor: entry.factor, rides: entry.rides,
-            stopShare: entry.stopShare, legs: entry.legs, speed: entry.speed, speedLegs: entry.speedLegs,
-            hours: entry.hours, timeZone: entry.hours.isEmpty ? nil : "UTC",
+            area: "", worker: "w-bench", at: now, detourFactor: entry?.factor ?? configuration.detourFactor,
+            rides: entry?.rides ?? 0, stopShare: entry?.stopShare, legs: entry?.legs ?? 0, speed: entry?.speed,
+            speedLegs: entry?.speedLegs ?? 0, hours: hours, timeZone: hours.isEmpty ? nil : "UTC",
             ranges: carrying == .priorsWithRanges ? ranges.shared(area: "") : [])
         guard
             let read = try AreaPriors.decode(

@@ -19,10 +19,12 @@ struct WorldTests {
         var stages: [World.Stage] = []
     }
 
-    /// Runs `world` for `seconds` ticks of one second from now (the world's idle timers start from the clock),
-    /// and returns each vehicle's trace: its topics' messages, and its rides' control messages.
+    /// When every run starts: the world's idle timers count from it, so a seed gives the same run every time.
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// Runs `world` for `seconds` ticks of one second from ``start``, and returns each vehicle's trace: its topics'
+    /// messages, and its rides' control messages.
     static func run(_ world: inout World, seconds: Int) -> [String: Trace] {
-        let start = Date()
         var traces: [String: Trace] = [:]
         var driver: [String: String] = [:]  // ride -> vehicle, from the tick it was booked
         for second in 1...seconds {
@@ -72,7 +74,7 @@ struct WorldTests {
     func sampling() throws {
         var world = World(
             seed: 31, vehicles: 40, center: Self.berlin, radius: 3000, ownTracksShare: 0, cancelRate: 0,
-            badInputRate: 0, driving: .classes)
+            badInputRate: 0, driving: .classes, start: Self.start)
         let traces = Self.run(&world, seconds: 600)
         var withSpeed = 0
         for vehicle in world.vehicles {
@@ -100,7 +102,7 @@ struct WorldTests {
     func arrivals() throws {
         var world = World(
             seed: 7, vehicles: 30, center: Self.berlin, radius: 2500, ownTracksShare: 0, cancelRate: 0,
-            badInputRate: 0, driving: .classes)
+            badInputRate: 0, driving: .classes, start: Self.start)
         let traces = Self.run(&world, seconds: 1800)
         var pickups = 0
         var dropOffs = 0
@@ -131,7 +133,7 @@ struct WorldTests {
     func cancellation() throws {
         var world = World(
             seed: 3, vehicles: 20, center: Self.berlin, radius: 2500, ownTracksShare: 0, cancelRate: 60,
-            badInputRate: 0, driving: .classes)
+            badInputRate: 0, driving: .classes, start: Self.start)
         let traces = Self.run(&world, seconds: 900)
         var canceled = 0
         for vehicle in world.vehicles where vehicle.profile.reportsSpeed {

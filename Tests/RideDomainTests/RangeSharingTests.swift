@@ -190,10 +190,11 @@ struct RangeSharingTests {
             #expect(heard.adopted == nil)
             #expect(engine.ranges == before, "refused: nothing adopted, not even the good cell beside a bad one")
         }
-        // The good one alone is read.
+        // The good one alone is read (a later share: the same worker's same instant would be a replay).
+        let later = base.replacingOccurrences(of: "09:50:00.000Z", with: "09:51:00.000Z")
         let heard = engine.receivePriors(
-            key: key, topic: "ridestatus/priors/\(key)", payload: Array((base + good + "]}").utf8), now: t0,
-            worker: "w-2", since: t0)
+            key: key, topic: "ridestatus/priors/\(key)", payload: Array((later + good + "]}").utf8),
+            now: t0.addingTimeInterval(60), worker: "w-2", since: t0)
         #expect(heard.refusal == nil)
         #expect(engine.ranges.ratio(.pickup, horizon: 0, area: "") < 1.5)
         #expect(engine.ranges.ratio(.dropOff, horizon: 3, area: "") == 1.5, "replaced: the latest view heard")
@@ -224,5 +225,56 @@ struct RangeSharingTests {
         #expect(read.rides == 0 && read.legs == 0 && read.detourFactor == configuration.detourFactor, "a placeholder")
         let again = harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(260))
         #expect(again.isEmpty, "shared once")
+    }
+
+    @Test(
+        "E1: a worker with learning off shares no range alone over what the group learned (one retained message an area)"
+    )
+    func noPlaceholderOverLearned() throws {
+        var configuration = RideConfiguration()
+        (configuration.detourLearningRate, configuration.stopShareLearningRate) = (0, 0)
+        var harness = Harness(configuration: configuration)
+        // The group's retained priors of the area, from a worker that learned 40 rides there.
+        let learned = AreaPriors(
+            area: "", worker: "w-2", at: t0, detourFactor: 1.2, rides: 40, stopShare: 0.3, legs: 25)
+        let key = AreaPriors.key(area: "")
+        _ = harness.engine.receivePriors(
+            key: key, topic: "ridestatus/priors/\(key)", payload: learned.encoded(), now: t0, worker: "w-1", since: t0)
+        #expect(harness.engine.learning.learned.isEmpty, "learning off keeps nothing of it")
+        harness.start()
+        harness.fix(at: t0.addingTimeInterval(1), pickup.moved(metres: 2000, bearing: 0), speed: 10)
+        _ = harness.engine.tick(now: t0.addingTimeInterval(5))
+        harness.fix(at: t0.addingTimeInterval(200), pickup.moved(metres: 10, bearing: 0), speed: 0)
+        #expect(harness.phase() == .pickup)
+        #expect(harness.engine.ranges.ratio(.pickup, horizon: 3, area: "") < 1.5, "the range learned")
+        let shares = harness.engine.priorsToShare(worker: "w-1", now: t0.addingTimeInterval(200))
+        #expect(shares.isEmpty, "a share with no rides would replace the group's 40")
+    }
+
+    @Test("E1: the same retained priors heard again (a reconnect) do not undo the fade of what was adopted")
+    func replayKeepsTheFade() throws {
+        var engine = RideEngine()
+        let priors = AreaPriors(
+            area: "", worker: "w-2", at: t0, detourFactor: 1.2, rides: 4, stopShare: nil, legs: 0,
+            ranges: [.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 200)])
+        let key = AreaPriors.key(area: "")
+        let topic = "ridestatus/priors/\(key)"
+        _ = engine.receivePriors(
+            key: key, topic: topic, payload: priors.encoded(), now: t0, worker: "w-1", since: t0)
+        for _ in 0..<300 { engine.ranges.observe(estimated: 200, actual: 360, latest: nil, leg: .pickup, area: "") }
+        let faded = engine.ranges.ratio(.pickup, horizon: 2, area: "")
+        let again = engine.receivePriors(
+            key: key, topic: topic, payload: priors.encoded(), now: t0.addingTimeInterval(60), worker: "w-1",
+            since: t0)
+        #expect(again.adopted == nil && again.refusal == nil)
+        #expect(engine.ranges.ratio(.pickup, horizon: 2, area: "") == faded, "not back to 200 arrivals at 1.2")
+        // A newer share of the same worker is heard.
+        var newer = priors
+        newer.at = t0.addingTimeInterval(90)
+        let heard = engine.receivePriors(
+            key: key, topic: topic, payload: newer.encoded(), now: t0.addingTimeInterval(90), worker: "w-1",
+            since: t0)
+        #expect(heard.adopted != nil)
+        #expect(engine.ranges.ratio(.pickup, horizon: 2, area: "") < faded, "200 at 1.2 again, as shared")
     }
 }

@@ -177,16 +177,26 @@ public struct AreaLearning: Sendable, Equatable {
         return utcNames.contains(name) ? "UTC" : name
     }
 
-    /// Whether the zone named `name` keeps the same clock as `zone` (nil: UTC) from a year before `date` to a year
-    /// after: the same offset every six hours, so an hour of the week means the same local hour in both. Zones
-    /// that differ do so for weeks (summer time) or always. A name Foundation does not know is not the same;
-    /// nor is any other name than "UTC" for UTC (its zone tables are not loaded for it). Run once per pair of
-    /// names (a few milliseconds: 2,921 instants).
-    public static func sameClock(_ name: String, as zone: TimeZone?, around date: Date) -> Bool {
-        guard let zone, let other = TimeZone(identifier: name) else { return false }
-        return (-1460...1460).allSatisfy { step in
-            let instant = date.addingTimeInterval(Double(step) * 6 * 3600)
-            return zone.secondsFromGMT(for: instant) == other.secondsFromGMT(for: instant)
+    /// Whether the zone named `name` keeps the same clock as `zone` (nil: UTC without zone tables) from a year
+    /// before `date` to a year after, so that an hour of the week means the same local hour in both: the same
+    /// summer-time transitions at the same instants, and the same offset every six hours (a change of standard
+    /// offset is no summer-time transition). Nil for a name Foundation does not know; false for any name read
+    /// against nil (the tables are not loaded for it). Run once per pair of names: a few milliseconds.
+    public static func sameClock(_ name: String, as zone: TimeZone?, around date: Date) -> Bool? {
+        guard let other = TimeZone(identifier: name) else { return nil }
+        guard let zone else { return false }
+        let (start, end) = (date.addingTimeInterval(-366 * 86_400), date.addingTimeInterval(366 * 86_400))
+        func transitions(_ zone: TimeZone) -> [Date] {
+            var (found, after) = ([Date](), start)
+            while found.count < 100, let next = zone.nextDaylightSavingTimeTransition(after: after), next < end {
+                found.append(next)
+                after = next
+            }
+            return found
+        }
+        guard transitions(zone) == transitions(other) else { return false }
+        return stride(from: start, through: end, by: 6 * 3600).allSatisfy { instant in
+            zone.secondsFromGMT(for: instant) == other.secondsFromGMT(for: instant)
         }
     }
 

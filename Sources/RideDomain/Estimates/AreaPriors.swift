@@ -418,10 +418,16 @@ extension RideEngine {
     /// E1 (issue 31): the priors this engine learned since the last call, as `(topic, payload)` for the
     /// worker to publish retained (``AreaPriors``): each area whose learning or range changed. An area whose range
     /// learned before anything else is shared with no rides and no legs (its factor the configured one, which
-    /// readers then ignore). A share that fails is marked again with ``markPriorsChanged(_:)``.
+    /// readers then ignore), unless this worker heard priors of the area that taught something: the group has
+    /// one retained message per area, and such a share would replace what the group learned with nothing (a
+    /// worker with learning off keeps none of it). A share that fails is marked again with
+    /// ``markPriorsChanged(_:)``.
     public mutating func priorsToShare(worker: String, now: Date) -> [(area: String, topic: String, payload: [UInt8])] {
         var changed = learning.takeChanged()
-        for area in rangesChanged.sorted() where !changed.contains(where: { $0.area == area }) {
+        for area in rangesChanged.sorted()
+        where !changed.contains(where: { $0.area == area })
+            && (learning.learned[area] != nil || !heardLearned.contains(area))
+        {
             let configured = serviceArea(named: area)?.detourFactor ?? configuration.detourFactor
             changed.append((area, learning.learned[area] ?? AreaLearning.Entry(factor: configured, rides: 0)))
         }
@@ -467,19 +473,30 @@ extension RideEngine {
                     "priors: no service area of this worker's catalog is named '\(priors.area.prefix(64))' (A2)")
             }
             guard priors.worker != worker || priors.at < since else { return (nil, nil, []) }
+            // What was heard already (a retained message replayed at a reconnect) is not weighed in again: the
+            // learning keeps the last one per area, and the ranges would otherwise undo their fade.
+            let heardBefore = learning.lastAdopted[priors.area].map { $0 == (priors.worker, priors.at) } ?? false
+            if priors.rides > 0 || priors.stopShare != nil || priors.speed != nil || !priors.hours.isEmpty {
+                heardLearned.insert(priors.area)
+            }
             // Hours counted in another zone than this worker's for the area are not this worker's hours; a zone
             // named another way (US/Eastern, America/New_York) whose clock agrees with this worker's is the same.
             if let shared = priors.timeZone, shared != AreaLearning.zoneName(of: area, configuration) {
                 let ours = AreaLearning.timeZone(of: area, configuration)
-                let key = "\(shared) \(ours?.identifier ?? "UTC")"
-                let same = sameClock[key] ?? AreaLearning.sameClock(shared, as: ours, around: now)
-                sameClock[key] = same
-                if !same { priors.hours = [:] }
+                // Cached by the two names, only for names Foundation knows (a few hundred at most): names from the
+                // broker cannot grow the cache.
+                let key = "\(shared)|\(ours?.identifier ?? "")"
+                var same = sameClock[key]
+                if same == nil, let known = AreaLearning.sameClock(shared, as: ours, around: now) {
+                    same = known
+                    sameClock[key] = known
+                }
+                if same != true { priors.hours = [:] }
             }
             let changed = learning.adopt(
                 priors, configuredFactor: area?.detourFactor ?? configuration.detourFactor, configuration: configuration
             )
-            let rangesChanged = ranges.adopt(priors.ranges, area: priors.area)
+            let rangesChanged = heardBefore ? false : ranges.adopt(priors.ranges, area: priors.area)
             return (changed || rangesChanged ? priors : nil, nil, [])
         } catch {
             return (nil, error, reject(error, topic: topic, payload: payload, now: now))

@@ -213,9 +213,14 @@ public struct ArrivalRanges: Sendable, Equatable {
         guard !shared.isEmpty else { return false }
         var cells = [Adopted](repeating: Adopted(), count: fleet.count)
         for cell in shared
-        where (0...Self.horizonBounds.count).contains(cell.horizon) && cell.arrivals.isFinite && cell.arrivals > 0 {
+        where (0...Self.horizonBounds.count).contains(cell.horizon) && cell.ratio.isFinite && cell.arrivals.isFinite
+            && cell.arrivals > 0
+        {
+            // Capped where it is kept, so that the fade below starts from what weighs (10^9 arrivals, which A2
+            // lets through, would otherwise take 3,000 arrivals of this worker's own to begin fading).
             cells[Self.cell(cell.leg, cell.horizon)] = Adopted(
-                ratio: min(max(cell.ratio, Self.lowestRatio), Self.highestRatio), arrivals: cell.arrivals)
+                ratio: min(max(cell.ratio, Self.lowestRatio), Self.highestRatio),
+                arrivals: min(cell.arrivals, Self.memory))
         }
         guard adopted[area] != cells else { return false }
         adopted[area] = cells
@@ -236,21 +241,24 @@ public struct ArrivalRanges: Sendable, Equatable {
 
     /// An arrival `actual` seconds after an estimate that said `estimated` seconds, whose latest time said
     /// `latest` seconds (nil: none was given): teaches the ratio and counts the coverage.
-    public mutating func observe(estimated: Double, actual: Double, latest: Double?, leg: Leg, area: String) {
-        guard estimated.isFinite, actual.isFinite, actual >= 0 else { return }
+    /// - Returns: whether it taught the ratio (an estimate of ``shortestHorizon`` or more).
+    @discardableResult
+    public mutating func observe(estimated: Double, actual: Double, latest: Double?, leg: Leg, area: String) -> Bool {
+        guard estimated.isFinite, actual.isFinite, actual >= 0 else { return false }
         let horizon = Self.horizon(of: estimated)
         let index = Self.cell(leg, horizon)
         if let latest {
             arrivals[index] += 1
             if actual <= latest { covered[index] += 1 }
         }
-        guard estimated >= Self.shortestHorizon else { return }
+        guard estimated >= Self.shortestHorizon else { return false }
         let ratio = actual / estimated
         fleet[index].add(ratio: ratio)
         cells[area, default: [Cell](repeating: Cell(), count: fleet.count)][index].add(ratio: ratio)
         // What the group shared of the cell fades as the cell's own arrivals do.
         if adopted[area] != nil { adopted[area]?[index].arrivals *= Self.fading }
         refresh(index)
+        return true
     }
 
     /// The share of arrivals by their latest time for `leg` at `horizon`; nil before any.
@@ -308,16 +316,20 @@ struct ArrivalSamples: Sendable, Equatable {
 
     /// The car arrived at `arrival` (`since` the ride started) at the end of the samples' leg: teaches every
     /// sample to `ranges` under `area` and forgets them.
-    mutating func teach(_ ranges: inout ArrivalRanges, arrival: Date, since start: Date, area: String) {
+    /// - Returns: whether any sample taught the ratio (estimates under 15 s teach none).
+    mutating func teach(_ ranges: inout ArrivalRanges, arrival: Date, since start: Date, area: String) -> Bool {
+        var taught = false
         if let leg {
             for bucket in 0..<4 where !Self.get(made, bucket).isNaN {
-                ranges.observe(
+                let learned = ranges.observe(
                     estimated: Double(Self.get(toGo, bucket)),
                     actual: arrival.timeIntervalSince(start) - Double(Self.get(made, bucket)),
                     latest: Double(Self.get(latest, bucket)), leg: leg, area: area)
+                taught = taught || learned
             }
         }
         self = ArrivalSamples()
+        return taught
     }
 
     /// Forgets the samples (a leg that did not arrive: a cancellation, another car).

@@ -147,6 +147,9 @@ public struct RideEngine: Sendable {
     /// The areas whose range learned since their priors were last shared (``priorsToShare(worker:now:)``): an
     /// area may teach its range before it has learned anything else (a short leg, or learning turned off).
     var rangesChanged: Set<String> = []
+    /// The areas whose priors heard from the group taught something (rides, a stop share, a speed or hours): a
+    /// worker that learned nothing of such an area does not share it (``priorsToShare(worker:now:)``).
+    var heardLearned: Set<String> = []
     /// Whether a zone the group's priors name keeps this worker's clock for an area (``AreaLearning/sameClock``),
     /// by the two names: worked out once per pair, as priors come every minute.
     var sameClock: [String: Bool] = [:]

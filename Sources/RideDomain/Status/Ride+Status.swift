@@ -65,19 +65,17 @@ extension Ride {
 
     /// E1's range: a change of phase ends a leg. Arriving at the pickup (or boarding without `pickup`) teaches
     /// the pickup's estimates; completing teaches the drop-off's; a cancellation teaches nothing.
-    /// - Returns: whether the leg taught `ranges` (so that the area's priors are shared again).
+    /// - Returns: whether the leg taught `ranges` a ratio (so that the area's priors are shared again).
     @discardableResult
     mutating func endLeg(now: Date, ranges: inout ArrivalRanges, area: String) -> Bool {
         guard let leg = arrivalSamples.leg else { return false }
         if completion.map({ $0.canceled || $0.missedPickup }) == true {
             arrivalSamples.clear()
         } else if leg == .pickup, phase >= .pickup {
-            arrivalSamples.teach(
+            return arrivalSamples.teach(
                 &ranges, arrival: pickupArrivedAt ?? ongoingSince ?? now, since: startedAt, area: area)
-            return true
         } else if leg == .dropOff, phase == .completed {
-            arrivalSamples.teach(&ranges, arrival: completedAt ?? now, since: startedAt, area: area)
-            return true
+            return arrivalSamples.teach(&ranges, arrival: completedAt ?? now, since: startedAt, area: area)
         }
         return false
     }
