@@ -325,7 +325,8 @@ extension RideStatusService {
     /// G3: serves the staged rides, each under a new epoch and above its last sequence (C5), at once (C4); then
     /// replays the control messages kept for their buckets, in order. A recovery (a worker alone in its first
     /// view, L5) continues just above each ceiling: the retained status read with it brings the last sequence
-    /// the broker kept. Rides taken over from a live group, or served again, continue a block above. (A worker
+    /// the broker kept. Rides taken over from a live group, or served again, continue a block above, and at least at
+    /// the ride's age times ten (``Ride/clockCeiling(at:)``). (A worker
     /// that starts alone after its peers died takes their rides the first way: a status of theirs that a
     /// clustered broker still holds can then arrive with a number it reuses. On one broker it cannot: the broker
     /// delivered it before the worker's recovery read.)
@@ -336,8 +337,13 @@ extension RideStatusService {
         for id in serve.rides {
             // A ride held here stays as it is (a bucket's rides are never held before it is served).
             guard var ride = core.handover.staged.removeValue(forKey: id), core.engine.ride(id) == nil else { continue }
-            let floor = serve.floors[Ownership.bucket(of: id)]
+            var floor = serve.floors[Ownership.bucket(of: id)]
             if let floor, floor.ceiling > ride.version.ceiling { belowFloor += 1 }
+            if serve.kind != .recovery {
+                // C5 when two workers take the ride over from the same read (views split): the later numbers higher.
+                let clock = SequenceFloor(epoch: 0, ceiling: ride.clockCeiling(at: now))
+                floor = floor.map { $0.merged(with: clock) } ?? clock
+            }
             ride.takeOver(sequenceBlock: serve.kind == .recovery ? 0 : settings.ride.sequenceBlock, floor: floor)
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
             count += 1

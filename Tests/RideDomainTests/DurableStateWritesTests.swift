@@ -181,6 +181,38 @@ struct DurableStateWritesTests {
         #expect(reusedWithoutTheFloor >= 40, "\(reusedWithoutTheFloor)")
     }
 
+    @Test(
+        "C5, G3: two workers that take the ride over from the same read (views split) number apart: the later one above every status the earlier can have issued"
+    )
+    func takersFromTheSameRead() throws {
+        var checked = 0
+        var reusedWithoutTheClock = 0
+        try driveOldOwner { engine, retained, time, second in
+            // The old owner died; both survivors read its last state, one a second after the other, as the
+            // service serves a ride taken from a live group: the block, and the ride's age as a floor.
+            let state = try #require(retained.written.last)
+            let block = RideConfiguration().sequenceBlock
+            func taker(at now: Date, clock: Bool) throws -> Int {
+                let ride = try Ride.restored(
+                    topicRide: "r-1", payload: state, now: now, configuration: RideConfiguration())
+                let floor = clock ? SequenceFloor(epoch: 0, ceiling: ride.clockCeiling(at: now)) : nil
+                return try successorsFirstSequence(reading: state, block: block, floor: floor, at: now)
+            }
+            let earlier = try taker(at: time, clock: true)
+            // The earlier taker's statuses in that second: at most one per 0.1 s (``takeoverNumbersPerSecond``).
+            let earliersLast = earlier + 9
+            let later = try taker(at: time.addingTimeInterval(1), clock: true)
+            #expect(later > earliersLast, "at \(second) s: \(later) after the earlier taker's \(earliersLast)")
+            // Its age times 10: t0 is the booking, so 3 s plus the drive, plus the second.
+            #expect(later - block - 1 == Int(Double(3 + second + 1) * 10), "\(later)")
+            checked += 1
+            if try taker(at: time.addingTimeInterval(1), clock: false) <= earliersLast { reusedWithoutTheClock += 1 }
+        }
+        #expect(checked == 80)
+        // The check can fail: from the same read, with the block alone, the later taker reuses the earlier's numbers.
+        #expect(reusedWithoutTheClock == 80, "\(reusedWithoutTheClock)")
+    }
+
     @Test("C5, G3: statuses with no room give their numbers back, so the next state reserves one block, not more")
     func deferredKeepsOneBlock() throws {
         var harness = Harness()

@@ -215,6 +215,23 @@ extension Ride {
         sequenceCeiling = reserved + min(max(sequenceBlock, 0), Ride.maxSequence - reserved)
     }
 
+    /// C5 across owners whose views split: how many numbers a ride's owners may use per second of its life at
+    /// most, so that a taker later by a tenth of a second numbers above one earlier (``clockCeiling(at:)``). A
+    /// ride publishes every `rides.updateInterval` and at its changes: far fewer.
+    package static let takeoverNumbersPerSecond = 10.0
+
+    /// C5, G3: the lowest ceiling a worker taking the ride over at `now` reserves from: its age at `now` times
+    /// ``takeoverNumbersPerSecond``. Two workers whose views of the group split (a NATS node lost while a worker
+    /// died) both take the dead worker's rides over from the same read; each continuing a block above that read,
+    /// they issued the same numbers (`GroupNATSClusterTests`, five seconds apart). Counted from the ride's start
+    /// on each taker's clock, the later one numbers above every status the earlier can have issued since. It
+    /// leaves a gap at a handover (C5 allows gaps), up to 216,000 numbers for a ride six hours old.
+    package func clockCeiling(at now: Date) -> Int {
+        let age = now.timeIntervalSince(startedAt)
+        guard age.isFinite, age > 0 else { return 0 }
+        return Int(min(age * Self.takeoverNumbersPerSecond, Double(Self.maxSequence / 2)))
+    }
+
     /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch; the same epoch
     /// and a higher ceiling; or both the same and a higher sequence): of two copies read during a handover, the
     /// newer is served.
