@@ -339,7 +339,11 @@ extension RideStatusService {
             guard var ride = core.handover.staged.removeValue(forKey: id), core.engine.ride(id) == nil else { continue }
             var floor = serve.floors[Ownership.bucket(of: id)]
             if let floor, floor.ceiling > ride.version.ceiling { belowFloor += 1 }
-            if serve.kind != .recovery { floor = ride.takeoverFloor(at: now, release: floor) }
+            if serve.kind != .recovery {
+                // C5 when two workers take the ride over from the same read (views split): the later numbers higher.
+                let clock = SequenceFloor(epoch: 0, ceiling: ride.clockCeiling(at: now))
+                floor = floor.map { $0.merged(with: clock) } ?? clock
+            }
             ride.takeOver(sequenceBlock: serve.kind == .recovery ? 0 : settings.ride.sequenceBlock, floor: floor)
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
             count += 1

@@ -195,9 +195,8 @@ extension Ride {
 }
 
 extension Ride {
-    /// G2, G3: a new owner takes the ride over: its epoch grows by one above the floor's (it never wraps), so
-    /// that the old owner, seeing a state under a higher epoch, stops publishing the ride (G4); and its ceiling
-    /// rises by one
+    /// G2, G3: a new owner takes the ride over: its epoch grows by one (it never wraps), so that the old owner,
+    /// seeing a state under a higher epoch, stops publishing the ride (G4); and its ceiling rises by one
     /// `sequenceBlock` (C5), so the new owner continues above every sequence the old owner may have reserved.
     ///
     /// The state read may lag the old owner's last write by one: the old owner sends each ceiling before the
@@ -233,17 +232,6 @@ extension Ride {
         let age = now.timeIntervalSince(startedAt)
         guard age.isFinite, age > 0 else { return 0 }
         return Int(min(age * Self.takeoverNumbersPerSecond, Double(Self.maxSequence / 2)))
-    }
-
-    /// C5, G4: the floor a worker taking the ride over from a live group serves it above: the release notice's
-    /// (nil: none heard), and the clock's, ``clockCeiling(at:)`` as both the ceiling and the epoch. Of two workers
-    /// that take the ride over from the same read (views split), the later numbers higher and writes its state
-    /// under a higher epoch, which fences the earlier off (G4); that one serves the ride again, above both, if
-    /// it is the owner once the views agree (its release notice's floor). A recovery alone takes none of this.
-    package func takeoverFloor(at now: Date, release: SequenceFloor?) -> SequenceFloor {
-        let clock = clockCeiling(at: now)
-        let floor = SequenceFloor(epoch: UInt32(clamping: clock), ceiling: clock)
-        return release.map { $0.merged(with: floor) } ?? floor
     }
 
     /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch; the same epoch
