@@ -152,11 +152,10 @@ public struct ArrivalRanges: Sendable, Equatable {
         var parts = ownRatio.map { [($0, own)] } ?? []
         var shared = 0.0
         for cells in adopted.values where cells[index].arrivals > 0 {
-            let arrivals = min(cells[index].arrivals, Self.memory)
-            parts.append((cells[index].ratio, arrivals))
-            shared += arrivals
+            parts.append((cells[index].ratio, cells[index].arrivals))  // capped at ``memory`` when adopted
+            shared += cells[index].arrivals
         }
-        let (pooledRatio, _) = Self.pool(parts)
+        let pooledRatio = Self.pool(parts)
         let weight = max(own, shared)
         let fleetRatio = max(1, Self.shrunk(pooledRatio, weight: weight, toward: Self.priorRatio))
         fleetRatios[index] = fleetRatio
@@ -174,19 +173,18 @@ public struct ArrivalRanges: Sendable, Equatable {
         var parts: [(Double, Double)] = []
         if let own = cells[area]?[index], let ratio = own.ratio(at: Self.quantile) { parts.append((ratio, own.total)) }
         if let shared = adopted[area]?[index], shared.arrivals > 0 {
-            parts.append((shared.ratio, min(shared.arrivals, Self.memory)))
+            parts.append((shared.ratio, shared.arrivals))  // capped at ``memory`` when adopted
         }
-        let (ratio, _) = Self.pool(parts)
-        return (ratio, parts.map(\.1).max() ?? 0)
+        return (Self.pool(parts), parts.map(\.1).max() ?? 0)
     }
 
-    /// The mean of `(ratio, weight)` parts by weight, and their weight; one part as it is (to the bit: a worker
-    /// that adopted nothing computes exactly what it did before ranges were shared), none as nil and 0.
-    private static func pool(_ parts: [(ratio: Double, weight: Double)]) -> (ratio: Double?, weight: Double) {
-        guard parts.count > 1 else { return (parts.first?.ratio, parts.first?.weight ?? 0) }
+    /// The mean of `(ratio, weight)` parts by weight; one part as it is (to the bit: a worker
+    /// that adopted nothing computes exactly what it did before ranges were shared), none as nil.
+    private static func pool(_ parts: [(ratio: Double, weight: Double)]) -> Double? {
+        guard parts.count > 1 else { return parts.first?.ratio }
         let weight = parts.reduce(0) { $0 + $1.weight }
-        guard weight > 0 else { return (nil, 0) }
-        return (parts.reduce(0) { $0 + $1.ratio * $1.weight } / weight, weight)
+        guard weight > 0 else { return nil }
+        return parts.reduce(0) { $0 + $1.ratio * $1.weight } / weight
     }
 
     /// What this worker shares of `area` with the group: each cell its own arrivals or the group's taught, its
