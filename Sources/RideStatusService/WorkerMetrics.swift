@@ -72,7 +72,8 @@ package struct WorkerMetrics: Sendable {
             Gauge(label: "ridestatus_rides", dimensions: [("phase", phase.rawValue)]).record(count)
         }
         vehicleSubscriptions.record(engine.subscribedVehicleCount)
-        // E1's range (issue 31): the share of arrivals by their latest time, by leg and the estimate's horizon.
+        // E1's range (issue 31): the share of statuses whose arrival came by their latest time, by leg and the
+        // estimate's horizon (each arrival counts the statuses its estimate stood for: ArrivalSamples).
         for leg in ArrivalRanges.Leg.allCases {
             for (horizon, name) in ArrivalRanges.horizonNames.enumerated() {
                 guard let coverage = engine.ranges.coverage(leg, horizon: horizon) else { continue }
@@ -115,7 +116,7 @@ extension WorkerMetrics {
         "ridestatus_active_rides": "Rides active on this worker.",
         "ridestatus_rides": "Rides active on this worker, by phase (P1-P8).",
         "ridestatus_eta_range_coverage":
-            "Share of arrivals by their latest time (E1's range, issue 31; target 0.85 to 0.95), by leg and the estimate's horizon.",
+            "Share of statuses whose car arrived by their latest time (E1's range, issue 31; target 0.85 to 0.95), by leg and the estimate's horizon.",
         "ridestatus_group_members": "Live workers in this worker's view of the group, itself included (G1).",
         "ridestatus_handover_rides_total": "Rides taken over, released or fenced in handovers (G3, G4).",
         "ridestatus_priors_total":

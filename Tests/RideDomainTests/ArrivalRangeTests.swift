@@ -29,17 +29,22 @@ struct ArrivalRangeTests {
         }
         // The 90th percentile is 0.8 + 0.9 x 0.6 = 1.34; the histogram answers with the upper edge of its bin
         // (bins 6 % wide), and 1000 fading arrivals weigh (1 - 0.995^1000) / 0.005 = 198.7 against the
-        // prior's 20 (shrunk toward 1.5 twice: the fleet's cell toward the prior, the area's toward the fleet).
+        // prior's 5 and the fleet's 20 (shrunk toward 1.5 twice: the fleet's cell toward the prior, the area's
+        // toward the fleet).
         let weight = (1 - pow(0.995, 1000)) / 0.005
         let step = pow(16, 1.0 / 48)
-        func shrunk(_ value: Double, toward prior: Double) -> Double { (weight * value + 20 * prior) / (weight + 20) }
-        let lowest = shrunk(1.34, toward: shrunk(1.34, toward: 1.5))
-        let highest = shrunk(1.34 * step, toward: shrunk(1.34 * step, toward: 1.5))
+        func shrunk(_ value: Double, toward prior: Double, by priorWeight: Double = 20) -> Double {
+            (weight * value + priorWeight * prior) / (weight + priorWeight)
+        }
+        let lowest = shrunk(1.34, toward: shrunk(1.34, toward: 1.5, by: 5))
+        let highest = shrunk(1.34 * step, toward: shrunk(1.34 * step, toward: 1.5, by: 5))
         let ratio = ranges.ratio(.pickup, horizon: 1, area: "berlin")
         #expect(ratio >= lowest && ratio <= highest, "\(ratio) in \(lowest)...\(highest)")
         // Another area with no history of its own borrows the fleet's.
         let borrowed = ranges.ratio(.pickup, horizon: 1, area: "hamburg")
-        #expect(borrowed >= shrunk(1.34, toward: 1.5) && borrowed <= shrunk(1.34 * step, toward: 1.5), "\(borrowed)")
+        #expect(
+            borrowed >= shrunk(1.34, toward: 1.5, by: 5) && borrowed <= shrunk(1.34 * step, toward: 1.5, by: 5),
+            "\(borrowed)")
         // Other legs and horizons have learned nothing.
         #expect(ranges.ratio(.dropOff, horizon: 1, area: "berlin") == 1.5)
         #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
@@ -85,6 +90,56 @@ struct ArrivalRangeTests {
         harness.send(
             "rides/r-2/cancel", bytes(#"{"canceledBy":"user"}"#), at: t0.addingTimeInterval(220))
         #expect(harness.engine.ranges.arrivals == ranges.arrivals)
+    }
+
+    @Test(
+        "E1: coverage counts statuses, so an arrival weighs as many statuses as its estimate stood for: one slow ride that lingered outweighs nine that passed"
+    )
+    func weighedByStatuses() {
+        var (byStatuses, byArrivals) = (ArrivalRanges(), ArrivalRanges())
+        // One ride shown nine times in the 60-120 s horizon that took twice as long; then nine shown once each, on
+        // time (in this order, so that fading does not favour the slow one).
+        byStatuses.observe(estimated: 100, actual: 200, latest: 150, leg: .pickup, area: "berlin", statuses: 9)
+        byArrivals.observe(estimated: 100, actual: 200, latest: 150, leg: .pickup, area: "berlin")
+        for _ in 0..<9 {
+            byStatuses.observe(estimated: 100, actual: 100, latest: 150, leg: .pickup, area: "berlin", statuses: 1)
+            byArrivals.observe(estimated: 100, actual: 100, latest: 150, leg: .pickup, area: "berlin")
+        }
+        // Half the statuses took twice their estimate: their 90th percentile is in 2's bin (2 to 2.12), where by
+        // arrivals it is in 1's (1 to 1.06), each then shrunk toward the fleet's and the prior.
+        let weighed = byStatuses.ratio(.pickup, horizon: 1, area: "berlin")
+        let counted = byArrivals.ratio(.pickup, horizon: 1, area: "berlin")
+        #expect(weighed > 1.8 && counted < 1.2, "\(weighed) by statuses, \(counted) by arrivals")
+        // The coverage metric counts the statuses: 9 of 18 came by their latest time, against 9 of 10 arrivals.
+        #expect(byStatuses.arrivals[1] == 18 && byStatuses.covered[1] == 9)
+        #expect(byStatuses.coverage(.pickup, horizon: 1) == 0.5 && byArrivals.coverage(.pickup, horizon: 1) == 0.9)
+        // A weight below 1 counts as 1.
+        var floor = ArrivalRanges()
+        floor.observe(estimated: 100, actual: 100, latest: 150, leg: .dropOff, area: "", statuses: 0)
+        #expect(floor.arrivals[5] == 1)
+    }
+
+    @Test("E1: a ride counts the statuses of each horizon it showed, and teaches them all when its car arrives")
+    func countsTheStatuses() throws {
+        var harness = Harness()
+        harness.start()
+        let origin = pickup.moved(metres: 1500, bearing: 0)
+        var published = 0
+        // A car 1.5 km out at 10 m/s, a fix a second and a status every 5 s until it stands at the pickup.
+        // Every status counts, the one a change of phase publishes at once (C2, P2) as the cadence's.
+        for second in 1...150 {
+            let now = t0.addingTimeInterval(Double(second))
+            let actions =
+                harness.fix(at: now, toward(origin, pickup, metres: 10 * Double(second)), speed: 10)
+                + harness.engine.tick(now: now)
+            published += actions.statuses.filter { $0.estimatedPickupDateLatest != nil && $0.phase < .pickup }.count
+        }
+        harness.fix(at: t0.addingTimeInterval(151), pickup, speed: 0)
+        #expect(harness.phase() == .pickup)
+        let ranges = harness.engine.ranges
+        let taught = (0..<4).map { ranges.arrivals[$0] }
+        #expect(published > 20 && taught.reduce(0, +) == published, "\(taught) for \(published) statuses")
+        #expect(taught.filter { $0 > 0 }.count >= 2, "statuses in more than one horizon: \(taught)")
     }
 
     @Test(

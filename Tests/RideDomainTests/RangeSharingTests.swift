@@ -23,16 +23,17 @@ struct RangeSharingTests {
         #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
         let changed1 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 100)], area: "berlin")
         #expect(changed1)
-        // The fleet's: (100 x 1.2 + 20 x 1.5) / 120 = 1.25; the area's, toward it: (120 + 20 x 1.25) / 120.
-        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - 145.0 / 120) < 1e-12)
-        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "zurich") - 1.25) < 1e-12, "another area: the fleet's")
+        // The fleet's, toward the prior by 5: (100 x 1.2 + 5 x 1.5) / 105; the area's, toward the fleet's by 20.
+        let fleet1 = 127.5 / 105
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - (120 + 20 * fleet1) / 120) < 1e-12)
+        #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "zurich") - fleet1) < 1e-12, "another area: the fleet's")
         #expect(ranges.ratio(.pickup, horizon: 1, area: "berlin") == 1.5, "another horizon: nothing shared")
         #expect(ranges.ratio(.dropOff, horizon: 2, area: "berlin") == 1.5, "another leg: nothing shared")
-        // 10,000 arrivals weigh as 200, the most a worker's own faded arrivals reach: the fleet (240 + 30) / 220,
+        // 10,000 arrivals weigh as 200, the most a worker's own faded arrivals reach: the fleet (240 + 7.5) / 205,
         // the area (240 + 20 x the fleet's) / 220.
         let changed2 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 10_000)], area: "berlin")
         #expect(changed2)
-        let capped = (240 + 20 * 270.0 / 220) / 220
+        let capped = (240 + 20 * 247.5 / 205) / 220
         #expect(abs(ranges.latest(in: 180, leg: .pickup, area: "berlin") - 180 * capped) < 1e-9)
         // The same again changes nothing; nothing shared (a worker before ranges) keeps what was adopted.
         let changed3 = ranges.adopt([.init(leg: .pickup, horizon: 2, ratio: 1.2, arrivals: 10_000)], area: "berlin")
@@ -44,8 +45,8 @@ struct RangeSharingTests {
         let changed5 = ranges.adopt([.init(leg: .dropOff, horizon: 3, ratio: 2, arrivals: 20)], area: "berlin")
         #expect(changed5)
         #expect(ranges.ratio(.pickup, horizon: 2, area: "berlin") == 1.5)
-        // The fleet (40 + 30) / 40 = 1.75, the area (40 + 20 x 1.75) / 40.
-        #expect(abs(ranges.ratio(.dropOff, horizon: 3, area: "berlin") - 75.0 / 40) < 1e-12)
+        // The fleet (40 + 7.5) / 25 = 1.9, the area (40 + 20 x 1.9) / 40.
+        #expect(abs(ranges.ratio(.dropOff, horizon: 3, area: "berlin") - 78.0 / 40) < 1e-12)
     }
 
     @Test(
@@ -59,7 +60,7 @@ struct RangeSharingTests {
         // The fleet's cell holds the same as the area's (one area here).
         let (own, edge) = (Self.weight(10), Self.edgeOfOnePointOne)
         let pooled = (own * edge + 100 * 1.2) / (own + 100)
-        let fleet = (100 * pooled + 20 * 1.5) / 120
+        let fleet = (100 * pooled + 5 * 1.5) / 105
         let expected = (100 * pooled + 20 * fleet) / 120
         #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - expected) < 1e-12)
         let shared = ranges.shared(area: "berlin")
@@ -97,7 +98,7 @@ struct RangeSharingTests {
         let edge: Double = 0.25 * pow(16.0, 35.0 / 48)
         let adopted: Double = 200 * pow(0.995, 600.0)
         let pooled: Double = (own * edge + adopted * 1.2) / (own + adopted)
-        let fleet: Double = (own * pooled + 20 * 1.5) / (own + 20)
+        let fleet: Double = (own * pooled + 5 * 1.5) / (own + 5)
         let expected: Double = (own * pooled + 20 * fleet) / (own + 20)
         #expect(abs(ranges.ratio(.pickup, horizon: 2, area: "berlin") - expected) < 1e-9)
         #expect(expected > 1.8, "\(expected): without the fade 200 adopted at 1.2 would hold it near 1.5")
@@ -126,8 +127,9 @@ struct RangeSharingTests {
         let heard = second.receivePriors(
             key: key, topic: share.topic, payload: share.payload, now: t0, worker: "w-2", since: t0)
         #expect(heard.refusal == nil && heard.adopted?.ranges.count == 1)
-        // 9.8 arrivals at the shared ratio: the fleet's shrunk toward the prior by 20, the area's toward the fleet's.
-        let fleet = (9.8 * ratio + 20 * 1.5) / 29.8
+        // 9.8 arrivals at the shared ratio: the fleet's shrunk toward the prior by 5, the area's toward the fleet's
+        // by 20.
+        let fleet = (9.8 * ratio + 5 * 1.5) / 14.8
         let expected = (9.8 * ratio + 20 * fleet) / 29.8
         #expect(abs(second.ranges.ratio(.pickup, horizon: 2, area: "") - expected) < 1e-9)
         // Priors from a worker before the ranges (none in them) leave the adopted ones as they were.
