@@ -19,6 +19,11 @@ extension RideStatusService {
         var staged: [String: Ride] = [:]
         /// G4: the newest state seen of each ride fenced off here, by ride.
         var fenced: [String: Ride] = [:]
+        /// C5, G4: the highest number this worker had reserved for each ride fenced off here (kept as ``fenced``
+        /// is): served again, the ride continues above it. The fencing worker's copy is above it as a rule, but
+        /// not after a lift (``Handover/Action/lift(_:)``): a notice that comes before the state that fences a
+        /// ride may lift it past the fencing worker's own numbers for it.
+        var fencedCeilings: [String: SequenceFloor] = [:]
         /// G3, V5: retained statuses read at a takeover, by ride.
         var statuses: [String: RetainedStatus] = [:]
         /// Control messages for rides not served here, replayed when their bucket is served (G3).
@@ -196,6 +201,11 @@ extension RideStatusService {
     /// Carries out the machine's actions, in order. `seen`: the message of the event, for the actions that keep
     /// or refuse it.
     func carryOut(_ actions: [HandoverAction], seen: Incoming? = nil, now: Date, core: inout Core) {
+        // The numbers reserved for the ride just fenced, kept with its fenced copy (``HandoverState/fencedCeilings``);
+        // and those of the rides unfenced in this batch, for a serve that follows (a resume unfences its rides
+        // just before it serves them; any other unfence forgets them).
+        var fencedCeiling: (ride: String, floor: SequenceFloor)?
+        var unfencedCeilings: [String: SequenceFloor] = [:]
         for action in actions {
             switch action {
             case .release(let buckets):
@@ -204,6 +214,9 @@ extension RideStatusService {
                 publishReleaseNotice(buckets)
             case .fence(let ride):
                 let epoch = core.engine.ride(ride)?.epoch
+                if let held = core.engine.ride(ride)?.version {
+                    fencedCeiling = (ride, SequenceFloor(epoch: 0, ceiling: held.ceiling))
+                }
                 if let (_, actions) = core.engine.handOver(ride) {
                     executor.execute(actions, engine: &core.engine, now: now)
                 }
@@ -217,6 +230,13 @@ extension RideStatusService {
             case .rewrite(let ride):
                 if let current = core.engine.ride(ride) {
                     executor.rewriteState(of: current, payloadBytes: seen?.message.payload.count ?? 0)
+                }
+            case .lift(let floors):
+                let lifted = core.engine.liftSequences(above: floors)
+                if lifted > 0 {
+                    logger.warning(
+                        "another worker's release notice bounds buckets served here above the numbers of rides held in them (it served them too: views split, or a late release); those rides continue above it (C5, G3)",
+                        metadata: ["rides": "\(lifted)", "buckets": "\(floors.count)"])
                 }
             case .dropAll:
                 core.handover.counts.fenced += core.engine.activeRideCount
@@ -254,6 +274,11 @@ extension RideStatusService {
                 core.handover.staged[ride] = seen?.ride
             case .keepFenced(let ride):
                 core.handover.fenced[ride] = seen?.ride
+                if let fencedCeiling, fencedCeiling.ride == ride {
+                    core.handover.fencedCeilings[ride] =
+                        core.handover.fencedCeilings[ride].map { $0.merged(with: fencedCeiling.floor) }
+                        ?? fencedCeiling.floor
+                }
             case .keepStatus(let ride):
                 core.handover.statuses[ride] = seen?.status
             case .refuse:
@@ -261,7 +286,10 @@ extension RideStatusService {
             case .unstage(let rides):
                 for ride in rides { core.handover.staged[ride] = nil }
             case .unfence(let rides):
-                for ride in rides { core.handover.fenced[ride] = nil }
+                for ride in rides {
+                    core.handover.fenced[ride] = nil
+                    unfencedCeilings[ride] = core.handover.fencedCeilings.removeValue(forKey: ride)
+                }
             case .promote(let ride):
                 if let newer = core.handover.fenced[ride] { core.handover.staged[ride] = newer }
             case .mergeStatuses(let rides):
@@ -271,7 +299,7 @@ extension RideStatusService {
                     }
                 }
             case .serve(let serve):
-                self.serve(serve, now: now, core: &core)
+                self.serve(serve, reserved: unfencedCeilings, now: now, core: &core)
             }
         }
     }
@@ -330,7 +358,11 @@ extension RideStatusService {
     /// that starts alone after its peers died takes their rides the first way: a status of theirs that a
     /// clustered broker still holds can then arrive with a number it reuses. On one broker it cannot: the broker
     /// delivered it before the worker's recovery read.)
-    private func serve(_ serve: Handover<StateVersion>.Serve, now: Date, core: inout Core) {
+    /// - Parameter reserved: for rides fenced off here and served again, the numbers this worker had reserved
+    ///   for them (``HandoverState/fencedCeilings``).
+    private func serve(
+        _ serve: Handover<StateVersion>.Serve, reserved: [String: SequenceFloor] = [:], now: Date, core: inout Core
+    ) {
         let legacy = Set(serve.legacy)
         var count = 0
         var belowFloor = 0
@@ -339,6 +371,10 @@ extension RideStatusService {
             guard var ride = core.handover.staged.removeValue(forKey: id), core.engine.ride(id) == nil else { continue }
             var floor = serve.floors[Ownership.bucket(of: id)]
             if let floor, floor.ceiling > ride.version.ceiling { belowFloor += 1 }
+            // G4, C5: a ride fenced off here continues above what this worker had reserved for it, too.
+            if let own = reserved[id] {
+                floor = floor.map { $0.merged(with: own) } ?? own
+            }
             if serve.kind != .recovery {
                 // C5 when two workers take the ride over from the same read (views split): the later numbers higher.
                 let clock = SequenceFloor(epoch: 0, ceiling: ride.clockCeiling(at: now))

@@ -94,6 +94,11 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         /// G3, G4: this worker was declared dead while cut off (its own will came back): stop serving every held
         /// ride without writing anything; the buckets come back by the handover.
         case dropAll
+        /// C5: another worker's release notice brought floors for these buckets, which are served here: that
+        /// worker served them too (two workers took them over from the same read while their views split, under
+        /// the same epoch; or a previous owner waited out released late). Each held ride of such a bucket numbers
+        /// its next status above the floor's ceiling, under its own epoch; one already above is left as it is.
+        case lift([Int: SequenceFloor])
 
         // Reads.
         /// G3: subscribe to these buckets' durable states, then publish `marker` on this worker's load marker
@@ -379,7 +384,10 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// and the rides served again; the release is remembered a while for a fence that comes after it (the
     /// notice and the state travel on different subscriptions, which a clustered broker may deliver apart).
     /// - Parameter floors: the notice's ``SequenceFloor``s by bucket: kept a while, whichever buckets they name
-    ///   (a leaving worker's notice at SIGTERM lists floors and no released bucket).
+    ///   (a leaving worker's notice at SIGTERM lists floors and no released bucket). Those of buckets served
+    ///   here lift the held rides' numbering above them at once (``Action/lift(_:)``): a worker that serves a
+    ///   bucket here and there served it too, and a subscriber keeping the highest sequence would drop this
+    ///   worker's statuses until its numbers passed that worker's.
     public mutating func releaseNoticed(
         _ released: [Int], floors noticed: [Int: SequenceFloor] = [:], by worker: String, now: Double
     ) -> [Action] {
@@ -387,8 +395,10 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         for (bucket, floor) in noticed {
             floors[bucket] = (floors[bucket].map { floor.merged(with: $0.floor) } ?? floor, now)
         }
+        let lifted = noticed.filter { buckets.serving.contains($0.key) }
+        var actions: [Action] = lifted.isEmpty ? [] : [.lift(lifted)]
         let served = released.filter { buckets.serving.contains($0) }
-        var actions = carryOut(buckets.released(released, by: worker, now: now), now: now)
+        actions += carryOut(buckets.released(released, by: worker, now: now), now: now)
         for bucket in served { releasedHere[bucket] = (worker, now) }
         actions += startReclaim(served.filter { fenced[$0] != nil }, now: now)
         return actions

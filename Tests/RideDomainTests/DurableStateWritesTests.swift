@@ -213,6 +213,44 @@ struct DurableStateWritesTests {
         #expect(reusedWithoutTheClock == 80, "\(reusedWithoutTheClock)")
     }
 
+    @Test(
+        "C5, G3: rides lifted above another worker's release floor number their next status above it, the state reserving first, under their own epoch; one above its floor, or of another bucket, is left"
+    )
+    func liftedAboveAFloor() throws {
+        var harness = Harness()
+        var retained = Retained()
+        retained.apply(harness.start())
+        var time = t0
+        for _ in 0..<3 {
+            time += 5
+            retained.apply(harness.engine.tick(now: time))
+        }
+        let before = try #require(harness.engine.ride("r-1"))
+        let bucket = Ownership.bucket(of: "r-1")
+        let other = (bucket + 1) % Ownership.bucketCount
+        let unchanged = [
+            harness.engine.liftSequences(above: [:]),
+            harness.engine.liftSequences(above: [bucket: SequenceFloor(epoch: 1, ceiling: before.sequence)]),
+            harness.engine.liftSequences(above: [other: SequenceFloor(epoch: 1, ceiling: 500)]),
+        ]
+        #expect(unchanged == [0, 0, 0])
+        #expect(harness.engine.ride("r-1") == before, "a floor at or below the ride's numbers, or elsewhere")
+        let lifted = harness.engine.liftSequences(above: [bucket: SequenceFloor(epoch: 4, ceiling: 500)])
+        #expect(lifted == 1)
+        time += 5
+        let actions = harness.engine.tick(now: time)
+        var published: [(sequence: Int, state: Ride?)] = []
+        for case .publish(let status, let state, _) in actions { published.append((status.sequence, state)) }
+        #expect(published.map(\.sequence) == [501], "above the floor's ceiling of 500")
+        // The state goes with it, written before it, reserving a block above 501 under the ride's own epoch: the
+        // floor's epoch is the other worker's business (a newer one fences this worker by its state, G4).
+        let state = try #require(published.first?.state)
+        #expect(state.sequenceCeiling >= 501 && state.epoch == before.epoch, "\(state.version)")
+        retained.apply(actions)
+        let (_, resumed) = try restart(retained, at: time + 1)
+        #expect(resumed.sequence > 501, "a restart continues above the lift: \(resumed.sequence)")
+    }
+
     @Test("C5, G3: statuses with no room give their numbers back, so the next state reserves one block, not more")
     func deferredKeepsOneBlock() throws {
         var harness = Harness()

@@ -25,19 +25,22 @@ struct GroupInMemoryTests {
     }
 
     /// w-mem running and ready beside w-other, whose retained presence says it is online.
-    static func besideLiveOther(interval: Double, clock: ManualClock? = nil) async throws -> Running {
+    static func besideLiveOther(
+        interval: Double, clock: ManualClock? = nil, configure: (inout WorkerSettings) -> Void = { _ in }
+    ) async throws -> Running {
         let broker = InMemoryBroker()
         broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        let running = try Running(interval: interval, broker: broker, clock: clock)
+        let running = try Running(interval: interval, broker: broker, clock: clock, configure: configure)
         try await running.ready()
         return running
     }
 
     /// w-mem running beside a live w-other, with a ride of its own started and its state written.
-    static func ownRideBesideOther(prefix: String, vehicle: String, clock: ManualClock? = nil) async throws -> (
-        running: Running, ride: String, stateTopic: String
-    ) {
-        let running = try await Self.besideLiveOther(interval: 0.2, clock: clock)
+    static func ownRideBesideOther(
+        prefix: String, vehicle: String, clock: ManualClock? = nil,
+        configure: (inout WorkerSettings) -> Void = { _ in }
+    ) async throws -> (running: Running, ride: String, stateTopic: String) {
+        let running = try await Self.besideLiveOther(interval: 0.2, clock: clock, configure: configure)
         let broker = running.broker
         let ride = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: prefix)
         broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: vehicle))
@@ -245,6 +248,92 @@ struct GroupInMemoryTests {
             broker.publish("ridestatus/workers/w-other/released", notice)
         }
         try await Self.expectServedAgain(mine, vehicle: "v-b", running: running)
+        await running.stop()
+    }
+
+    @Test(
+        "C5, G3: two workers took a ride over from the same read under one epoch; when the other releases it, its floor lifts this worker's numbering above the other's at once, and the ride stays served here"
+    )
+    func sameEpochTakerLiftedByTheOthersFloor() async throws {
+        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-lift", vehicle: "v-l")
+        let broker = running.broker
+        try await running.waitFor("a few statuses") { running.statuses(mine).count >= 3 }
+        let own = String(decoding: try #require(broker.retained(topic)).payload, as: UTF8.self)
+        let epoch = try #require(try JSONParser.parse(Array(own.utf8))["epoch"]?.doubleValue)
+        // w-other served the ride too, under the same epoch, up to 500 (its views split from this worker's); now
+        // that they agree, it releases the bucket with its floor, as its last state and notice say.
+        let bucket = Ownership.bucket(of: mine)
+        broker.publish(
+            "ridestatus/workers/w-other/released",
+            #"{"buckets":[\#(bucket)],"incarnation":1,"floors":[[\#(bucket),\#(Int(epoch)),500]]}"#)
+        try await running.waitFor("the next status above the other's 500") {
+            running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }
+        }
+        let sequences = running.statuses(mine).compactMap(\.sequence)
+        let lifted = try #require(sequences.firstIndex { $0 > 500 })
+        #expect(sequences[lifted] == 501, "the first status after the lift: \(sequences.suffix(4))")
+        #expect(sequences[..<lifted].allSatisfy { $0 < 100 }, "\(sequences)")
+        // Its state, written before that status, reserves above it under the same epoch: no fencing, no new owner.
+        try await running.waitFor("the state reserving above 501") {
+            guard let payload = broker.retained(topic)?.payload,
+                let ceiling = try? JSONParser.parse(payload)["sequenceCeiling"]?.doubleValue
+            else { return false }
+            return ceiling >= 501
+        }
+        let state = try JSONParser.parse(try #require(broker.retained(topic)).payload)
+        #expect(state["epoch"]?.doubleValue == epoch)
+        try await running.waitFor("statuses going on above it") {
+            running.statuses(mine).compactMap(\.sequence).filter { $0 > 501 }.count >= 2
+        }
+        #expect(broker.subscribedFilters.contains("fleet/vehicles/v-l/position"), "L3: still served here")
+        await running.stop()
+    }
+
+    @Test(
+        "C5, G3, G4: rides lifted by a notice that came before the states that fence them continue, served again, above what this worker had reserved, not only above the fencing worker's copy",
+        arguments: [true, false])
+    func liftedThenFenced(readsStatuses: Bool) async throws {
+        // Without the retained statuses' read (NATS, or worker.takeoverReadsStatuses off) only what this worker
+        // reserved tells the second ride's serve how far it had gone; with it, its last status tells too.
+        let (running, first, firstTopic) = try await Self.ownRideBesideOther(prefix: "r-lf", vehicle: "v-f1") {
+            $0.takeoverReadsStatuses = readsStatuses
+        }
+        let broker = running.broker
+        let bucket = Ownership.bucket(of: first)
+        let second = (0...).lazy.map { "r-lg-\($0)" }.first { Ownership.bucket(of: $0) == bucket }!
+        broker.publish("rides/\(second)/start", booking(ride: second, vehicle: "v-f2"))
+        let secondTopic = Topics().state(ride: second)
+        try await running.waitFor("its state") { broker.retained(secondTopic) != nil }
+        // w-other took both rides over under epoch 2 (ceiling 500) while its view lacked this worker, and now
+        // releases their bucket: its notice, with the bucket's floor of 5000, comes before its states.
+        let copies = [
+            first: try Self.takenOver(broker, topic: firstTopic),
+            second: try Self.takenOver(broker, topic: secondTopic),
+        ]
+        broker.publish(
+            "ridestatus/workers/w-other/released",
+            #"{"buckets":[\#(bucket)],"incarnation":1,"floors":[[\#(bucket),1,5000]]}"#)
+        try await running.waitFor("both lifted above 5000") {
+            [first, second].allSatisfy { ride in running.statuses(ride).contains { ($0.sequence ?? 0) > 5000 } }
+        }
+        func epochs(_ ride: String) -> [String] {
+            broker.published.filter { $0.topic == "rides/\(ride)/status" && !$0.payload.isEmpty }.compactMap {
+                $0.properties.userProperties.first { $0.0 == "epoch" }?.1
+            }
+        }
+        // The first ride's state fences it, and it is served again (the bucket's floor still heard); the second's
+        // comes after that serve used the floor up: only what this worker reserved keeps it above 5000.
+        broker.publish(firstTopic, try #require(copies[first]), retain: true)
+        try await running.waitFor("the first served again under epoch 3") { epochs(first).contains("3") }
+        broker.publish(secondTopic, try #require(copies[second]), retain: true)
+        try await running.waitFor("the second served again under epoch 3") { epochs(second).contains("3") }
+        try await running.waitFor("a second status of each") {
+            epochs(first).filter { $0 == "3" }.count >= 2 && epochs(second).filter { $0 == "3" }.count >= 2
+        }
+        for ride in [first, second] {
+            let sequences = running.statuses(ride).compactMap(\.sequence)
+            #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "C5, \(ride): \(sequences)")
+        }
         await running.stop()
     }
 

@@ -26,16 +26,19 @@ struct ServiceInMemoryTests {
         let clock: ManualClock?
 
         /// - Parameter prepare: runs on the worker's transport before the worker starts.
+        /// - Parameter configure: changes the worker's settings before it starts.
         /// - Parameter clock: a manual clock for the worker's time: it moves only in ``advance(_:)`` and, a little
         ///   at each look, in ``waitFor(_:timeout:_:)``.
         init(
             interval: Double = 20, broker: InMemoryBroker = InMemoryBroker(), reportInterval: Duration = .seconds(1),
-            clock: ManualClock? = nil, prepare: (InMemoryTransport) -> Void = { _ in }
+            clock: ManualClock? = nil, prepare: (InMemoryTransport) -> Void = { _ in },
+            configure: (inout WorkerSettings) -> Void = { _ in }
         ) throws {
             self.clock = clock
             var settings = WorkerSettings()
             settings.workerID = "w-mem"
             settings.ride.updateInterval = interval
+            configure(&settings)
             self.broker = broker
             transport = broker.transport()
             prepare(transport)

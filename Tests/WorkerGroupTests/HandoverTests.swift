@@ -134,6 +134,30 @@ struct HandoverTests {
         #expect(serve(direct)?.floors.isEmpty ?? true, "its own notice is not heard")
     }
 
+    @Test(
+        "C5, G3: floors a notice brings for buckets served here lift the held rides' numbering at once (two takers from the same read); floors of buckets not served here only wait for a takeover"
+    )
+    func floorsOfServedBucketsLift() {
+        let members = ["w-a", "w-b"]
+        let mine = Ownership.bucket(of: ride(ownedBy: "w-a", among: members))
+        let theirs = Ownership.bucket(of: ride(ownedBy: "w-b", among: members))
+        let floor = SequenceFloor(epoch: 1, ceiling: 240)
+        var handover = besideOther()
+        // SIGTERM's notice (no bucket released) and a release (the later taker giving the bucket up once the
+        // views agree): both lift what is served here, and only that.
+        let leaving = handover.releaseNoticed([], floors: [mine: floor, theirs: floor], by: "w-b", now: 4)
+        #expect(leaving == [.lift([mine: floor])])
+        let released = handover.releaseNoticed([mine], floors: [mine: floor], by: "w-b", now: 5)
+        #expect(released.first == .lift([mine: floor]), "\(released)")
+        #expect(
+            handover.releaseNoticed([theirs], floors: [theirs: floor], by: "w-b", now: 6).allSatisfy {
+                if case .lift = $0 { false } else { true }
+            })
+        // Not from itself, and nothing without floors.
+        #expect(handover.releaseNoticed([], floors: [mine: floor], by: "w-a", now: 7).isEmpty)
+        #expect(handover.releaseNoticed([], by: "w-b", now: 8).isEmpty)
+    }
+
     @Test("G3, V5: a dead owner's rides read their retained statuses; the newest kept, one failing A2 refused")
     func takeoverReadsStatuses() throws {
         var survivor = besideOther()

@@ -76,6 +76,25 @@ public struct RideEngine: Sendable {
         }
         return floors
     }
+    /// C5, G3: another worker's release notice says it served these buckets too, up to these floors (both took
+    /// them over from the same read while their views split, under the same epoch, so neither fenced the other):
+    /// each ride held here in such a bucket numbers its next status above its floor's ceiling (C5 allows gaps),
+    /// reserving a block in its durable state first as any status past its ceiling does. Before, a subscriber
+    /// keeping the highest sequence dropped this worker's statuses until its numbers passed the other's, minutes
+    /// at the cadence for takeovers seconds apart. Rides already above their floor are left as they are.
+    /// - Returns: how many rides were lifted.
+    package mutating func liftSequences(above floors: [Int: SequenceFloor]) -> Int {
+        guard !floors.isEmpty else { return 0 }
+        var lifted = 0
+        for slot in rideTable.slots {
+            guard let floor = floors[Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)],
+                floor.ceiling > rideTable[slot: slot].sequence
+            else { continue }
+            rideTable[slot: slot].sequence = min(floor.ceiling, Ride.maxSequence)
+            lifted += 1
+        }
+        return lifted
+    }
     /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
     /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.
     var vehicles = SlotTable<VehicleState>()
