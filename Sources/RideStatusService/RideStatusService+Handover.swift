@@ -233,10 +233,11 @@ extension RideStatusService {
                 }
             case .lift(let floors):
                 let lifted = core.engine.liftSequences(above: floors)
-                if lifted > 0 {
+                for ride in lifted { executor.writeState(of: ride) }
+                if !lifted.isEmpty {
                     logger.warning(
                         "another worker's release notice bounds buckets served here above the numbers of rides held in them (it served them too: views split, or a late release); those rides continue above it (C5, G3)",
-                        metadata: ["rides": "\(lifted)", "buckets": "\(floors.count)"])
+                        metadata: ["rides": "\(lifted.count)", "buckets": "\(floors.count)"])
                 }
             case .dropAll:
                 core.handover.counts.fenced += core.engine.activeRideCount

@@ -233,10 +233,16 @@ struct DurableStateWritesTests {
             harness.engine.liftSequences(above: [bucket: SequenceFloor(epoch: 1, ceiling: before.sequence)]),
             harness.engine.liftSequences(above: [other: SequenceFloor(epoch: 1, ceiling: 500)]),
         ]
-        #expect(unchanged == [0, 0, 0])
+        #expect(unchanged.map(\.count) == [0, 0, 0])
         #expect(harness.engine.ride("r-1") == before, "a floor at or below the ride's numbers, or elsewhere")
         let lifted = harness.engine.liftSequences(above: [bucket: SequenceFloor(epoch: 4, ceiling: 500)])
-        #expect(lifted == 1)
+        // The state to write at once reserves a block above the floor, under the ride's own epoch: a restart
+        // from it alone continues above 500.
+        let written = try #require(lifted.first)
+        #expect(lifted.count == 1 && written.sequence == 500 && written.epoch == before.epoch)
+        #expect(written.sequenceCeiling == 500 + RideConfiguration().sequenceBlock)
+        let fromLift = try successorsFirstSequence(reading: written.durableState(), block: 0, at: time)
+        #expect(fromLift > 500, "\(fromLift)")
         time += 5
         let actions = harness.engine.tick(now: time)
         var published: [(sequence: Int, state: Ride?)] = []

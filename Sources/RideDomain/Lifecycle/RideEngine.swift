@@ -79,19 +79,26 @@ public struct RideEngine: Sendable {
     /// C5, G3: another worker's release notice says it served these buckets too, up to these floors (both took
     /// them over from the same read while their views split, under the same epoch, so neither fenced the other):
     /// each ride held here in such a bucket numbers its next status above its floor's ceiling (C5 allows gaps),
-    /// reserving a block in its durable state first as any status past its ceiling does. Before, a subscriber
-    /// keeping the highest sequence dropped this worker's statuses until its numbers passed the other's, minutes
-    /// at the cadence for takeovers seconds apart. Rides already above their floor are left as they are.
-    /// - Returns: how many rides were lifted.
-    package mutating func liftSequences(above floors: [Int: SequenceFloor]) -> Int {
-        guard !floors.isEmpty else { return 0 }
-        var lifted = 0
+    /// its state reserving a block first as any status past its ceiling does. Before, a subscriber keeping the
+    /// highest sequence dropped this worker's statuses until its numbers passed the other's, minutes at the
+    /// cadence for takeovers seconds apart. Rides already above their floor are left as they are.
+    /// - Returns: the rides lifted, as durable states reserving that block, for the caller to write now: a
+    ///   restart, or a worker taking them over from the state, then continues above the lift even before their
+    ///   next status. That write is an extra: the next status writes the same reservation again before it goes
+    ///   (a write that found no room at the broker therefore loses nothing).
+    package mutating func liftSequences(above floors: [Int: SequenceFloor]) -> [Ride] {
+        guard !floors.isEmpty else { return [] }
+        var lifted: [Ride] = []
         for slot in rideTable.slots {
             guard let floor = floors[Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)],
                 floor.ceiling > rideTable[slot: slot].sequence
             else { continue }
-            rideTable[slot: slot].sequence = min(floor.ceiling, Ride.maxSequence)
-            lifted += 1
+            let sequence = min(floor.ceiling, Ride.maxSequence)
+            rideTable[slot: slot].sequence = sequence
+            var state = rideTable[slot: slot]
+            state.sequenceCeiling = max(
+                state.sequenceCeiling, sequence + min(configuration.sequenceBlock, Ride.maxSequence - sequence))
+            lifted.append(state)
         }
         return lifted
     }
