@@ -1,7 +1,8 @@
 import Foundation
 import PropertyBased
-import RideDomain
 import Testing
+
+@testable import RideDomain
 
 /// E1's range (issue 31): the latest time is the estimate's time to go times the 90th percentile of how much
 /// longer arrivals took, per area, leg and horizon, shrunk toward the fleet and a prior while history is thin.
@@ -97,11 +98,11 @@ struct ArrivalRangeTests {
     )
     func weighedByStatuses() {
         var (byStatuses, byArrivals) = (ArrivalRanges(), ArrivalRanges())
-        // One ride shown nine times in the 60-120 s horizon that took twice as long; then nine shown once each, on
+        // One ride shown 49 times in the 60-120 s horizon that took twice as long; then 49 shown once each, on
         // time (in this order, so that fading does not favour the slow one).
-        byStatuses.observe(estimated: 100, actual: 200, latest: 150, leg: .pickup, area: "berlin", statuses: 9)
+        byStatuses.observe(estimated: 100, actual: 200, latest: 150, leg: .pickup, area: "berlin", statuses: 49)
         byArrivals.observe(estimated: 100, actual: 200, latest: 150, leg: .pickup, area: "berlin")
-        for _ in 0..<9 {
+        for _ in 0..<49 {
             byStatuses.observe(estimated: 100, actual: 100, latest: 150, leg: .pickup, area: "berlin", statuses: 1)
             byArrivals.observe(estimated: 100, actual: 100, latest: 150, leg: .pickup, area: "berlin")
         }
@@ -110,9 +111,9 @@ struct ArrivalRangeTests {
         let weighed = byStatuses.ratio(.pickup, horizon: 1, area: "berlin")
         let counted = byArrivals.ratio(.pickup, horizon: 1, area: "berlin")
         #expect(weighed > 1.8 && counted < 1.2, "\(weighed) by statuses, \(counted) by arrivals")
-        // The coverage metric counts the statuses: 9 of 18 came by their latest time, against 9 of 10 arrivals.
-        #expect(byStatuses.arrivals[1] == 18 && byStatuses.covered[1] == 9)
-        #expect(byStatuses.coverage(.pickup, horizon: 1) == 0.5 && byArrivals.coverage(.pickup, horizon: 1) == 0.9)
+        // The coverage metric counts the statuses: 49 of 98 came by their latest time, against 49 of 50 arrivals.
+        #expect(byStatuses.arrivals[1] == 98 && byStatuses.covered[1] == 49)
+        #expect(byStatuses.coverage(.pickup, horizon: 1) == 0.5 && byArrivals.coverage(.pickup, horizon: 1) == 0.98)
         // A weight below 1 counts as 1.
         var floor = ArrivalRanges()
         floor.observe(estimated: 100, actual: 100, latest: 150, leg: .dropOff, area: "", statuses: 0)
@@ -140,6 +141,32 @@ struct ArrivalRangeTests {
         let taught = (0..<4).map { ranges.arrivals[$0] }
         #expect(published > 20 && taught.reduce(0, +) == published, "\(taught) for \(published) statuses")
         #expect(taught.filter { $0 > 0 }.count >= 2, "statuses in more than one horizon: \(taught)")
+    }
+
+    @Test(
+        "E1: a percentile of few arrivals is read higher, as a quantile of n arrivals must be to cover the next one as often: 0.9 x (n + 1) / n, at most 0.99"
+    )
+    func fewArrivals() throws {
+        #expect(abs(ArrivalRanges.level(0.9, arrivals: 20) - 0.945) < 1e-12)
+        #expect(abs(ArrivalRanges.level(0.9, arrivals: 200) - 0.9045) < 1e-12)
+        #expect(ArrivalRanges.level(0.9, arrivals: 5) == 0.99 && ArrivalRanges.level(0.9, arrivals: 0.5) == 0.99)
+        // One slow ride in twelve (the oldest, so the others weigh a little more: 92 % of the weight at 1). Twelve
+        // arrivals are read at 0.977: 2's bin. 480 arrivals (faded to 182) with the same share are read at 0.905:
+        // 1's bin. Read at 0.9, both would be in 1's bin.
+        var cell = ArrivalRanges.Cell()
+        cell.add(ratio: 2, statuses: 1)
+        for _ in 0..<11 { cell.add(ratio: 1, statuses: 1) }
+        let few = try #require(cell.ratio(at: 0.9))
+        #expect(few > 2 && few < 2.2, "\(few)")
+        var many = ArrivalRanges.Cell()
+        for _ in 0..<40 {
+            many.add(ratio: 2, statuses: 1)
+            for _ in 0..<11 { many.add(ratio: 1, statuses: 1) }
+        }
+        let level = ArrivalRanges.level(0.9, arrivals: many.total)
+        #expect(level < 0.91, "\(level)")
+        let read = try #require(many.ratio(at: 0.9))
+        #expect(read > 1 && read < 1.07, "\(read) at \(level)")
     }
 
     @Test(
