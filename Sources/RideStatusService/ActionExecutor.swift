@@ -99,14 +99,15 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     }
 
     /// L5, G3: the ride's durable state, retained, under its epoch (a release, a rewrite, an upgrade's move).
-    func writeState(of ride: Ride) {
+    /// - Parameter purpose: what the write is for, in the log line if it fails.
+    func writeState(of ride: Ride, purpose: String = "rewrite") {
         do {
             try transport.publish(
                 topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true,
                 properties: ownership(epoch: ride.epoch))
         } catch {
             logger.error(
-                "ride state rewrite failed", metadata: ["ride.id": "\(ride.rideIdentifier)", "error": "\(error)"])
+                "ride state \(purpose) failed", metadata: ["ride.id": "\(ride.rideIdentifier)", "error": "\(error)"])
         }
     }
 }

@@ -233,7 +233,7 @@ extension RideStatusService {
                 }
             case .lift(let floors):
                 let lifted = core.engine.liftSequences(above: floors)
-                for ride in lifted { executor.writeState(of: ride) }
+                for ride in lifted { executor.writeState(of: ride, purpose: "write at a lift (C5)") }
                 if !lifted.isEmpty {
                     logger.warning(
                         "another worker's release notice bounds buckets served here above the numbers of rides held in them (it served them too: views split, or a late release); those rides continue above it (C5, G3)",

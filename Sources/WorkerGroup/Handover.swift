@@ -97,8 +97,8 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         /// C5: another worker's release notice brought floors for these buckets, which are served here: that
         /// worker served them too (two workers took them over from the same read while their views split, under
         /// the same epoch; or a previous owner waited out released late). Each held ride of such a bucket numbers
-        /// its next status above the floor's ceiling, under its own epoch, its state written at once reserving
-        /// numbers above the floor; one already above is left as it is.
+        /// its next status above the floor's ceiling, under its own epoch, its state written at once with the
+        /// floor as its sequence; one already above is left as it is.
         case lift([Int: SequenceFloor])
 
         // Reads.

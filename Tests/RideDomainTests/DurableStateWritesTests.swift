@@ -236,11 +236,11 @@ struct DurableStateWritesTests {
         #expect(unchanged.map(\.count) == [0, 0, 0])
         #expect(harness.engine.ride("r-1") == before, "a floor at or below the ride's numbers, or elsewhere")
         let lifted = harness.engine.liftSequences(above: [bucket: SequenceFloor(epoch: 4, ceiling: 500)])
-        // The state to write at once reserves a block above the floor, under the ride's own epoch: a restart
-        // from it alone continues above 500.
+        // The state to write at once says the floor as its sequence and ceiling, under the ride's own epoch: a
+        // restart from it alone continues above 500. It reserves no block: the next status's state must be newer.
         let written = try #require(lifted.first)
-        #expect(lifted.count == 1 && written.sequence == 500 && written.epoch == before.epoch)
-        #expect(written.sequenceCeiling == 500 + RideConfiguration().sequenceBlock)
+        #expect(lifted.count == 1 && written.epoch == before.epoch)
+        #expect(written.version == StateVersion(epoch: before.epoch, ceiling: 500, sequence: 500))
         let fromLift = try successorsFirstSequence(reading: written.durableState(), block: 0, at: time)
         #expect(fromLift > 500, "\(fromLift)")
         time += 5
@@ -252,9 +252,40 @@ struct DurableStateWritesTests {
         // floor's epoch is the other worker's business (a newer one fences this worker by its state, G4).
         let state = try #require(published.first?.state)
         #expect(state.sequenceCeiling >= 501 && state.epoch == before.epoch, "\(state.version)")
+        #expect(state.version > written.version, "the status's state is the newer copy")
         retained.apply(actions)
         let (_, resumed) = try restart(retained, at: time + 1)
         #expect(resumed.sequence > 501, "a restart continues above the lift: \(resumed.sequence)")
+    }
+
+    @Test(
+        "C5, G3: after a lift, the state a change writes (its block shortened by slot) is newer than the one the lift wrote, whatever the ride's slot"
+    )
+    func liftThenChange() throws {
+        var harness = Harness()
+        let rides = (1...7).map { "r-\($0)" }
+        for ride in rides { harness.start(ride: ride, vehicle: "v-\(ride)") }
+        var time = t0 + 5
+        _ = harness.engine.tick(now: time)
+        let floors = Dictionary(
+            rides.map { (Ownership.bucket(of: $0), SequenceFloor(epoch: 1, ceiling: 500)) },
+            uniquingKeysWith: { a, _ in a })
+        let lifted = Dictionary(
+            harness.engine.liftSequences(above: floors).map { ($0.rideIdentifier, $0.version) },
+            uniquingKeysWith: { a, _ in a })
+        #expect(lifted.count == rides.count)
+        // A change right after (the driver at the pickup: P3), its state's block shorter by up to half by slot.
+        time += 1
+        var checked = 0
+        for ride in rides {
+            for case .publish(let status, let state?, _) in harness.event("arrivedAtPickup", ride: ride, at: time) {
+                let extra = try #require(lifted[ride])
+                #expect(status.sequence == 501)
+                #expect(state.version > extra, "\(ride): \(state.version) after the lift's \(extra)")
+                checked += 1
+            }
+        }
+        #expect(checked == rides.count)
     }
 
     @Test("C5, G3: statuses with no room give their numbers back, so the next state reserves one block, not more")

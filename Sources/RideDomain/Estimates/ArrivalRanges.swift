@@ -3,8 +3,8 @@ import Foundation
 /// E1's range (issue 31): how much later than its estimate a car arrives, learned from the arrivals the worker
 /// sees, per service area, leg (to the pickup, to the drop-off) and horizon (the estimate's own: 0-60, 60-120,
 /// 120-240, 240+ s). Each arrival teaches the ratio of the time it really took to the time estimated; the
-/// latest time of a new estimate is its time to go times the 90th percentile of that ratio, never below the
-/// estimate. A wide constant margin would meet any coverage, so the width is what the learning buys and is
+/// latest time of a new estimate is its time to go times the 90th percentile of that ratio (read a little
+/// higher while a cell's arrivals are few: ``Cell/ratio(at:)``), never below the estimate. A wide constant margin would meet any coverage, so the width is what the learning buys and is
 /// measured beside the coverage (`make bench-eta`).
 ///
 /// - Coverage is a share of statuses (each status a rider sees says "by then"), so each arrival's ratio weighs
@@ -28,7 +28,7 @@ import Foundation
 ///   ``priorRatio``.
 public struct ArrivalRanges: Sendable, Equatable {
     /// One cell of an area as the group shares it: the ratio of the latest time to the estimate (the 90th
-    /// percentile, ``quantile``) and the arrivals, faded, it stands for.
+    /// percentile, ``quantile``, as the cell reads it) and the arrivals, faded, it stands for.
     public struct Shared: Sendable, Equatable {
         public var leg: Leg
         /// 0 to 3: ``horizonNames``.

@@ -82,10 +82,13 @@ public struct RideEngine: Sendable {
     /// its state reserving a block first as any status past its ceiling does. Before, a subscriber keeping the
     /// highest sequence dropped this worker's statuses until its numbers passed the other's, minutes at the
     /// cadence for takeovers seconds apart. Rides already above their floor are left as they are.
-    /// - Returns: the rides lifted, as durable states reserving that block, for the caller to write now: a
-    ///   restart, or a worker taking them over from the state, then continues above the lift even before their
-    ///   next status. That write is an extra: the next status writes the same reservation again before it goes
-    ///   (a write that found no room at the broker therefore loses nothing).
+    /// - Returns: the rides lifted, for the caller to write their states now: each says the floor as its sequence
+    ///   and ceiling (nothing above it is published yet), so a restart, or a worker taking the ride over from the
+    ///   state, continues above the lift even before the next status. That write is an extra: the next status
+    ///   writes its own, reserving its block, before it goes (a write that found no room at the broker therefore
+    ///   loses nothing). It reserves no block itself: the next status's write, whose block a change may shorten
+    ///   (``durableState(_:significant:)``), must never have a lower ceiling than it, or a reader comparing the
+    ///   two copies (epoch, ceiling, sequence) would take the older for the newer.
     package mutating func liftSequences(above floors: [Int: SequenceFloor]) -> [Ride] {
         guard !floors.isEmpty else { return [] }
         var lifted: [Ride] = []
@@ -93,12 +96,8 @@ public struct RideEngine: Sendable {
             guard let floor = floors[Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)],
                 floor.ceiling > rideTable[slot: slot].sequence
             else { continue }
-            let sequence = min(floor.ceiling, Ride.maxSequence)
-            rideTable[slot: slot].sequence = sequence
-            var state = rideTable[slot: slot]
-            state.sequenceCeiling = max(
-                state.sequenceCeiling, sequence + min(configuration.sequenceBlock, Ride.maxSequence - sequence))
-            lifted.append(state)
+            rideTable[slot: slot].sequence = min(floor.ceiling, Ride.maxSequence)
+            lifted.append(rideTable[slot: slot])
         }
         return lifted
     }
