@@ -4,8 +4,9 @@ import Foundation
 /// sees, per service area, leg (to the pickup, to the drop-off) and horizon (the estimate's own: 0-60, 60-120,
 /// 120-240, 240+ s). Each arrival teaches the ratio of the time it really took to the time estimated; the
 /// latest time of a new estimate is its time to go times the 90th percentile of that ratio (read a little
-/// higher while a cell's arrivals are few: ``Cell/ratio(at:)``), never below the estimate. A wide constant margin would meet any coverage, so the width is what the learning buys and is
-/// measured beside the coverage (`make bench-eta`).
+/// higher while a cell's arrivals are few: ``Cell/ratio(at:)``), never below the estimate. A wide constant
+/// margin would meet any coverage, so the width is what the learning buys and is measured beside the coverage
+/// (`make bench-eta`).
 ///
 /// - Coverage is a share of statuses (each status a rider sees says "by then"), so each arrival's ratio weighs
 ///   as many statuses as its estimate stood for (``ArrivalSamples``): a ride that lingers in a horizon, slower

@@ -101,6 +101,7 @@ public struct RideEngine: Sendable {
         }
         return lifted
     }
+
     /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
     /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.
     var vehicles = SlotTable<VehicleState>()
