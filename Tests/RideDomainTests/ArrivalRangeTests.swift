@@ -120,6 +120,33 @@ struct ArrivalRangeTests {
         #expect(floor.arrivals[5] == 1)
     }
 
+    @Test(
+        "E1, C1: a status that found no room at the broker is not counted: the retry counts once, and a horizon's first estimate goes with its status"
+    )
+    func deferredStatusesUncounted() {
+        let start = t0
+        var samples = ArrivalSamples()
+        // Three statuses 90 s out (60-120 s), the last deferred and sent again.
+        for second in [0.0, 5, 10] {
+            samples.record(.pickup, at: start + second, since: start, toGo: 90 - second, latest: 135)
+        }
+        samples.uncount()
+        samples.uncount()  // once only: a second call takes nothing more back
+        samples.record(.pickup, at: start + 10.5, since: start, toGo: 79.5, latest: 120)
+        // The first status of the 0-60 s horizon deferred: its estimate goes too, and the retry's is kept.
+        samples.record(.pickup, at: start + 40, since: start, toGo: 50, latest: 75)
+        samples.uncount()
+        samples.record(.pickup, at: start + 41, since: start, toGo: 44, latest: 66)
+        var ranges = ArrivalRanges()
+        let taught = samples.teach(&ranges, arrival: start + 88, since: start, area: "")
+        #expect(taught)
+        #expect(ranges.arrivals[1] == 3, "three statuses 60-120 s out left: \(ranges.arrivals)")
+        #expect(ranges.arrivals[0] == 1, "one 0-60 s out: \(ranges.arrivals)")
+        // The retry's estimate (44 s, made at 41 s, arrival at 88 s: 47 s, over its latest of 66) is the one
+        // taught, not the deferred one's (50 s at 40 s: 48 s, by its latest of 75).
+        #expect(ranges.covered[0] == 1, "\(ranges.covered)")
+    }
+
     @Test("E1: a ride counts the statuses of each horizon it showed, and teaches them all when its car arrives")
     func countsTheStatuses() throws {
         var harness = Harness()
@@ -127,14 +154,23 @@ struct ArrivalRangeTests {
         let origin = pickup.moved(metres: 1500, bearing: 0)
         var published = 0
         // A car 1.5 km out at 10 m/s, a fix a second and a status every 5 s until it stands at the pickup.
-        // Every status counts, the one a change of phase publishes at once (C2, P2) as the cadence's.
+        // Every status counts, the one a change of phase publishes at once (C2, P2) as the cadence's; one that
+        // found no room at the broker (C1) does not, and its retry does.
+        var deferred = 0
         for second in 1...150 {
             let now = t0.addingTimeInterval(Double(second))
             let actions =
                 harness.fix(at: now, toward(origin, pickup, metres: 10 * Double(second)), speed: 10)
                 + harness.engine.tick(now: now)
-            published += actions.statuses.filter { $0.estimatedPickupDateLatest != nil && $0.phase < .pickup }.count
+            let counted = actions.statuses.filter { $0.estimatedPickupDateLatest != nil && $0.phase < .pickup }
+            if second % 40 == 0, counted.count == 1 {
+                harness.engine.deferStatus(of: "r-1", stateDropped: false, now: now)
+                deferred += 1
+            } else {
+                published += counted.count
+            }
         }
+        #expect(deferred >= 1, "a status deferred")
         harness.fix(at: t0.addingTimeInterval(151), pickup, speed: 0)
         #expect(harness.phase() == .pickup)
         let ranges = harness.engine.ranges

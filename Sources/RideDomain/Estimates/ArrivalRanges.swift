@@ -311,7 +311,7 @@ public struct ArrivalRanges: Sendable, Equatable {
 ///
 /// Inline, no allocation per ride, 4-byte aligned (homogeneous tuples, not SIMD vectors, whose 16- or 32-byte
 /// alignment would pad every ride), the one-byte leg last so the ride's own small fields follow in its padding:
-/// 53 bytes (72 with the times as seconds since 1970 and the leg first; `ride-bench memory`).
+/// 54 bytes (72 with the times as seconds since 1970 and the leg first; `ride-bench memory`).
 struct ArrivalSamples: Sendable, Equatable {
     /// Seconds from the ride's start at which each bucket's estimate was made, single precision: within a
     /// millisecond up to 9 hours in (the default `rides.maxRideDuration` is 6), 31 ms at its longest setting of
@@ -322,6 +322,8 @@ struct ArrivalSamples: Sendable, Equatable {
     /// Statuses of each horizon so far, up to 255 (21 minutes of statuses every 5 s; a longer stay in the 240+ s
     /// horizon counts as 255).
     private var statuses: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+    /// The horizon the last status counted in (``uncount()``); 4 for none.
+    private var counted: UInt8 = 4
     /// The leg the samples belong to; nil when there are none.
     private(set) var leg: ArrivalRanges.Leg?
 
@@ -336,7 +338,7 @@ struct ArrivalSamples: Sendable, Equatable {
     }
 
     static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.leg == rhs.leg
+        lhs.leg == rhs.leg && lhs.counted == rhs.counted
             && (0..<4).allSatisfy { index in
                 let (left, right) = (get(lhs.made, index), get(rhs.made, index))
                 return (left == right || (left.isNaN && right.isNaN)) && get(lhs.toGo, index) == get(rhs.toGo, index)
@@ -353,6 +355,7 @@ struct ArrivalSamples: Sendable, Equatable {
         let bucket = ArrivalRanges.horizon(of: toGo)
         let count = Self.get(statuses, bucket)
         if count < .max { Self.set(&statuses, bucket, count + 1) }
+        counted = count < .max ? UInt8(bucket) : 4
         guard count == 0 else { return }
         Self.set(&made, bucket, Float(now.timeIntervalSince(start)))
         Self.set(&self.toGo, bucket, Float(toGo))
@@ -380,4 +383,21 @@ struct ArrivalSamples: Sendable, Equatable {
 
     /// Forgets the samples (a leg that did not arrive: a cancellation, another car).
     mutating func clear() { self = ArrivalSamples() }
+
+    /// The status last counted did not leave (no room at the broker, C1): it is taken back, and the horizon's
+    /// estimate with it if that status was its first. Its retry counts again, once.
+    mutating func uncount() {
+        let bucket = Int(counted)
+        counted = 4
+        guard bucket < 4 else { return }
+        let count = Self.get(statuses, bucket)
+        if count <= 1 {
+            Self.set(&statuses, bucket, 0)
+            Self.set(&made, bucket, .nan)
+            Self.set(&toGo, bucket, 0)
+            Self.set(&latest, bucket, 0)
+        } else {
+            Self.set(&statuses, bucket, count - 1)
+        }
+    }
 }

@@ -91,6 +91,8 @@ extension Ride {
         cadenceGap = nil
         if sequence > 0 { sequence -= 1 }
         if stateDropped { sequenceCeiling = min(sequenceCeiling, sequence) }
+        // E1's range counts the statuses riders saw: this one they did not.
+        arrivalSamples.uncount()
     }
 
     /// V7: remembers a status that passed validation.
