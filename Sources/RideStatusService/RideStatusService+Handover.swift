@@ -276,9 +276,7 @@ extension RideStatusService {
             case .keepFenced(let ride):
                 core.handover.fenced[ride] = seen?.ride
                 if let fencedCeiling, fencedCeiling.ride == ride {
-                    core.handover.fencedCeilings[ride] =
-                        core.handover.fencedCeilings[ride].map { $0.merged(with: fencedCeiling.floor) }
-                        ?? fencedCeiling.floor
+                    core.handover.fencedCeilings[ride] = fencedCeiling.floor
                 }
             case .keepStatus(let ride):
                 core.handover.statuses[ride] = seen?.status

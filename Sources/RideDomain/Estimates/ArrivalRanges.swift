@@ -85,14 +85,11 @@ public struct ArrivalRanges: Sendable, Equatable {
         var weights = [Double](repeating: 0, count: ArrivalRanges.bins)
         /// The arrivals, faded: what the cell's percentile weighs against the fleet's and the group's.
         var total = 0.0
-        /// The statuses, faded: the sum of ``weights``.
-        var statuses = 0.0
 
         /// An arrival whose estimate stood for `statuses` statuses.
         mutating func add(ratio: Double, statuses count: Double) {
             for index in weights.indices { weights[index] *= ArrivalRanges.fading }
             total = total * ArrivalRanges.fading + 1
-            statuses = statuses * ArrivalRanges.fading + count
             weights[ArrivalRanges.bin(of: ratio)] += count
         }
 
@@ -104,6 +101,8 @@ public struct ArrivalRanges: Sendable, Equatable {
         /// Interpolating within the bin instead of its upper edge was measured: 1 to 2 points less coverage on
         /// every class of `make bench-eta` (5 seeds).
         func ratio(at quantile: Double) -> Double? {
+            // The statuses' mass, summed here (at an arrival, not per status) rather than kept beside the bins.
+            let statuses = weights.reduce(0, +)
             guard total > 0, statuses > 0 else { return nil }
             let level = ArrivalRanges.level(quantile, arrivals: total)
             var below = 0.0
