@@ -108,6 +108,7 @@ extension RideStatusService {
             metrics.ridesGained.increment(by: counts.gained - reported.gained)
             metrics.ridesReleased.increment(by: counts.released - reported.released)
             metrics.ridesFenced.increment(by: counts.fenced - reported.fenced)
+            metrics.ridesLifted.increment(by: counts.lifted - reported.lifted)
             core.handover.reported = counts
             metrics.bucketsArriving.record(core.handover.machine.pendingCount)
             metrics.bucketsServed.record(core.handover.machine.servingCount)

@@ -35,6 +35,9 @@ extension RideStatusService {
             var released = 0
             var gained = 0
             var fenced = 0
+            /// C5: rides lifted above another worker's numbers (its release notice's floor, or its write of the ride
+            /// under the same epoch: views split).
+            var lifted = 0
         }
 
         init(selfID: String, settings: WorkerSettings) {
@@ -111,8 +114,9 @@ extension RideStatusService {
             core: &core)
     }
 
-    /// G3, G4, A2: another client wrote a ride state (no local): of a ride held here, a new owner's (fenced) or
-    /// one to undo (written over); of one not held, kept if its bucket is on its way here or it was fenced off.
+    /// G3, G4, A2, C5: another client wrote a ride state (no local): of a ride held here, a new owner's (fenced),
+    /// another taker's under the same epoch (the ride lifted above it) or one to undo (written over); of one not
+    /// held, kept if its bucket is on its way here or it was fenced off.
     func stateSeen(_ message: MQTTMessage, ride: String, legacy: Bool, now: Date, core: inout Core) {
         let held = legacy ? nil : core.engine.ride(ride)?.version
         // Another worker's state of a ride this worker neither holds, reads nor fenced: not even decoded.
@@ -231,9 +235,27 @@ extension RideStatusService {
                 if let current = core.engine.ride(ride) {
                     executor.rewriteState(of: current, payloadBytes: seen?.message.payload.count ?? 0)
                 }
+            case .liftRide(let ride, let ceiling):
+                // A2: no taker reserves past half the numbers (``Ride/clockCeiling(at:)`` stops there); a forged
+                // copy that does would leave the ride no number to go on with. Written over instead.
+                guard ceiling <= Ride.maxSequence / 2 else {
+                    if let current = core.engine.ride(ride) {
+                        executor.rewriteState(of: current, payloadBytes: seen?.message.payload.count ?? 0)
+                    }
+                    continue
+                }
+                if core.engine.liftSequence(of: ride, above: ceiling) != nil {
+                    // Debug: while two workers' views split, each reservation of one lifts the other (a state write
+                    // and a lift per status of each shared ride, until one releases it).
+                    logger.debug(
+                        "another worker wrote a ride held here under its epoch, above this worker's numbers (it took the ride over too: views split); the ride continues above its ceiling (C5, G3)",
+                        metadata: ["ride.id": "\(ride)", "ceiling.seen": "\(ceiling)"])
+                    core.handover.counts.lifted += 1
+                }
             case .lift(let floors):
                 let lifted = core.engine.liftSequences(above: floors)
                 for ride in lifted { executor.writeState(of: ride, purpose: "write at a lift (C5)") }
+                core.handover.counts.lifted += lifted.count
                 if !lifted.isEmpty {
                     logger.warning(
                         "another worker's release notice bounds buckets served here above the numbers of rides held in them (it served them too: views split, or a late release); those rides continue above it (C5, G3)",

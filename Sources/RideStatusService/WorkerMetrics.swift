@@ -27,10 +27,12 @@ package struct WorkerMetrics: Sendable {
     let activeRides = Gauge(label: "ridestatus_active_rides")
     /// G1: live workers in this worker's view of the group, itself included.
     let groupMembers = Gauge(label: "ridestatus_group_members")
-    /// G3: rides taken over and released, by this worker; G4: rides it stopped publishing for a newer epoch.
+    /// G3: rides taken over and released, by this worker; G4: rides it stopped publishing for a newer epoch; C5: rides
+    /// it numbered above another worker that served them too (views split).
     let ridesGained = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "gained")])
     let ridesReleased = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "released")])
     let ridesFenced = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "fenced")])
+    let ridesLifted = Counter(label: "ridestatus_handover_rides_total", dimensions: [("direction", "lifted")])
     /// G3: from the view that gives buckets to this worker to serving them (release, load), per handover.
     let handoverDuration = Timer(label: "ridestatus_handover_seconds", preferredDisplayUnit: .seconds)
     /// G3: buckets gained but not served yet, and control messages kept for other workers' rides.
@@ -118,7 +120,8 @@ extension WorkerMetrics {
         "ridestatus_eta_range_coverage":
             "Share of statuses whose car arrived by their latest time (E1's range, issue 31; target 0.85 to 0.95), by leg and the estimate's horizon: each ride's statuses in a horizon judged by the first one's latest time.",
         "ridestatus_group_members": "Live workers in this worker's view of the group, itself included (G1).",
-        "ridestatus_handover_rides_total": "Rides taken over, released or fenced in handovers (G3, G4).",
+        "ridestatus_handover_rides_total":
+            "Rides taken over, released or fenced in handovers (G3, G4), or lifted above the numbers of another worker that served them too (C5).",
         "ridestatus_priors_total":
             "Areas' learned priors shared with the group, weighed in from it, or refused when read back (E1, A2).",
         "ridestatus_handover_seconds": "From the view that gives buckets to this worker to serving them (G3).",

@@ -4,6 +4,10 @@
 public protocol HandoverVersion: Comparable, Sendable {
     /// G2: the epoch of the owner that wrote the copy.
     var epoch: UInt32 { get }
+    /// C5: the highest sequence the copy reserved.
+    var ceiling: Int { get }
+    /// C5: the ride's number when the copy was written.
+    var sequence: Int { get }
 }
 
 /// G3: the version of a ride's durable state: its epoch, the highest sequence it reserved (the ceiling, or the
@@ -100,6 +104,14 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         /// its next status above the floor's ceiling, under its own epoch, its state written at once with the
         /// floor as its sequence; one already above is left as it is.
         case lift([Int: SequenceFloor])
+        /// C5: another worker wrote this held ride's state under the same epoch and above this worker's copy: it
+        /// serves the ride too (two workers took it over from the same read while their views split) and may
+        /// publish up to `above`, its ceiling. The ride numbers its next status above that; the other's retained
+        /// state says as much to a restart meanwhile, so nothing is written now (the next status reserves
+        /// first, as any past its ceiling does). Each worker's reservation lifts the other, so a subscriber
+        /// keeping the highest sequence drops neither's statuses while they both publish, and when the other is
+        /// killed with `-9` (no release notice, no floors) this one is already above all it could have shown.
+        case liftRide(String, above: Int)
 
         // Reads.
         /// G3: subscribe to these buckets' durable states, then publish `marker` on this worker's load marker
@@ -347,14 +359,17 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         stage(ride: ride, legacy: legacy, seen)
     }
 
-    /// G3, G4, A2: one ride state that another client wrote, live or retained at a load, of a ride this worker
-    /// does not hold (`held` nil) or holds under `held`.
+    /// G3, G4, A2, C5: one ride state that another client wrote, live or retained at a load, of a ride this
+    /// worker does not hold (`held` nil) or holds under `held`.
     /// - A ride not held: kept if its bucket is on its way here or read again (``Action/stage(_:)``), and kept
     ///   as the newest seen of a ride fenced off here (``Action/keepFenced(_:)``).
     /// - A ride held: under a higher epoch it is a new owner's: this worker stops publishing it at once
-    ///   (``Action/fence(_:)``), and takes it back when that owner releases the bucket. Under its own epoch it
-    ///   is this worker's own retained copy (a read again), or its echo under MQTT 3.1.1. Anything else is
-    ///   written over (``Action/rewrite(_:)``).
+    ///   (``Action/fence(_:)``), and takes it back when that owner releases the bucket. Under its own epoch and
+    ///   above its own copy it is another taker's reservation (views split): the ride is lifted to its ceiling
+    ///   (``Action/liftRide(_:above:)``). Equal to its own copy, or (MQTT 3.1.1) below it, it may be its own
+    ///   echo, and is left; so is its own retained copy, read again. Under MQTT 5 a copy below it is another
+    ///   client's: lifted above if its ceiling passes the ride's number, and written over
+    ///   (``Action/rewrite(_:)``), as is anything else.
     public mutating func stateSeen(
         ride: String, legacy: Bool, _ seen: Seen<Version>, held: Version?, now: Double
     ) -> [Action] {
@@ -365,6 +380,13 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         }
         let other = seen.version
         let bucket = Ownership.bucket(of: ride)
+        // C5: a copy of this epoch above this worker's own is another taker's reservation, even while the bucket is
+        // read again (its own copies do not pass what it holds): the ride is lifted, nothing written. Before, MQTT
+        // 5 rewrote it (A2), and two takers of one read rewrote each other's states without end while their views
+        // split. A copy equal to its own is left for the same reason: two takers level after a lift would answer
+        // each other's rewrites without end. A rewrite answers only a copy below this worker's, on which the other
+        // lifts, writing nothing back.
+        if let other, other.epoch == held.epoch, other > held { return [.liftRide(ride, above: other.ceiling)] }
         // A bucket read again brings this worker's own retained states back (MQTT 5's No Local spares no
         // retained message): nothing to undo.
         if let other, other.epoch == held.epoch, buckets.isReclaiming(bucket) { return [] }
@@ -375,7 +397,15 @@ public struct Handover<Version: HandoverVersion>: Sendable {
             if recentlyReleased(bucket, now: now) { actions += startReclaim([bucket], now: now) }
             return actions
         }
-        if ownEchoes, let other, other.epoch == held.epoch { return [] }
+        if let other, other.epoch == held.epoch {
+            // Under MQTT 3.1.1 a copy below may be this worker's own echo (an older reservation whose ceiling passes
+            // its number): another taker's reservation within this worker's block is not told apart, and lifts
+            // nothing (docs/CONTRACT-NOTES.md).
+            if other == held || ownEchoes { return [] }
+            // Under MQTT 5 it is another client's: a taker one status behind in its block still reserved above this
+            // worker's number.
+            if other.ceiling > held.sequence { return [.liftRide(ride, above: other.ceiling), .rewrite(ride)] }
+        }
         return [.rewrite(ride)]
     }
 

@@ -213,10 +213,8 @@ struct DurableStateWritesTests {
         #expect(reusedWithoutTheClock == 80, "\(reusedWithoutTheClock)")
     }
 
-    @Test(
-        "C5, G3: rides lifted above another worker's release floor number their next status above it, the state reserving first, under their own epoch; one above its floor, or of another bucket, is left"
-    )
-    func liftedAboveAFloor() throws {
+    /// A ride started and published three times, 5 s apart: the harness, what it retained, and the time.
+    func threeStatusesIn() -> (harness: Harness, retained: Retained, time: Date) {
         var harness = Harness()
         var retained = Retained()
         retained.apply(harness.start())
@@ -225,6 +223,14 @@ struct DurableStateWritesTests {
             time += 5
             retained.apply(harness.engine.tick(now: time))
         }
+        return (harness, retained, time)
+    }
+
+    @Test(
+        "C5, G3: rides lifted above another worker's release floor number their next status above it, the state reserving first, under their own epoch; one above its floor, or of another bucket, is left"
+    )
+    func liftedAboveAFloor() throws {
+        var (harness, retained, time) = threeStatusesIn()
         let before = try #require(harness.engine.ride("r-1"))
         let bucket = Ownership.bucket(of: "r-1")
         let other = (bucket + 1) % Ownership.bucketCount
@@ -256,6 +262,34 @@ struct DurableStateWritesTests {
         retained.apply(actions)
         let (_, resumed) = try restart(retained, at: time + 1)
         #expect(resumed.sequence > 501, "a restart continues above the lift: \(resumed.sequence)")
+    }
+
+    @Test(
+        "C5, G3: a ride lifted to the ceiling another taker reserved under its epoch numbers its next status above it, its state reserving first; a number at or below its own, or an unknown ride, lifts nothing"
+    )
+    func liftedToAnotherTakersCeiling() throws {
+        var (harness, _, time) = threeStatusesIn()
+        let before = try #require(harness.engine.ride("r-1"))
+        // Nothing at or below its own numbers (an older copy), nor for a ride not held.
+        #expect(harness.engine.liftSequence(of: "r-1", above: before.sequence) == nil)
+        #expect(harness.engine.liftSequence(of: "r-1", above: before.sequence - 1) == nil)
+        #expect(harness.engine.liftSequence(of: "r-unknown", above: 500) == nil)
+        #expect(harness.engine.ride("r-1") == before)
+        // The other taker's state: this epoch, reserved up to 500.
+        let other = StateVersion(epoch: before.epoch, ceiling: 500, sequence: 489)
+        let lifted = harness.engine.liftSequence(of: "r-1", above: other.ceiling)
+        #expect(try #require(lifted).version == StateVersion(epoch: before.epoch, ceiling: 500, sequence: 500))
+        time += 5
+        var published: [(sequence: Int, state: Ride?)] = []
+        for case .publish(let status, let state, _) in harness.engine.tick(now: time) {
+            published.append((status.sequence, state))
+        }
+        #expect(published.map(\.sequence) == [501], "above all the other taker could show")
+        // Its state goes first, reserving above 501 under its own epoch: newer than the other's, which it lifts in
+        // turn (a reader comparing the two copies takes this one).
+        let state = try #require(published.first?.state)
+        #expect(state.sequenceCeiling > 501 && state.epoch == before.epoch, "\(state.version)")
+        #expect(state.version > other)
     }
 
     @Test(

@@ -67,6 +67,27 @@ struct GroupInMemoryTests {
             .replacingOccurrences(of: #""sequenceCeiling":\#(Int(ceiling))"#, with: #""sequenceCeiling":500"#)
     }
 
+    /// After a lift above `floor`: two more statuses above it, the ride still served here (its vehicle subscribed).
+    static func expectGoingOnAbove(_ floor: Int, ride: String, vehicle: String, running: Running) async throws {
+        try await running.waitFor("statuses going on above it") {
+            running.statuses(ride).compactMap(\.sequence).filter { $0 > floor + 1 }.count >= 2
+        }
+        #expect(
+            running.broker.subscribedFilters.contains("fleet/vehicles/\(vehicle)/position"), "L3: still served here")
+    }
+
+    /// This worker's own retained state of `ride` after a few statuses: its text, ceiling and epoch.
+    static func ownState(_ running: Running, ride: String, topic: String) async throws
+        -> (text: String, ceiling: Int, epoch: Double)
+    {
+        try await running.waitFor("a few statuses") { running.statuses(ride).count >= 3 }
+        let text = String(decoding: try #require(running.broker.retained(topic)).payload, as: UTF8.self)
+        let parsed = try JSONParser.parse(Array(text.utf8))
+        return (
+            text, Int(try #require(parsed["sequenceCeiling"]?.doubleValue)), try #require(parsed["epoch"]?.doubleValue)
+        )
+    }
+
     /// The ride taken over by w-other (``takenOver(_:topic:)``) is served here again: a block above the ceiling
     /// it read (C5, G3: the state may lag by one write), under an epoch above w-other's (G2), its vehicle
     /// subscribed again (L3).
@@ -282,10 +303,65 @@ struct GroupInMemoryTests {
         }
         let state = try JSONParser.parse(try #require(broker.retained(topic)).payload)
         #expect(state["epoch"]?.doubleValue == epoch)
-        try await running.waitFor("statuses going on above it") {
-            running.statuses(mine).compactMap(\.sequence).filter { $0 > 501 }.count >= 2
+        try await Self.expectGoingOnAbove(500, ride: mine, vehicle: "v-l", running: running)
+        await running.stop()
+    }
+
+    @Test(
+        "C5, G3: another worker's write of a ride held here, under its epoch and above its copy, is a second taker's reservation (views split): the ride numbers on above its ceiling, nothing rewritten, and stays served here when that worker dies with no notice (-9)"
+    )
+    func sameEpochWriteLiftsTheHolder() async throws {
+        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-sw", vehicle: "v-sw")
+        let broker = running.broker
+        let (own, ceiling, epoch) = try await Self.ownState(running, ride: mine, topic: topic)
+        // w-other took the ride over from the same read (its view lacked this worker) and reserved up to 500.
+        let foreign = own.replacingOccurrences(
+            of: #""sequenceCeiling":\#(ceiling)"#, with: #""sequenceCeiling":500"#)
+        #expect(foreign.contains(#""sequenceCeiling":500"#))
+        let before = broker.published.count
+        broker.publish(topic, foreign, retain: true)
+        try await running.waitFor("the next status above its 500") {
+            running.statuses(mine).contains { ($0.sequence ?? 0) > 500 }
         }
-        #expect(broker.subscribedFilters.contains("fleet/vehicles/v-l/position"), "L3: still served here")
+        let sequences = running.statuses(mine).compactMap(\.sequence)
+        let lifted = try #require(sequences.firstIndex { $0 > 500 })
+        #expect(sequences[lifted] == 501, "\(sequences.suffix(4))")
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "C5: \(sequences)")
+        // No rewrite of the copy below the other's (A2 would have written this worker's older numbers back): its
+        // next write is the reservation above 501, under the same epoch.
+        let writes = broker.published[before...].filter {
+            $0.topic == topic && $0.properties.userProperties.contains { $0 == ("worker", "w-mem") }
+        }.compactMap { try? JSONParser.parse($0.payload) }
+        let first = try #require(writes.first)
+        #expect(try #require(first["sequenceCeiling"]?.doubleValue) > 501, "\(first)")
+        #expect(first["epoch"]?.doubleValue == epoch, "no fencing, no new owner")
+        // w-other is killed with -9: no notice. This worker goes on above all it could have shown.
+        broker.publish("ridestatus/workers/w-other", Self.presence("offline", incarnation: 1), retain: true)
+        try await Self.expectGoingOnAbove(500, ride: mine, vehicle: "v-sw", running: running)
+        await running.stop()
+    }
+
+    @Test(
+        "A2, C5: a write of a held ride under its epoch reserving past half the numbers is a forgery, written over; the ride numbers on as before"
+    )
+    func implausibleCeilingWrittenOver() async throws {
+        let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-fg", vehicle: "v-fg")
+        let broker = running.broker
+        let (own, ceiling, _) = try await Self.ownState(running, ride: mine, topic: topic)
+        let forged = own.replacingOccurrences(
+            of: #""sequenceCeiling":\#(ceiling)"#, with: #""sequenceCeiling":9007199254740000"#)
+        #expect(forged != own)
+        broker.publish(topic, forged, retain: true)
+        try await running.waitFor("its own state written back") {
+            guard let payload = broker.retained(topic)?.payload,
+                let kept = try? JSONParser.parse(payload)["sequenceCeiling"]?.doubleValue
+            else { return false }
+            return kept < 1000
+        }
+        let count = running.statuses(mine).count
+        try await running.waitFor("two more statuses") { running.statuses(mine).count >= count + 2 }
+        let sequences = running.statuses(mine).compactMap(\.sequence)
+        #expect(sequences.allSatisfy { $0 < 1000 }, "not lifted: \(sequences)")
         await running.stop()
     }
 

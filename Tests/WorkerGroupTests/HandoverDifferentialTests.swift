@@ -16,6 +16,7 @@ struct HandoverDifferentialTests {
         case notice([Int])
         case fenced(String)
         case rewrote(String)
+        case lifted(String, Int)
         case droppedAll(Int)
         case subscribedLoad([Int])
         case unsubscribedLoad([Int])
@@ -34,6 +35,7 @@ struct HandoverDifferentialTests {
             case .notice(let b): "notice(\(b.count) buckets)"
             case .fenced(let r): "fenced(\(r))"
             case .rewrote(let r): "rewrote(\(r))"
+            case .lifted(let r, let c): "lifted(\(r), \(c))"
             case .droppedAll(let n): "droppedAll(\(n))"
             case .subscribedLoad(let b): "subscribedLoad(\(b.count) buckets)"
             case .unsubscribedLoad(let b): "unsubscribedLoad(\(b.count) buckets)"
@@ -58,6 +60,13 @@ struct HandoverDifferentialTests {
         static func takenOver(_ version: StateVersion, block: Int) -> StateVersion {
             let reserved = max(version.sequence, version.ceiling)
             return StateVersion(epoch: version.epoch + 1, ceiling: reserved + block, sequence: version.sequence)
+        }
+
+        /// C5: a held ride lifted above `ceiling` (``RideEngine/liftSequence(of:above:)``): its sequence goes there,
+        /// and its version's ceiling with it; a ride at or above it, or not held, is left.
+        mutating func lift(_ ride: String, above ceiling: Int) {
+            guard let version = held[ride], ceiling > version.sequence else { return }
+            held[ride] = StateVersion(epoch: version.epoch, ceiling: max(version.ceiling, ceiling), sequence: ceiling)
         }
 
         /// V5: a staged state takes the sequence of its retained status.
@@ -318,6 +327,13 @@ struct HandoverDifferentialTests {
             var other: StateVersion?
             if case .read(let version) = seen { other = version }
             let bucket = Ownership.bucket(of: ride)
+            // Added with C5's lift from a same-epoch taker's write (the service before the machine rewrote it, or took
+            // it for an echo): a copy of the held epoch above the held one lifts the ride to its ceiling.
+            if let other, other.epoch == current.epoch, other > current {
+                engine.lift(ride, above: other.ceiling)
+                effects.append(.lifted(ride, other.ceiling))
+                return
+            }
             if let other, other.epoch == current.epoch, machine.isReclaiming(bucket) { return }
             if let other, other.epoch > current.epoch {
                 engine.held[ride] = nil
@@ -325,7 +341,14 @@ struct HandoverDifferentialTests {
                 fenced(ride, by: other, now: now)
                 return
             }
+            // And a copy equal to the held one is left (two takers level after a lift rewrote each other's); under
+            // MQTT 5 one below whose ceiling passes the held number lifts the ride as well as being written over.
+            if let other, other.epoch == current.epoch, other == current { return }
             if ownEchoes, let other, other.epoch == current.epoch { return }
+            if let other, other.epoch == current.epoch, other.ceiling > current.sequence {
+                engine.lift(ride, above: other.ceiling)
+                effects.append(.lifted(ride, other.ceiling))
+            }
             effects.append(.rewrote(ride))
         }
 
@@ -439,6 +462,9 @@ struct HandoverDifferentialTests {
                     engine.held[ride] = nil
                     effects.append(.fenced(ride))
                 case .rewrite(let ride): effects.append(.rewrote(ride))
+                case .liftRide(let ride, let ceiling):
+                    engine.lift(ride, above: ceiling)
+                    effects.append(.lifted(ride, ceiling))
                 case .dropAll:
                     effects.append(.droppedAll(engine.held.count))
                     engine.held = [:]

@@ -184,21 +184,87 @@ struct HandoverTests {
         #expect(try #require(serve(plain.markerReturned(load2, now: 5.2) { _ in false })).rides == [theirs])
     }
 
-    @Test("A2, G4: a write over a held ride: a newer epoch fences it; its own epoch is an echo or a read again")
+    @Test(
+        "A2, G4, C5: a write over a held ride: a newer epoch fences it; its own epoch is an echo, a read again, the same copy, or (MQTT 5) another taker's below it, lifted past and written over"
+    )
     func writesOverHeld() {
         let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
         var handover = besideOther()
         let held = v(1, 24, 13)
-        for other: Seen<StateVersion> in [.read(v(1, 24, 13)), .read(v(1, 12, 2)), .deleted, .unreadable] {
+        for other: Seen<StateVersion> in [.read(v(1, 12, 2)), .read(v(0, 500, 480)), .deleted, .unreadable] {
             #expect(handover.stateSeen(ride: r, legacy: false, other, held: held, now: 2) == [.rewrite(r)], "A2")
         }
+        // The same version: the same reservation (another taker level with this one, C5): nothing to undo.
+        #expect(handover.stateSeen(ride: r, legacy: false, .read(v(1, 24, 13)), held: held, now: 2).isEmpty)
+        // Below it but reserved past its number: another taker a status behind in its block (C5) under MQTT 5,
+        // lifted above and written over; under 3.1.1 it may be this worker's own older reservation, left.
+        #expect(
+            handover.stateSeen(ride: r, legacy: false, .read(v(1, 20, 10)), held: held, now: 2)
+                == [.liftRide(r, above: 20), .rewrite(r)])
         var echoing = besideOther(ownEchoes: true)
         #expect(echoing.stateSeen(ride: r, legacy: false, .read(v(1, 12, 2)), held: held, now: 2).isEmpty, "3.1.1")
+        #expect(echoing.stateSeen(ride: r, legacy: false, .read(v(1, 20, 10)), held: held, now: 2).isEmpty, "3.1.1")
         #expect(echoing.stateSeen(ride: r, legacy: false, .read(v(0, 12, 2)), held: held, now: 2) == [.rewrite(r)])
         #expect(
             handover.stateSeen(ride: r, legacy: false, .read(v(2, 500, 480)), held: held, now: 2)
                 == [.fence(r), .keepFenced(r)], "G4")
         #expect(handover.isFencedAway(ride: r) && handover.watches(ride: r))
+    }
+
+    @Test(
+        "C5, G3: a write of a held ride under its epoch above this worker's copy is another taker's reservation (views split): it lifts the ride to its ceiling under MQTT 5 and 3.1.1 alike, nothing rewritten; two such takers answering each other's writes end level, not rewriting without end"
+    )
+    func sameEpochWriteAboveLifts() {
+        let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
+        let held = v(2, 24, 13)
+        for echoes in [false, true] {
+            var handover = besideOther(ownEchoes: echoes)
+            #expect(
+                handover.stateSeen(ride: r, legacy: false, .read(v(2, 36, 25)), held: held, now: 2)
+                    == [.liftRide(r, above: 36)], "a block above")
+            #expect(
+                handover.stateSeen(ride: r, legacy: false, .read(v(2, 24, 14)), held: held, now: 2)
+                    == [.liftRide(r, above: 24)], "the same ceiling, a status further")
+            #expect(handover.stateSeen(ride: r, legacy: false, .read(v(2, 24, 13)), held: held, now: 2).isEmpty)
+        }
+        // Two takers of one read, both under epoch 2, each answering the other's writes as the service does: a lift
+        // moves the held copy and writes nothing; a rewrite writes the held copy (lifted first when both come).
+        // Their last reservations cross in flight, and an older one of w-a's reaches w-b late.
+        for ownEchoes in [false, true] {
+            var machines = ["w-a": besideOther(ownEchoes: ownEchoes), "w-b": besideOther(ownEchoes: ownEchoes)]
+            var held = ["w-a": v(2, 24, 13), "w-b": v(2, 36, 25)]
+            var written = ["w-a": [24, 12], "w-b": [36]]
+            var inFlight: [(to: String, version: StateVersion)] = [
+                ("w-a", v(2, 36, 25)), ("w-b", v(2, 24, 13)), ("w-b", v(2, 12, 2)),
+            ]
+            var rewrites = 0
+            while let (to, version) = inFlight.first, rewrites < 10 {
+                inFlight.removeFirst()
+                let from = to == "w-a" ? "w-b" : "w-a"
+                for action in machines[to]!.stateSeen(ride: r, legacy: false, .read(version), held: held[to]!, now: 2) {
+                    let mine = held[to]!
+                    switch action {
+                    case .liftRide(_, let ceiling) where ceiling > mine.sequence:
+                        held[to] = v(2, max(mine.ceiling, ceiling), ceiling)
+                    case .liftRide: break
+                    case .rewrite:
+                        rewrites += 1
+                        written[to]!.append(mine.ceiling)
+                        inFlight.append((from, mine))
+                    default: Issue.record("\(action)")
+                    }
+                }
+            }
+            #expect(rewrites < 10, "rewrites answering rewrites without end (3.1.1: \(ownEchoes))")
+            #expect(held["w-a"]!.sequence >= 36, "w-a above w-b's reservation: \(held)")
+            if ownEchoes {
+                #expect(rewrites == 0, "3.1.1 writes nothing back")
+            } else {
+                // Under MQTT 5 each ends at or above every ceiling the other wrote: either may be killed with -9.
+                #expect(held["w-a"]!.sequence >= written["w-b"]!.max()!, "\(held), \(written)")
+                #expect(held["w-b"]!.sequence >= written["w-a"]!.max()!, "\(held), \(written)")
+            }
+        }
     }
 
     @Test(

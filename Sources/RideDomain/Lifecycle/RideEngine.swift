@@ -102,6 +102,17 @@ public struct RideEngine: Sendable {
         return lifted
     }
 
+    /// C5: ride `id` is lifted to `sequence`, the ceiling another worker reserved it up to under the same epoch (it
+    /// took the ride over too, from the same read, while their views split): its next status numbers above, its
+    /// state reserving first as any status past its ceiling does. Nothing needs writing now: the other's state,
+    /// retained, already tells a restart to go above.
+    /// - Returns: the ride lifted; nil when it is not held here or already numbers at or above `sequence`.
+    package mutating func liftSequence(of id: String, above sequence: Int) -> Ride? {
+        guard let slot = rideTable.slot(of: id), sequence > rideTable[slot: slot].sequence else { return nil }
+        rideTable[slot: slot].sequence = min(sequence, Ride.maxSequence)
+        return rideTable[slot: slot]
+    }
+
     /// L3: each subscribed vehicle's active rides (a vehicle is subscribed while it has one) and its last
     /// accepted fix (T3, T4, T7), in one entry so that a fix costs one lookup for both.
     var vehicles = SlotTable<VehicleState>()
