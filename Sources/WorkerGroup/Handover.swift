@@ -109,8 +109,9 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         /// publish up to `above`, its ceiling. The ride numbers its next status above that; the other's retained
         /// state says as much to a restart meanwhile, so nothing is written now (the next status reserves
         /// first, as any past its ceiling does). Each worker's reservation lifts the other, so a subscriber
-        /// keeping the highest sequence drops neither's statuses while they both publish, and when the other is
-        /// killed with `-9` (no release notice, no floors) this one is already above all it could have shown.
+        /// keeping the highest sequence drops only the statuses of theirs that cross in flight, and when the
+        /// other is killed with `-9` (no release notice, no floors) this one is already above all it could have
+        /// shown (under MQTT 3.1.1, within half a block: ``stateSeen(ride:legacy:_:held:now:)``).
         case liftRide(String, above: Int)
 
         // Reads.
