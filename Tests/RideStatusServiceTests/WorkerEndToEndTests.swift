@@ -450,6 +450,48 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test(
+        "C5, A2: on a real broker, another worker's write of a ride under its epoch reserving up to 500 (views split) makes the next status 501, not a rewrite; a restart continues above it"
+    )
+    func sameEpochWriteLiftsOnARealBroker() async throws {
+        try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
+            let worker = try WorkerProcess(broker: broker, workerID: "w-co", interval: 1)
+            try await worker.start()
+            let observer = try await Observer(broker, filters: ["rides/+/status", Topics().state(ride: "r-co")])
+            try await observer.publish("rides/r-co/start", booking(ride: "r-co", vehicle: "v-co"))
+            try await observer.waitFor("statuses") { _ in observer.statuses("r-co").count >= 2 }
+            let states = try await observer.waitFor("its state") { messages in
+                messages.contains { $0.topic == Topics().state(ride: "r-co") && !$0.payload.isEmpty }
+            }
+            let own = String(
+                decoding: try #require(states.last { $0.topic == Topics().state(ride: "r-co") }).payload,
+                as: UTF8.self)
+            let ceiling = try #require(try JSONParser.parse(Array(own.utf8))["sequenceCeiling"]?.doubleValue)
+            #expect(ceiling < 500)
+            // Another worker that took the ride over from the same read, under the same epoch, reserved up to 500.
+            let foreign = own.replacingOccurrences(
+                of: #""sequenceCeiling":\#(Int(ceiling))"#, with: #""sequenceCeiling":500"#)
+            try await observer.publish(Topics().state(ride: "r-co"), foreign, retain: true)
+            try await observer.waitFor("the next status above 500") { _ in
+                observer.statuses("r-co").contains { ($0["sequence"]?.doubleValue ?? 0) > 500 }
+            }
+            let sequences = observer.statuses("r-co").compactMap { $0["sequence"]?.doubleValue }
+            #expect(sequences.first { $0 > 500 } == 501, "\(sequences.suffix(4))")
+            #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "C5: \(sequences)")
+            #expect(!worker.logText.contains("changed on the broker by another client (A2)"), "not rewritten")
+            await worker.kill()
+            observer.clear()
+            try await worker.start()
+            try await observer.waitFor("the ride resumes above 501 after a restart (L5)") { _ in
+                !observer.statuses("r-co").isEmpty
+            }
+            let resumed = try #require(observer.statuses("r-co").first?["sequence"]?.doubleValue)
+            #expect(resumed > 501, "\(resumed)")
+            await observer.stop()
+            #expect(await worker.terminate().code == 0)
+        }
+    }
+
     @Test("control messages sent while the worker is down are processed on return; duplicates change nothing (L6)")
     func controlWhileDown() async throws {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
