@@ -139,6 +139,14 @@ struct GroupNATSClusterTests {
         #expect(slowest.count == rides.count && slowest.max()! < 30, "every ride back: \(slowest.max() ?? -1) s")
         #expect(logs.contains("rides taken over (G3)"))
         #expect(!logs.contains("input rejected"), "nothing a worker wrote is refused")
+        // C5, for the run's record: rides each survivor numbered above another worker that served them too (a
+        // release notice's floor, or that worker's write under the same epoch while their views split).
+        let lifted = survivors.map { worker in
+            httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body
+                .split(separator: "\n").first { $0.hasPrefix(#"ridestatus_handover_rides_total{direction="lifted"}"#) }
+                .flatMap { $0.split(separator: " ").last.map(String.init) } ?? "none"
+        }
+        print("rides lifted above another worker's numbers (C5), per survivor: \(lifted)")
         for worker in survivors { #expect(await worker.terminate().code == 0) }
         let terminatedAt = Date()
         // C5: whatever arrived late, the retained status of every ride is the newest one. A NATS node answers
