@@ -121,7 +121,8 @@ extension RideStatusService {
     private func finishRecovery(stashed stash: [MQTTMessage], core: inout Core) {
         let topics = settings.topics
         // A2: from now on only other clients' writes to ride states arrive (no local, no retained replay): a
-        // state deleted or overwritten behind this worker's back is written again at once.
+        // state deleted or overwritten behind this worker's back is written again at once (C5: unless another
+        // worker serving the ride too wrote it under its epoch, at or above this worker's copy: ``Handover``).
         subscriptions.subscribe(
             topics.stateFilter, options: MQTTSubscribeOptions(noLocal: true, retainHandling: .never))
         subscriptions.unsubscribe(identity.recoveryMarker)
@@ -304,8 +305,8 @@ extension RideStatusService {
         case .status(let ride):
             takeOverStatus(message, ride: ride, now: now, core: &core)
         case .state(let ride, let legacy):
-            // Another client's write (no local): of a ride held here, a new owner's (G4) or one to undo (A2),
-            // once the worker watches its rides' states.
+            // Another client's write (no local): of a ride held here, a new owner's (G4), another taker's under its
+            // epoch (C5) or one to undo (A2), once the worker watches its rides' states.
             if !legacy, core.engine.ride(ride) != nil, !core.watchingStates { return false }
             stateSeen(message, ride: ride, legacy: legacy, now: now, core: &core)
         default:

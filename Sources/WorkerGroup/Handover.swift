@@ -93,7 +93,8 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         /// nothing. (Whether its state is kept follows as ``keepFenced(_:)``.)
         case fence(String)
         /// A2: another client wrote this held ride's state (a deletion, an older owner's last write, a
-        /// forgery): write this worker's own state over it, so that a restart does not lose the ride.
+        /// forgery, or under MQTT 5 a copy of its epoch below this worker's): write this worker's own state over
+        /// it, so that a restart does not lose the ride.
         case rewrite(String)
         /// G3, G4: this worker was declared dead while cut off (its own will came back): stop serving every held
         /// ride without writing anything; the buckets come back by the handover.

@@ -185,7 +185,7 @@ struct HandoverTests {
     }
 
     @Test(
-        "A2, G4, C5: a write over a held ride: a newer epoch fences it; its own epoch is an echo, a read again, the same copy, or (MQTT 5) another taker's below it, lifted past and written over"
+        "A2, G4, C5: a write over a held ride: a newer epoch fences it; under its own epoch the same copy is left, one below is an echo under MQTT 3.1.1 and under MQTT 5 written over, lifted past first when its ceiling passes the ride's number"
     )
     func writesOverHeld() {
         let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
@@ -212,7 +212,7 @@ struct HandoverTests {
     }
 
     @Test(
-        "C5, G3: a write of a held ride under its epoch above this worker's copy is another taker's reservation (views split): it lifts the ride to its ceiling under MQTT 5 and 3.1.1 alike, nothing rewritten; two such takers answering each other's writes end level, not rewriting without end"
+        "C5, G3: a write of a held ride under its epoch above this worker's copy is another taker's reservation (views split): it lifts the ride to its ceiling under MQTT 5 and 3.1.1 alike, nothing rewritten; two such takers answering each other's writes stop writing, each (under MQTT 5) at or above every ceiling the other wrote"
     )
     func sameEpochWriteAboveLifts() {
         let r = ride(ownedBy: "w-a", among: ["w-a", "w-b"])
