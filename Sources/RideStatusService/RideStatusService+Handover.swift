@@ -210,6 +210,12 @@ extension RideStatusService {
         // just before it serves them; any other unfence forgets them).
         var fencedCeiling: (ride: String, floor: SequenceFloor)?
         var unfencedCeilings: [String: SequenceFloor] = [:]
+        /// A2: this worker's own state of a held ride, written over another client's write of it.
+        func rewrite(_ ride: String) {
+            if let current = core.engine.ride(ride) {
+                executor.rewriteState(of: current, payloadBytes: seen?.message.payload.count ?? 0)
+            }
+        }
         for action in actions {
             switch action {
             case .release(let buckets):
@@ -232,16 +238,12 @@ extension RideStatusService {
                         "epoch.seen": "\(seen?.ride.map { String($0.epoch) } ?? "-")",
                     ])
             case .rewrite(let ride):
-                if let current = core.engine.ride(ride) {
-                    executor.rewriteState(of: current, payloadBytes: seen?.message.payload.count ?? 0)
-                }
+                rewrite(ride)
             case .liftRide(let ride, let ceiling):
                 // A2: no taker reserves past half the numbers (``Ride/clockCeiling(at:)`` stops there); a forged
                 // copy that does would leave the ride no number to go on with. Written over instead.
                 guard ceiling <= Ride.maxSequence / 2 else {
-                    if let current = core.engine.ride(ride) {
-                        executor.rewriteState(of: current, payloadBytes: seen?.message.payload.count ?? 0)
-                    }
+                    rewrite(ride)
                     continue
                 }
                 if core.engine.liftSequence(of: ride, above: ceiling) != nil {

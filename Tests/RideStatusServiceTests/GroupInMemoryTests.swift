@@ -88,6 +88,19 @@ struct GroupInMemoryTests {
         )
     }
 
+    /// The ceiling of the state retained on `topic`; nil for none.
+    static func retainedCeiling(_ broker: InMemoryBroker, _ topic: String) -> Double? {
+        broker.retained(topic).flatMap { try? JSONParser.parse($0.payload)["sequenceCeiling"]?.doubleValue }
+    }
+
+    /// `state` (this worker's own) as another client would write it, reserving up to `ceiling` instead.
+    static func reserving(_ state: String, from own: Int, to ceiling: Int) throws -> String {
+        let written = state.replacingOccurrences(
+            of: #""sequenceCeiling":\#(own)"#, with: #""sequenceCeiling":\#(ceiling)"#)
+        try #require(written.contains(#""sequenceCeiling":\#(ceiling)"#))
+        return written
+    }
+
     /// The ride taken over by w-other (``takenOver(_:topic:)``) is served here again: a block above the ceiling
     /// it read (C5, G3: the state may lag by one write), under an epoch above w-other's (G2), its vehicle
     /// subscribed again (L3).
@@ -296,10 +309,7 @@ struct GroupInMemoryTests {
         #expect(sequences[..<lifted].allSatisfy { $0 < 100 }, "\(sequences)")
         // Its state, written before that status, reserves above it under the same epoch: no fencing, no new owner.
         try await running.waitFor("the state reserving above 501") {
-            guard let payload = broker.retained(topic)?.payload,
-                let ceiling = try? JSONParser.parse(payload)["sequenceCeiling"]?.doubleValue
-            else { return false }
-            return ceiling >= 501
+            Self.retainedCeiling(broker, topic).map { $0 >= 501 } ?? false
         }
         let state = try JSONParser.parse(try #require(broker.retained(topic)).payload)
         #expect(state["epoch"]?.doubleValue == epoch)
@@ -315,9 +325,7 @@ struct GroupInMemoryTests {
         let broker = running.broker
         let (own, ceiling, epoch) = try await Self.ownState(running, ride: mine, topic: topic)
         // w-other took the ride over from the same read (its view lacked this worker) and reserved up to 500.
-        let foreign = own.replacingOccurrences(
-            of: #""sequenceCeiling":\#(ceiling)"#, with: #""sequenceCeiling":500"#)
-        #expect(foreign.contains(#""sequenceCeiling":500"#))
+        let foreign = try Self.reserving(own, from: ceiling, to: 500)
         let before = broker.published.count
         broker.publish(topic, foreign, retain: true)
         try await running.waitFor("the next status above its 500") {
@@ -350,15 +358,10 @@ struct GroupInMemoryTests {
         let (running, mine, topic) = try await Self.ownRideBesideOther(prefix: "r-fg", vehicle: "v-fg")
         let broker = running.broker
         let (own, ceiling, _) = try await Self.ownState(running, ride: mine, topic: topic)
-        let forged = own.replacingOccurrences(
-            of: #""sequenceCeiling":\#(ceiling)"#, with: #""sequenceCeiling":9007199254740000"#)
-        #expect(forged != own)
+        let forged = try Self.reserving(own, from: ceiling, to: 9_007_199_254_740_000)
         broker.publish(topic, forged, retain: true)
         try await running.waitFor("its own state written back") {
-            guard let payload = broker.retained(topic)?.payload,
-                let kept = try? JSONParser.parse(payload)["sequenceCeiling"]?.doubleValue
-            else { return false }
-            return kept < 1000
+            Self.retainedCeiling(broker, topic).map { $0 < 1000 } ?? false
         }
         let count = running.statuses(mine).count
         try await running.waitFor("two more statuses") { running.statuses(mine).count >= count + 2 }

@@ -94,10 +94,9 @@ public struct RideEngine: Sendable {
         var lifted: [Ride] = []
         for slot in rideTable.slots {
             guard let floor = floors[Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)],
-                floor.ceiling > rideTable[slot: slot].sequence
+                let ride = lift(slot, to: floor.ceiling)
             else { continue }
-            rideTable[slot: slot].sequence = min(floor.ceiling, Ride.maxSequence)
-            lifted.append(rideTable[slot: slot])
+            lifted.append(ride)
         }
         return lifted
     }
@@ -108,7 +107,13 @@ public struct RideEngine: Sendable {
     /// retained, already tells a restart to go above.
     /// - Returns: the ride lifted; nil when it is not held here or already numbers at or above `sequence`.
     package mutating func liftSequence(of id: String, above sequence: Int) -> Ride? {
-        guard let slot = rideTable.slot(of: id), sequence > rideTable[slot: slot].sequence else { return nil }
+        rideTable.slot(of: id).flatMap { lift($0, to: sequence) }
+    }
+
+    /// C5: the ride in `slot` numbered at `sequence` (at most ``Ride/maxSequence``) if that is above its own; nil
+    /// when it is not.
+    private mutating func lift(_ slot: Int, to sequence: Int) -> Ride? {
+        guard sequence > rideTable[slot: slot].sequence else { return nil }
         rideTable[slot: slot].sequence = min(sequence, Ride.maxSequence)
         return rideTable[slot: slot]
     }
