@@ -10,7 +10,7 @@ DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-security test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -51,7 +51,7 @@ reset:
 test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build --skip NATSClusterTests
-	@$(MAKE) --no-print-directory test-browser test-api test-ops test-push build-unbuffered SKIP_BUILD=1
+	@$(MAKE) --no-print-directory test-browser test-api test-ops test-push test-security build-unbuffered SKIP_BUILD=1
 
 ## build-unbuffered: the MQTT client without its read buffer under libmosquitto (the package trait UnbufferedIO,
 ## the path every platform but Linux with glibc takes), in its own build folder; about a minute
@@ -75,6 +75,14 @@ test-push: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
 	python3 Tests/Python/push/test_standins.py
 	python3 Tests/Python/push/test_push.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+
+## test-security: attacks on make run's deployment as shipped (TLS, dynamic security, ACL) with the real worker, ride-push
+## and broker: sessions taken by client id, rebinding hosts, spoofed and forged messages, share tokens, paths (A4, A1,
+## A3); each names the refusal it expects, and the worker must keep its connection and its rides their cadence.
+## ATTACK_SECONDS (default 20) for a longer window
+test-security: deps
+	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
+	python3 Tests/Python/security/test_security.py --bin-dir "$$($(SWIFT) build --show-bin-path)" --seconds $(or $(ATTACK_SECONDS),20)
 
 ## test-api: schemathesis over web/openapi.json against a running worker with rides (mosquitto, fleet-sim)
 test-api: deps

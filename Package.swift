@@ -109,11 +109,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: Who may see a ride (issue 30): share tokens, signed by dispatch and verified by the workers and
-        // ride-push alike
+        // MARK: Who may see a ride: share tokens, signed by dispatch and verified by the workers and ride-push
+        // alike; the host names their HTTP servers answer (A4)
         .target(
             name: "RideAccess",
-            dependencies: ["RideDomain", .product(name: "JWTKit", package: "jwt-kit")],
+            dependencies: [
+                "RideDomain", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
 

@@ -5,18 +5,27 @@ reload.
 
     scripts/broker-accounts.py init --file F --secrets DIR          the plugin's file: the admin, accounts.yaml
     scripts/broker-accounts.py provision --accounts A --secrets DIR the accounts of config/security/accounts.yaml
-    scripts/broker-accounts.py add-rider r-7f3a [r-...]             a rider account per ride (password in DIR)
+    scripts/broker-accounts.py add-rider r-7f3a [r-...] [--devices N] a rider account per ride (password in DIR)
     scripts/broker-accounts.py remove-rider r-7f3a [r-...]          at the ride's end: the rider is disconnected
-    scripts/broker-accounts.py add-vehicle v-0044 / remove-vehicle v-0044
+    scripts/broker-accounts.py add-vehicle v-0044 [--devices 2] / remove-vehicle v-0044
+    scripts/broker-accounts.py upgrade --accounts A --secrets DIR   an existing broker brought to A4 (below)
 
 Every command but init talks to a running broker as the accounts admin (--host, --port, --cafile; the admin's
-password is DIR/accounts-admin), over `$CONTROL/dynamic-security/v1`, with mosquitto_rr. The admin's credentials
-go in an options file of mode 600, never on a command line (`ps` shows those to every user). The request itself,
-with the new accounts' passwords, is on mosquitto_rr's command line for the moment it runs: its -s and -f send
-an empty payload in mosquitto 2.0.11 (measured). Run this script where no other user has a shell. Whoever may publish
-there is in effect a superuser: only this admin account may, and dispatch runs this script (it books rides and
-stops them, so it issues rider accounts and removes them at the ride's end). Commands for many accounts go in
-one request; each account's outcome is checked, and the script fails naming the first refusal.
+password is DIR/accounts-admin), over `$CONTROL/dynamic-security/v1`, from this process (paho-mqtt): no password,
+old or new, is ever on a command line (`ps` shows those to every user). Whoever may publish there is in effect a
+superuser: only this admin account may, and dispatch runs this script (it books rides and stops them, so it issues
+rider accounts and removes them at the ride's end). Commands for many accounts go in one request; each account's
+outcome is checked, and the script fails naming the first refusal.
+
+A4: every account is bound to one client id, its own name (scripts/broker_roles.py), and by default an account
+receives nothing its role does not grant (publishClientReceive denied). `--devices N` makes N accounts sharing one
+role: NAME for the first device, NAME~2 ... NAME~N for the others (a rider's second phone; a vehicle's driver app
+beside its tracker), each with its own password. One name space: a name is a rider's or a vehicle's, never both,
+and add-rider, add-vehicle, remove-rider and remove-vehicle refuse a name of the other kind. `upgrade` brings a
+broker set up by an earlier release to this: default access denies receiving, the password listener's `worker`
+account (the workers sign in by certificate only) is removed, every account is bound to its name, and a name that
+is both a rider's and a vehicle's keeps the vehicle and loses the rider's role (named in the output, to issue
+again under another name).
 
 What each role may do comes from scripts/broker_roles.py, as for the static ACL; mosquitto 2.0's plugin
 substitutes no %u, so each rider and each vehicle gets a role of its own. Passwords are random, kept in
@@ -35,9 +44,8 @@ import json
 import os
 import re
 import secrets
-import subprocess
 import sys
-import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import broker_roles  # noqa: E402  (beside this script)
@@ -46,7 +54,9 @@ ADMIN = "accounts-admin"
 CONTROL = "$CONTROL/dynamic-security/v1"
 # Outcomes that leave the account as asked, by command: a rerun of provision or add-rider, a remove of one gone.
 HARMLESS = {"createRole": "already exists", "createClient": "already exists", "deleteClient": "not found",
-            "deleteRole": "not found"}
+            "deleteRole": "not found", "getClient": "not found", "removeClientRole": "not found"}
+# Devices per rider or vehicle at most (--devices): remove-rider removes NAME~2 ... NAME~MAX_DEVICES too.
+MAX_DEVICES = 8
 # I1: what a ride or vehicle identifier may be; also keeps wildcards out of roles and paths out of DIR.
 IDENTIFIER = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
@@ -60,7 +70,11 @@ def valid(name):
 def secret(directory, name, create):
     """The account's password and whether it was made now: read from DIR/name, or made and kept there (mode 600)
     when `create`."""
-    path = os.path.join(directory, valid(name))
+    base, _, device = name.partition(broker_roles.DEVICE_SEPARATOR)
+    valid(base)
+    if device and not (device.isdigit() and 2 <= int(device) <= MAX_DEVICES):
+        sys.exit(f"broker-accounts: '{name}' is not an account name (NAME or NAME~2 to NAME~{MAX_DEVICES})")
+    path = os.path.join(directory, name)
     if os.path.exists(path):
         with open(path) as handle:
             return handle.readline().strip(), False
@@ -75,28 +89,63 @@ def secret(directory, name, create):
 
 
 def request(args, commands):
-    """Sends the commands in one message and returns the plugin's responses, one per command, in order."""
+    """Sends the commands in one message and returns the plugin's responses, one per command, in order. The admin
+    signs in from this process with paho-mqtt, under its own bound client id (A4)."""
+    import paho.mqtt.client as mqtt
+
     correlation = secrets.token_hex(8)
     for index, command in enumerate(commands):
         command["correlationData"] = f"{correlation}-{index}"
-    command_line = ["mosquitto_rr", "-h", args.host, "-p", str(args.port), "-t", CONTROL, "-e",
-                    CONTROL + "/response", "-W", str(args.timeout), "-m", json.dumps({"commands": commands})]
-    if args.cafile:
-        command_line += ["--cafile", args.cafile]
     password, _ = secret(args.secrets, ADMIN, create=False)
-    # mosquitto_rr reads options from $XDG_CONFIG_HOME/mosquitto_rr: the credentials go there, in a private folder.
-    with tempfile.TemporaryDirectory() as config:
-        descriptor = os.open(os.path.join(config, "mosquitto_rr"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(f"-u {ADMIN}\n-P {password}\n")
-        result = subprocess.run(command_line, capture_output=True, text=True,
-                                env=dict(os.environ, XDG_CONFIG_HOME=config))
-    if result.returncode != 0:
-        sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} "
-                 f"({result.stderr.strip() or 'mosquitto_rr ' + str(result.returncode)})")
-    responses = json.loads(result.stdout)["responses"]
+    done = threading.Event()
+    outcome = {}
+
+    def finish(**values):
+        outcome.update(values)
+        done.set()
+
+    def on_connect(client, _userdata, _flags, reason_code, _properties):
+        if reason_code.is_failure:
+            finish(error=f"the broker refused the accounts admin: {reason_code}")
+        else:
+            client.subscribe(CONTROL + "/response", qos=1)
+
+    def on_subscribe(client, _userdata, _mid, reason_codes, _properties):
+        if any(code.is_failure for code in reason_codes):
+            finish(error=f"the accounts admin may not read {CONTROL}/response: {reason_codes[0]}")
+        else:
+            client.publish(CONTROL, json.dumps({"commands": commands}), qos=1)
+
+    def on_message(_client, _userdata, message):
+        try:
+            responses = json.loads(message.payload)["responses"]
+        except (ValueError, KeyError, TypeError):
+            return
+        # Every admin's answers come on the one response topic: ours carry our correlation data.
+        if responses and str(responses[0].get("correlationData", "")).startswith(correlation + "-"):
+            finish(responses=responses)
+
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=broker_roles.client_id(ADMIN),
+                         protocol=mqtt.MQTTv311)
+    client.username_pw_set(ADMIN, password)
+    if args.cafile:
+        client.tls_set(ca_certs=args.cafile)
+    client.on_connect, client.on_subscribe, client.on_message = on_connect, on_subscribe, on_message
+    try:
+        client.connect(args.host, args.port, keepalive=30)
+    except (OSError, ValueError) as error:
+        sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} ({error})")
+    client.loop_start()
+    answered = done.wait(args.timeout)
+    client.disconnect()
+    client.loop_stop()
+    if not answered:
+        sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} within {args.timeout} s")
+    if "error" in outcome:
+        sys.exit(f"broker-accounts: {outcome['error']}")
+    responses = outcome["responses"]
     if [response.get("correlationData") for response in responses] != [c["correlationData"] for c in commands]:
-        sys.exit("broker-accounts: the answer is another request's (another admin at work?); run it again")
+        sys.exit("broker-accounts: the answer does not match the request (another admin at work?); run it again")
     return responses
 
 
@@ -116,18 +165,21 @@ def check(commands, responses):
             sys.exit(f"broker-accounts: {command['command']} {target}: {error}")
 
 
-def account(role_name, rules, user, secrets_dir):
-    """The commands that make `user` with a role of its own holding `rules`: the role, the client, then the
-    link (2.0.11: roles given inside createClient are not linked back, and deleting one then corrupts memory).
-    A password made now for a client that may exist already (its secret file was lost) is set on it too."""
-    password, made = secret(secrets_dir, user, create=True)
-    commands = [
-        {"command": "createRole", "rolename": role_name, "acls": broker_roles.dynsec_acls(rules, user)},
-        {"command": "createClient", "username": user, "password": password},
-        {"command": "addClientRole", "username": user, "rolename": role_name, "priority": 0},
-    ]
-    if made:
-        commands.append({"command": "setClientPassword", "username": user, "password": password})
+def account(role_name, rules, user, secrets_dir, devices=1):
+    """The commands that make `user`'s role holding `rules`, then an account per device linked to it (the client,
+    bound to its name as client id, then the link: 2.0.11 does not link back roles given inside createClient, and
+    deleting one then corrupts memory). A password made now for a client that may exist already (its secret file
+    was lost) is set on it too."""
+    commands = [{"command": "createRole", "rolename": role_name, "acls": broker_roles.dynsec_acls(rules, user)}]
+    for name in broker_roles.device_accounts(user, devices):
+        password, made = secret(secrets_dir, name, create=True)
+        commands += [
+            {"command": "createClient", "username": name, "password": password,
+             "clientid": broker_roles.client_id(name)},
+            {"command": "addClientRole", "username": name, "rolename": role_name, "priority": 0},
+        ]
+        if made:
+            commands.append({"command": "setClientPassword", "username": name, "password": password})
     return commands
 
 
@@ -139,23 +191,95 @@ def hashed(password):
             "iterations": 101}
 
 
+# A4: nobody publishes, subscribes or receives what its role does not grant. Receiving denied by default matters
+# for a session whose subscriptions outlive a role's change: a delivery outside the role is dropped.
+DEFAULT_ACCESS = {"publishClientSend": False, "publishClientReceive": False, "subscribe": False, "unsubscribe": True}
+
+
 def initial(password):
     """The plugin's first file: the accounts admin alone, whose role may use the control topic and nothing else;
     by default nobody may publish or subscribe (each account's role grants what it may)."""
     admin_acls = [{"acltype": kind, "topic": "$CONTROL/dynamic-security/#", "priority": 0, "allow": True}
                   for kind in ("publishClientSend", "publishClientReceive", "subscribePattern", "unsubscribePattern")]
     return {
-        "defaultACLAccess": {"publishClientSend": False, "publishClientReceive": True, "subscribe": False,
-                             "unsubscribe": True},
-        "clients": [dict({"username": ADMIN, "textname": "accounts admin", "roles": [{"rolename": "accounts-admin"}]},
-                         **hashed(password))],
+        "defaultACLAccess": DEFAULT_ACCESS,
+        "clients": [dict({"username": ADMIN, "clientid": broker_roles.client_id(ADMIN), "textname": "accounts admin",
+                          "roles": [{"rolename": "accounts-admin"}]}, **hashed(password))],
         "groups": [],
         "roles": [{"rolename": "accounts-admin", "acls": admin_acls}],
     }
 
 
 def removal(role_name, user):
-    return [{"command": "deleteClient", "username": user}, {"command": "deleteRole", "rolename": role_name}]
+    """The accounts of every device of `user`, then their role."""
+    return [{"command": "deleteClient", "username": name}
+            for name in broker_roles.device_accounts(user, MAX_DEVICES)] + [
+        {"command": "deleteRole", "rolename": role_name}]
+
+
+KINDS = {"rider": "rider", "vehicle": "vehicles"}
+
+
+def clients(args, names):
+    """What the broker holds of each name: {name: set of its role names}, without the names it does not know."""
+    commands = [{"command": "getClient", "username": name} for name in names]
+    held = {}
+    for start in range(0, len(commands), 300):
+        batch = commands[start:start + 300]
+        responses = request(args, batch)
+        check(batch, responses)
+        for command, response in zip(batch, responses):
+            client = (response.get("data") or {}).get("client")
+            if client:
+                held[command["username"]] = {role["rolename"] for role in client.get("roles", [])}
+    return held
+
+
+def one_name_space(args, kind, names):
+    """Refuses a name that the broker holds for another kind or role: a name is a rider's or a vehicle's, never
+    both (add-rider for a vehicle's name would hand out the vehicle's password; remove-rider would delete it)."""
+    own = f"{KINDS[kind]}-"
+    for name, roles in clients(args, names).items():
+        strangers = sorted(role for role in roles if role != own + name)
+        if strangers:
+            sys.exit(f"broker-accounts: '{name}' is already an account with the role {strangers[0]}, not a {kind}'s: "
+                     f"a name is a rider's or a vehicle's, never both (A4); choose another name")
+
+
+def upgrade(args, listed):
+    """An existing broker brought to A4 in one command; safe to run again."""
+    commands = [{"command": "setDefaultACLAccess", "acls": [
+        {"acltype": kind, "allow": allow} for kind, allow in DEFAULT_ACCESS.items()]}]
+    for role in broker_roles.CERTIFICATE_ONLY:
+        for user in listed.get(role, []):
+            commands += [{"command": "deleteClient", "username": user},
+                         {"command": "deleteRole", "rolename": f"{role}-{user}"}]
+    check(commands, request(args, commands))
+    answer = request(args, [{"command": "listClients", "verbose": True}])
+    check([{"command": "listClients"}], answer)
+    bound, collisions = [], []
+    fixes = []
+    for client in (answer[0].get("data") or {}).get("clients", []):
+        name = client["username"]
+        roles = {role["rolename"] for role in client.get("roles", [])}
+        if client.get("clientid") != broker_roles.client_id(name):
+            fixes.append({"command": "setClientId", "username": name, "clientid": broker_roles.client_id(name)})
+            bound.append(name)
+        if f"rider-{name}" in roles and f"vehicles-{name}" in roles:
+            fixes += [{"command": "removeClientRole", "username": name, "rolename": f"rider-{name}"},
+                      {"command": "deleteRole", "rolename": f"rider-{name}"}]
+            collisions.append(name)
+    if fixes:
+        run_batch(args, fixes)
+    # The accounts listed since (ride-watch's, say): as provision makes them.
+    run_batch(args, [command for role, rules in broker_roles.ROLES.items() if role not in broker_roles.CERTIFICATE_ONLY
+                     for user in listed.get(role, [])
+                     for command in account(f"{role}-{valid(user)}", rules, user, args.static_secrets)])
+    print(f"broker-accounts: upgrade: receiving denied by default; {len(bound)} accounts bound to their names; "
+          f"the password listener's worker account removed")
+    for name in collisions:
+        print(f"broker-accounts: upgrade: '{name}' was both a vehicle and a rider: it stays the vehicle; issue the "
+              f"rider again under another name")
 
 
 def run_batch(args, commands):
@@ -169,7 +293,7 @@ def run_batch(args, commands):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["init", "provision", "add-rider", "remove-rider", "add-vehicle",
-                                            "remove-vehicle"])
+                                            "remove-vehicle", "upgrade"])
     parser.add_argument("names", nargs="*", help="ride or vehicle identifiers")
     parser.add_argument("--file", help="init: the plugin's file to create (plugin_opt_config_file)")
     parser.add_argument("--accounts", default="config/security/accounts.yaml")
@@ -182,6 +306,8 @@ def main():
     parser.add_argument("--port", type=int, default=8883)
     parser.add_argument("--cafile")
     parser.add_argument("--timeout", type=int, default=10)
+    parser.add_argument("--devices", type=int, default=1,
+                        help=f"add-rider, add-vehicle: accounts per name (1 to {MAX_DEVICES}): NAME, NAME~2, ...")
     args = parser.parse_args()
 
     import yaml
@@ -203,11 +329,13 @@ def main():
         # The accounts needed to start, written before the broker runs (Docker Compose's setup service, make run);
         # later ones come through the running broker.
         for role, rules in broker_roles.ROLES.items():
+            if role in broker_roles.CERTIFICATE_ONLY:
+                continue
             for user in listed.get(role, []):
                 role_name = f"{role}-{valid(user)}"
                 configuration["roles"].append({"rolename": role_name, "acls": broker_roles.dynsec_acls(rules, user)})
                 configuration["clients"].append(
-                    dict({"username": user, "roles": [{"rolename": role_name}]},
+                    dict({"username": user, "clientid": broker_roles.client_id(user), "roles": [{"rolename": role_name}]},
                          **hashed(secret(args.static_secrets, user, create=True)[0])))
         # Written here rather than by `mosquitto_ctrl dynsec init`, which takes the password on its command line.
         descriptor = os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -222,28 +350,37 @@ def main():
         if valid(name) in static:
             sys.exit(f"broker-accounts: '{name}' is the accounts admin or an account of {args.accounts}, "
                      "not a rider or vehicle to add or remove here")
+    if args.command == "upgrade":
+        upgrade(args, listed)
+        return
+    if not 1 <= args.devices <= MAX_DEVICES:
+        sys.exit(f"broker-accounts: --devices takes 1 to {MAX_DEVICES}")
     commands = []
     if args.command == "provision":
         for role, rules in broker_roles.ROLES.items():
+            if role in broker_roles.CERTIFICATE_ONLY:
+                continue
             for user in listed.get(role, []):
                 commands += account(f"{role}-{valid(user)}", rules, user, args.static_secrets)
-    elif args.command in ("add-rider", "add-vehicle"):
-        rules = broker_roles.RIDER if args.command == "add-rider" else broker_roles.VEHICLE
-        kind = "rider" if args.command == "add-rider" else "vehicles"
-        for name in args.names:
-            commands += account(f"{kind}-{name}", rules, name, args.secrets)
     else:
-        kind = "rider" if args.command == "remove-rider" else "vehicles"
-        for name in args.names:
-            commands += removal(f"{kind}-{name}", name)
+        kind = args.command.split("-", 1)[1]
+        one_name_space(args, kind, args.names)
+        if args.command.startswith("add"):
+            rules = broker_roles.RIDER if kind == "rider" else broker_roles.VEHICLE
+            for name in args.names:
+                commands += account(f"{KINDS[kind]}-{name}", rules, name, args.secrets, args.devices)
+        else:
+            for name in args.names:
+                commands += removal(f"{KINDS[kind]}-{name}", name)
     if not commands:
         sys.exit("broker-accounts: no account named")
     run_batch(args, commands)
     if args.command.startswith("remove"):
         for name in args.names:
-            path = os.path.join(args.secrets, name)
-            if os.path.exists(path):
-                os.remove(path)
+            for device in broker_roles.device_accounts(name, MAX_DEVICES):
+                path = os.path.join(args.secrets, device)
+                if os.path.exists(path):
+                    os.remove(path)
     print(f"broker-accounts: {args.command}: {len(args.names) or len(static) - 1} accounts")
 
 

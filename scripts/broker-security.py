@@ -28,6 +28,7 @@ COMMENTS = {
     "worker": "worker: exactly the topics of the contract; the only role that writes ride state and statuses",
     "dispatch": "dispatch: books, assigns, sends driver events, cancels and stops rides; reads statuses, dead letters, replies",
     "monitoring": "monitoring: presence and dead letters",
+    "watchers": "ride-watch: every ride's status, presence and dead letters; writes nothing",
     "push": "ride-push: statuses, its group's presences and the device registrations (push tokens)",
     "vehicles": "vehicle {user} and the driver app in it: its own position, availability and driver events (A3)",
     "simulators": "fleet simulator (demos and load tests, never a real client): every vehicle and dispatch's part",

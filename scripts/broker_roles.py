@@ -6,7 +6,13 @@ roles (accounts created, changed and removed while the broker runs). Topic prefi
 
 Each rule is (access, topic): access is "read", "write" or "readwrite"; "{user}" stands for the account's name
 (a vehicle id, a ride id), which the acl_file writes as a `pattern` with %u and the plugin as one role per
-account (mosquitto 2.0's plugin substitutes no %u)."""
+account (mosquitto 2.0's plugin substitutes no %u).
+
+A4: every account of the plugin is bound to one client id, its own name (`client_id`), so that no account can
+connect under a client id that is another's and take its session. A second device of a rider or a vehicle's driver
+app is an account of its own (`NAME~2`, `NAME~3`: `~` is not in I1, so no ride or vehicle is called that) linked to
+the same role. The workers sign in on their certificate listener only, and their client ids
+(`ride-status-worker-{id}`) are no account's name."""
 
 WORKER = [
     ("read", "fleet/vehicles/+/position"),
@@ -19,7 +25,15 @@ WORKER = [
     ("read", "rides/+/stop"),
     ("read", "rides/+/status/get"),
     ("readwrite", "rides/+/status"),
-    ("readwrite", "ridestatus/#"),
+    # Each of the workers' own topics by name, so that the push registrations (push tokens) under
+    # ridestatus/push/ stay ride-push's alone.
+    ("write", "ridestatus/deadletter"),
+    ("readwrite", "ridestatus/workers/+"),
+    ("readwrite", "ridestatus/workers/+/released"),
+    ("readwrite", "ridestatus/workers/+/load"),
+    ("readwrite", "ridestatus/workers/+/recovery"),
+    ("readwrite", "ridestatus/state/#"),
+    ("readwrite", "ridestatus/priors/+"),
     ("read", "ride-options/request"),
     ("write", "replies/#"),
 ]
@@ -40,8 +54,11 @@ DISPATCH = [
 
 MONITOR = [("read", "ridestatus/workers/+"), ("read", "ridestatus/deadletter")]
 
+# ride-watch, the live view of `make run`: every ride's status and the workers' presence; it writes nothing.
+WATCHER = [("read", "rides/+/status"), ("read", "ridestatus/workers/+"), ("read", "ridestatus/deadletter")]
+
 # ride-push (issue 32): the statuses of the rides it serves, its group's presences, and the registration records,
-# which hold rider devices' push tokens (no other role reads them; the workers' ridestatus/# grant aside).
+# which hold rider devices' push tokens (no other role reads them). One account per member (A4).
 PUSH = [
     ("read", "rides/+/status"),
     ("readwrite", "ridestatus/push/members/+"),
@@ -82,10 +99,29 @@ ROLES = {
     "worker": WORKER,
     "dispatch": DISPATCH,
     "monitoring": MONITOR,
+    "watchers": WATCHER,
     "push": PUSH,
     "vehicles": VEHICLE,
     "simulators": SIMULATOR,
 }
+
+
+# Roles whose accounts sign in by certificate only (the workers' listener): none of them is an account of the
+# plugin, so no password on the password listener can act as a worker (A4).
+CERTIFICATE_ONLY = ("worker",)
+
+# The suffix of a further device's account: RIDE~2 is the rider's second phone, V~2 a vehicle's driver app.
+DEVICE_SEPARATOR = "~"
+
+
+def client_id(user):
+    """A4: the one client id an account may connect with: its own name."""
+    return user
+
+
+def device_accounts(name, devices):
+    """The accounts of `name`'s devices: the name itself, then NAME~2 ... NAME~devices."""
+    return [name] + [f"{name}{DEVICE_SEPARATOR}{index}" for index in range(2, devices + 1)]
 
 
 def rules_for(rules, user):

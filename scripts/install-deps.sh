@@ -33,6 +33,13 @@ if ! python3 -c 'import yaml' >/dev/null 2>&1; then
     python3 -m pip install --quiet pyyaml || missing+=(python3-yaml)
 fi
 
+# scripts/broker-accounts.py talks to the broker's dynamic security plugin from Python (no password on a command
+# line), and the attack suite (make test-security) speaks MQTT 5: paho-mqtt, pinned.
+if ! python3 -c 'import paho.mqtt, sys; sys.exit(paho.mqtt.__version__ != "2.1.0")' >/dev/null 2>&1; then
+    echo "==> installing the Python paho-mqtt package (broker accounts, the attack suite)"
+    python3 -m pip install --quiet "paho-mqtt==2.1.0"
+fi
+
 # The browser test drives chromium through Selenium; the read API's test runs schemathesis over the OpenAPI document.
 if ! python3 -c 'import selenium' >/dev/null 2>&1; then
     echo "==> installing the Python selenium package (the map's browser test)"

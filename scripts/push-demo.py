@@ -7,8 +7,10 @@ ride-push against them and the broker, registers an iPhone and an Android phone 
 token, and prints one line per push the stand-ins accept, until stopped (SIGTERM or Ctrl-C stops ride-push
 and the stand-ins with it).
 
-Usage: push-demo.py --bin-dir .build/release --ride R --share-token T --share-keys keys.json --folder var/push
+Usage: push-demo.py --bin-dir .build/release --ride R --share-token-file F --share-keys keys.json --folder var/push
        --broker mqtts://localhost:8883 --ca-file ca.crt --username ride-push --password-file secret
+
+The share token comes in a file (mode 600), never on the command line, where `ps` would show it to every user (A4).
 """
 import argparse
 import json
@@ -72,12 +74,14 @@ def describe(push):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for name in ("--bin-dir", "--ride", "--share-token", "--share-keys", "--folder", "--broker"):
+    for name in ("--bin-dir", "--ride", "--share-token-file", "--share-keys", "--folder", "--broker"):
         parser.add_argument(name, required=True)
     parser.add_argument("--ca-file")
     parser.add_argument("--username")
     parser.add_argument("--password-file")
     args = parser.parse_args()
+    with open(args.share_token_file) as handle:
+        share_token = handle.readline().strip()
     os.makedirs(args.folder, exist_ok=True)
     apns_key, account = keys(args.folder)
     account_path = os.path.join(args.folder, "account.json")
@@ -131,7 +135,7 @@ def main():
         request = urllib.request.Request(
             f"http://127.0.0.1:{http_port}/v1/rides/{args.ride}/devices", data=json.dumps(body).encode(),
             method="POST", headers={"content-type": "application/json",
-                                    "authorization": f"Bearer {args.share_token}"})
+                                    "authorization": f"Bearer {share_token}"})
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status
 

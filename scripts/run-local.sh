@@ -151,6 +151,13 @@ say "==> the live map will be at http://127.0.0.1:$metrics_port/ (read API: http
 say "==> starting mosquitto on 127.0.0.1:$port (TLS and passwords) and :$worker_port (TLS and client certificates) (log: var/log/mosquitto.log)"
 start mosquitto "$mosquitto_bin" -c var/mosquitto/mosquitto.conf 2>> var/log/mosquitto.log
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+# A var/security of an earlier release brought to A4 (client ids bound to accounts, receiving denied by default, no
+# worker password, accounts listed since made); nothing changes on one that is up to date.
+python3 scripts/broker-accounts.py upgrade --secrets "$security/accounts" --static-secrets "$security/secrets" \
+    --port "$port" --cafile "$security/tls/ca.crt" --host localhost >> var/log/deploy-setup.log 2>&1 || {
+    say "error: scripts/broker-accounts.py upgrade failed; see var/log/deploy-setup.log" >&2
+    exit 1
+}
 
 say "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:$metrics_port/metrics)"
 start ride-status-worker "$bin/ride-status-worker" --broker "mqtts://localhost:$worker_port" --state-dir var/worker \
@@ -198,7 +205,9 @@ if [ -n "$first_ride" ]; then
     token=${link##*/share/}
     token=${token%%[?#]*}
     if [ -n "$link" ] && [ -x "$bin/ride-push" ] && [ -s "$security/secrets/ride-push" ]; then
-        start push-demo python3 scripts/push-demo.py --bin-dir "$bin" --ride "$first_ride" --share-token "$token" \
+        # The token in a file of mode 600, not on a command line that `ps` shows every user (A4).
+        (umask 077 && printf '%s\n' "$token" > "$share/demo-token")
+        start push-demo python3 scripts/push-demo.py --bin-dir "$bin" --ride "$first_ride" --share-token-file "$share/demo-token" \
             --share-keys "$share/keys.json" --folder var/push --broker "mqtts://localhost:$port" \
             --ca-file "$security/tls/ca.crt" --username ride-push --password-file "$security/secrets/ride-push" \
             >> var/log/push.log 2>&1
@@ -211,9 +220,9 @@ say "==> live map: http://127.0.0.1:$metrics_port/ in a browser; live view here 
 sleep 1
 # In the background and waited for: a signal to this script alone (SIGTERM, SIGHUP) is handled at once, not
 # only once the view ends. The view dies of SIGPIPE when its output goes to a pipe that closes.
-# As dispatch: it reads every ride's status and the workers' presence.
+# As its own account (watchers): it reads every ride's status and the workers' presence, and writes nothing.
 (trap - PIPE; exec "$bin/ride-watch" --broker "mqtts://localhost:$port" --ca-file "$security/tls/ca.crt" \
-    --username dispatch --password-file "$security/secrets/dispatch") &
+    --username ride-watch --password-file "$security/secrets/ride-watch") &
 view=$!
 echo "$view" > "$run_dir/ride-watch.pid"
 wait "$view"

@@ -21,9 +21,11 @@ public struct BrokerOptions: ParsableArguments, Sendable {
     /// The broker to use: the flag, else the default.
     public var brokerURL: String { broker ?? Self.defaultBroker }
 
-    /// The client's configuration under `clientID`, with the credentials above.
+    /// The client's configuration, with the credentials above: under the account's name as its client id when an
+    /// account is given (A4: the broker binds each account to its name, so no account can take another's session),
+    /// else under `clientID`.
     public func configuration(clientID: String) throws -> MQTTConfiguration {
-        var configuration = try MQTTConfiguration(url: brokerURL, clientID: clientID)
+        var configuration = try MQTTConfiguration(url: brokerURL, clientID: username ?? clientID)
         try configuration.useCredentials(username: username, passwordFile: passwordFile, caFile: caFile)
         return configuration
     }

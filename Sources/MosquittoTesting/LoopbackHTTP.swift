@@ -6,7 +6,9 @@ import Foundation
 
 /// A plain HTTP/1.1 GET on loopback, for probing a worker's `/readyz` and `/metrics` from tests and the
 /// load harness. Returns the status code and body, or nil when nothing answers.
-public func httpGet(host: String = "127.0.0.1", port: Int, path: String) -> (status: Int, body: String)? {
+public func httpGet(
+    host: String = "127.0.0.1", port: Int, path: String, hostHeader: String? = nil
+) -> (status: Int, body: String)? {
     guard let fd = TestBroker.connectTCP(host: host, port: port) else { return nil }
     defer { close(fd) }
     // A server that accepts and never answers fails this request after 5 s instead of blocking the caller's
@@ -15,7 +17,8 @@ public func httpGet(host: String = "127.0.0.1", port: Int, path: String) -> (sta
     for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
         setsockopt(fd, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
+    let request = Array(
+        "GET \(path) HTTP/1.1\r\nHost: \(hostHeader ?? "localhost:\(port)")\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -43,8 +46,10 @@ public func httpRequest(
     for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
         setsockopt(fd, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
-    let fields = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\(fields)Connection: close\r\n\r\n".utf8)
+    // `Host` is the server's loopback name and port (A4) unless `headers` names another.
+    var fields = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+    if !headers.keys.contains(where: { $0.lowercased() == "host" }) { fields = "Host: localhost:\(port)\r\n" + fields }
+    let request = Array("GET \(path) HTTP/1.1\r\n\(fields)Connection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)

@@ -149,7 +149,9 @@ struct RidePushCommand: AsyncParsableCommand {
         let member = settings.member
         // The will: this connection's offline presence, so the others take its rides at once (G1's pattern).
         let goodbye = Presence(state: .offline, since: now(), version: settings.service.version)
-        var configuration = try MQTTConfiguration(url: settings.brokerURL, clientID: member)
+        // A4: an account signs in under its own name as client id (the broker binds them), so each member of a
+        // group has an account of its own; without an account, the member id.
+        var configuration = try MQTTConfiguration(url: settings.brokerURL, clientID: settings.username ?? member)
         try configuration.useCredentials(
             username: settings.username, passwordFile: settings.passwordFile, caFile: settings.caFile)
         configuration.will = .init(
@@ -189,7 +191,8 @@ struct RidePushCommand: AsyncParsableCommand {
                 }),
             now: now, logger: logger)
         let http = RegistrationServer(
-            host: settings.httpHost, port: settings.httpPort, service: service, verifier: verifier, now: now,
+            host: settings.httpHost, port: settings.httpPort, hosts: settings.httpHosts, service: service,
+            verifier: verifier, now: now,
             metricsText: { registry.emitToString() }, logger: logger)
         let connection = BrokerConnection(client: client, service: service, logger: logger)
         let group = ServiceGroup(

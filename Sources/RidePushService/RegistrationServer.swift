@@ -22,10 +22,12 @@ public struct RegistrationServer: Service {
     private let application: Application<RouterResponder<BasicRequestContext>>
 
     public init(
-        host: String, port: Int, service: RidePushService, verifier: ShareLinks.Verifier,
+        host: String, port: Int, hosts: AllowedHosts, service: RidePushService, verifier: ShareLinks.Verifier,
         now: @escaping @Sendable () -> Date, metricsText: @escaping @Sendable () -> String, logger: Logger
     ) {
         let router = Router()
+        // A4: every path but `/healthz` answers only the hosts of `http.allowedHosts`.
+        router.add(middleware: HostCheck(hosts: hosts, logger: logger))
         router.get("/metrics") { _, _ in Self.text(metricsText(), contentType: "text/plain; version=0.0.4") }
         router.get("/healthz") { _, _ in Self.text("ok\n") }
         router.post("/v1/rides/{ride}/devices") { request, context -> Response in

@@ -1,5 +1,6 @@
 public import Foundation
 public import Logging
+public import RideAccess
 import RidePush
 import RideStatusKit
 public import SettingsLayers
@@ -26,6 +27,9 @@ public struct RidePushSettings: Sendable {
     /// The JSON Web Key Set of the share keys (the workers' `http.shareKeys`): a registration proves its ride
     /// with a share token. Required.
     public var shareKeys = ""
+    /// A4: the host names the HTTP server answers (`http.allowedHosts`); empty: the loopback names and addresses
+    /// at `http.port`. Other hosts get 421.
+    public var allowedHosts: [String] = []
     /// APNs: on when ``APNsSettings/keyFile`` is set.
     public var apns = APNsSettings()
     /// FCM: on when ``FCMSettings/accountFile`` is set.
@@ -171,6 +175,15 @@ public struct RidePushSettings: Sendable {
             "http.host": { $0.httpHost = $1 },
             "http.port": { $0.httpPort = Int(try SettingValue.number($1, "http.port", 0...65_535)) },
             "http.shareKeys": { $0.shareKeys = $1 },
+            "http.allowedHosts": { settings, value in
+                let list = value == "none" ? [] : value.split(separator: ",").map(String.init)
+                do {
+                    _ = try AllowedHosts(parsing: list)
+                } catch {
+                    throw SettingsProblem(key: "http.allowedHosts", message: "\(error)")
+                }
+                settings.allowedHosts = list
+            },
             "apns.url": { $0.apns.url = $1 },
             "apns.keyFile": { $0.apns.keyFile = $1 },
             "apns.keyId": { $0.apns.keyID = $1 },
@@ -193,4 +206,15 @@ public struct RidePushSettings: Sendable {
             "fcm.caFile",
         ],
         environmentPrefix: "RIDEPUSH_", defaultFile: defaultConfigPath)
+}
+
+extension RidePushSettings {
+    /// A4: `http.allowedHosts`, else the loopback names at `http.port` and the address of `http.host` when it is
+    /// one. The list was checked when it was read.
+    public var httpHosts: AllowedHosts {
+        guard !allowedHosts.isEmpty, let hosts = try? AllowedHosts(parsing: allowedHosts) else {
+            return .loopback(port: httpPort, boundHost: httpHost)
+        }
+        return hosts
+    }
 }

@@ -15,7 +15,8 @@ import SettingsLayers
 ///   `/share/{token}/live`, read from the ride's retained status (``ShareFeed``), so a link works on every
 ///   worker of a group.
 /// It binds where `metrics.host` says: loopback by default, an IPv6 address (`::1`, `::`) as well as IPv4.
-/// Who may read what is ``HTTPAccess``'s: a token never reaches a log line.
+/// Who may read what is ``HTTPAccess``'s: a token never reaches a log line. Every path but the probes answers only
+/// the host names of `http.allowedHosts` (A4, ``HostCheck``), `/metrics` included.
 struct WorkerHTTPServer: Service {
     let host: String
     let port: Int
@@ -45,7 +46,7 @@ struct WorkerHTTPServer: Service {
     }
 
     init(
-        host: String, port: Int, logger: Logger, isReady: @escaping @Sendable () -> Bool,
+        host: String, port: Int, hosts: AllowedHosts, logger: Logger, isReady: @escaping @Sendable () -> Bool,
         metricsText: @escaping @Sendable () -> String, reader: any FleetReader, content: Content, time: WorkerTime,
         access: HTTPAccess, share: (any ShareSource)?
     ) {
@@ -57,6 +58,8 @@ struct WorkerHTTPServer: Service {
         self.share = share
         // HEAD answers wherever GET does (the 405s say `Allow: GET, HEAD`).
         let router = Router(options: .autoGenerateHeadEndpoints)
+        // A4: before every route and file, the host the request is addressed to (the probes answer any).
+        router.add(middleware: HostCheck(hosts: hosts, logger: logger))
         router.get("/metrics") { _, _ in
             Self.text(metricsText(), contentType: "text/plain; version=0.0.4")
         }

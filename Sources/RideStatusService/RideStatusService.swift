@@ -184,7 +184,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 metadata: ["keys": "\(access.verifier?.keyIDs.sorted() ?? [])"])
         }
         return WorkerHTTPServer(
-            host: settings.metricsHost, port: settings.metricsPort, logger: logger,
+            host: settings.metricsHost, port: settings.metricsPort, hosts: settings.httpHosts, logger: logger,
             isReady: { [weak self] in self?.isReady ?? false }, metricsText: metricsText, reader: self,
             content: .init(
                 webRoot: settings.webRoot, leafletDirectory: settings.leafletDirectory, tileURL: settings.tileURL,

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MQTTClient
+import RideAccess
 import RideDomain
 import SettingsLayers
 
@@ -44,6 +45,15 @@ extension WorkerSettings {
         "http.readAPI": { $0.readAPI = try SettingValue.flag($1, "http.readAPI") },
         "http.shareKeys": { $0.shareKeys = $1 == "none" ? "" : $1 },
         "http.operatorTokenFile": { $0.operatorTokenFile = $1 == "none" ? "" : $1 },
+        "http.allowedHosts": { settings, value in
+            let list = value == "none" ? [] : value.split(separator: ",").map(String.init)
+            do {
+                _ = try AllowedHosts(parsing: list)
+            } catch {
+                throw Problem(key: "http.allowedHosts", message: "\(error)")
+            }
+            settings.allowedHosts = list
+        },
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },
         "topics.serviceName": { $0.topics.serviceName = $1 },

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import MQTTClient
+public import RideAccess
 public import RideDomain
 public import SettingsLayers
 
@@ -41,6 +42,9 @@ public struct WorkerSettings: Sendable {
     /// A file holding the operator token: with it in `Authorization: Bearer`, the read API shows everything
     /// when the server listens beyond loopback (where it shows nothing without a token). Empty: none.
     public var operatorTokenFile = ""
+    /// A4: the host names the HTTP server answers (`http.allowedHosts`); empty: the loopback names and addresses
+    /// at `metrics.port` (``AllowedHosts/loopback(port:boundHost:)``). Other hosts get 421.
+    public var allowedHosts: [String] = []
     /// G3, V5: a new owner reads the retained statuses of the rides it loads before it serves them (MQTT 5 only),
     /// so its first status shows what the old owner last published; false starts them from their states.
     public var takeoverReadsStatuses = true
@@ -113,4 +117,15 @@ public struct WorkerSettings: Sendable {
 
     public static let defaultConfigPath = "config/worker.yaml"
     public static let defaultCatalogPath = "config/ride-options.yaml"
+}
+
+extension WorkerSettings {
+    /// A4: the hosts the HTTP server answers: `http.allowedHosts`, else the loopback names at `metrics.port` and
+    /// the address of `metrics.host` when it is one. The list was checked when it was read.
+    public var httpHosts: AllowedHosts {
+        guard !allowedHosts.isEmpty, let hosts = try? AllowedHosts(parsing: allowedHosts) else {
+            return .loopback(port: metricsPort, boundHost: metricsHost)
+        }
+        return hosts
+    }
 }

@@ -39,7 +39,8 @@ struct BrokerSecurityTests {
 
     static func client(_ broker: TestBroker, user: String?, password: String?) async throws -> MQTTClient {
         var configuration = MQTTConfiguration(
-            host: broker.host, port: broker.port, clientID: "sec-\(UUID().uuidString.prefix(8))", cleanStart: true)
+            host: broker.host, port: broker.port, clientID: user ?? "sec-\(UUID().uuidString.prefix(8))",
+            cleanStart: true)
         configuration.username = user
         configuration.password = password
         let client = try MQTTClient(configuration: configuration, logger: quietLogger)

@@ -48,13 +48,15 @@ struct DeploymentSecurityTests {
                 secrets: deployment.folder.path))
     }
 
-    /// A client on the password listener over TLS, trusting `caFile`.
+    /// A client on the password listener over TLS, trusting `caFile`, under its account's name as client id (A4:
+    /// the plugin binds each account to its name), or `clientID`.
     static func client(
         _ broker: TestBroker, caFile: String?, user: String?, password: String?, port: Int? = nil,
-        certificate: (file: String, key: String)? = nil
+        certificate: (file: String, key: String)? = nil, clientID: String? = nil
     ) async throws -> MQTTClient {
         var configuration = MQTTConfiguration(
-            host: "localhost", port: port ?? broker.port, clientID: "dep-\(UUID().uuidString.prefix(8))",
+            host: "localhost", port: port ?? broker.port,
+            clientID: clientID ?? (port == nil ? user : nil) ?? "dep-\(UUID().uuidString.prefix(8))",
             cleanStart: true)
         configuration.username = user
         configuration.password = password

@@ -13,30 +13,28 @@ struct DynamicSecurityTests {
     static let riders = Int(ProcessInfo.processInfo.environment["ACCOUNTS_RIDERS"] ?? "") ?? 100
     static let notAuthorized: Int32 = 0x87
 
-    struct Folder {
-        let url: URL
-        var secrets: String { url.appendingPathComponent("secrets").path }
-        var file: String { url.appendingPathComponent("dynamic-security.json").path }
-        func password(_ account: String) throws -> String {
-            try String(contentsOfFile: secrets + "/" + account, encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
-
-    /// Runs `scripts/broker-accounts.py` and returns what it printed; a failure is the test's.
+    /// Runs `scripts/broker-accounts.py` against the shipped broker of `deployment` as its accounts admin and returns
+    /// what it printed; a failure is the test's.
     @discardableResult
-    static func accounts(_ arguments: [String], _ folder: Folder, port: Int? = nil) async throws -> String {
+    static func accounts(
+        _ arguments: [String], _ deployment: DeploymentSecurityTests.Deployment, port: Int
+    ) async throws -> String {
         let script = BrokerSecurityTests.root.appendingPathComponent("scripts/broker-accounts.py").path
-        let connection = port.map { ["--port", "\($0)"] } ?? []
         let (code, output) = try await ChildProcess.run(
             "/usr/bin/env",
             ["python3", script] + arguments + [
-                "--secrets", folder.secrets, "--static-secrets", folder.secrets, "--file", folder.file,
-            ] + connection)
+                "--secrets", deployment.path("accounts"), "--static-secrets", deployment.path("secrets"),
+                "--port", "\(port)", "--cafile", deployment.path("tls/ca.crt"), "--host", "localhost",
+            ])
         guard code == 0 else {
             throw TimedOut(what: "broker-accounts.py \(arguments.first ?? "") to succeed: \(output)")
         }
         return output
+    }
+
+    static func password(_ account: String, _ deployment: DeploymentSecurityTests.Deployment) throws -> String {
+        try String(contentsOfFile: deployment.path("accounts/\(account)"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The reason code of a refusal, or nil for another error.
@@ -51,21 +49,25 @@ struct DynamicSecurityTests {
         "14, A1: rider accounts created and removed while the worker serves their rides, no broker restart; each reads only its own ride (SUBACK, PUBACK and CONNACK codes)"
     )
     func ridersComeAndGo() async throws {
-        let folder = Folder(
-            url: FileManager.default.temporaryDirectory.appendingPathComponent("dynsec-\(UUID().uuidString)"))
-        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder.url) }
-        try await Self.accounts(["init"], folder)
-        try await withTestBroker(.dynamicSecurity(file: folder.file)) { broker in
+        let deployment = try await DeploymentSecurityTests.setUp()
+        defer { try? FileManager.default.removeItem(at: deployment.folder) }
+        let ca = deployment.path("tls/ca.crt")
+        let broker = try await DeploymentSecurityTests.shippedBroker(deployment)
+        defer { broker.stop() }
+        do {
             let pid = try #require(broker.pid)
-            let accountsFile = BrokerSecurityTests.root.appendingPathComponent("config/security/accounts.yaml").path
-            try await Self.accounts(["provision", "--accounts", accountsFile], folder, port: broker.port)
+            let tlsPort = try #require(broker.tlsPort)
+            // The worker by its certificate, as shipped (A4: no worker account on the password listener).
             let worker = try WorkerProcess(
-                url: "mqtt://worker@\(broker.host):\(broker.port)", directory: broker.directory, workerID: "w-dyn",
-                interval: 5, extra: ["--set", "broker.passwordFile=\(folder.secrets)/worker"])
+                url: "mqtts://localhost:\(tlsPort)", directory: broker.directory, workerID: "w-dyn", interval: 5,
+                extra: [
+                    "--set", "broker.caFile=\(ca)",
+                    "--set", "broker.certificateFile=\(deployment.path("tls/worker.crt"))",
+                    "--set", "broker.keyFile=\(deployment.path("tls/worker.key"))",
+                ])
             try await worker.start()
-            let dispatch = try await BrokerSecurityTests.client(
-                broker, user: "dispatch", password: try folder.password("dispatch"))
+            let dispatch = try await DeploymentSecurityTests.client(
+                broker, caFile: ca, user: "dispatch", password: try deployment.password("dispatch"))
             let seen = BrokerSecurityTests.Inbox(dispatch)
             try await dispatch.subscribe("rides/+/status", qos: .atLeastOnce)
             let rides = (0..<Self.riders).map { "r-acc-\($0)" }
@@ -80,12 +82,12 @@ struct DynamicSecurityTests {
 
             // Dispatch issues the rider accounts while the worker serves the rides: one request, no reload.
             let started = Date()
-            try await Self.accounts(["add-rider"] + rides, folder, port: broker.port)
+            try await Self.accounts(["add-rider"] + rides, deployment, port: broker.port)
             print("dynamic security: \(rides.count) rider accounts created in \(Date().timeIntervalSince(started)) s")
             var checked = 0
             for (index, ride) in rides.enumerated() {
-                let rider = try await BrokerSecurityTests.client(
-                    broker, user: ride, password: try folder.password(ride))
+                let rider = try await DeploymentSecurityTests.client(
+                    broker, caFile: ca, user: ride, password: try Self.password(ride, deployment))
                 let inbox = BrokerSecurityTests.Inbox(rider)
                 try await rider.subscribe("rides/\(ride)/status", qos: .atLeastOnce)
                 try await BrokerSecurityTests.waitUntil("\(ride) reads its own retained status") {
@@ -112,18 +114,18 @@ struct DynamicSecurityTests {
 
             // At the rides' end dispatch removes the accounts: a rider still connected is cut off at once, and no
             // removed rider signs in again.
-            let lingering = try await BrokerSecurityTests.client(
-                broker, user: rides[0], password: try folder.password(rides[0]))
+            let lingering = try await DeploymentSecurityTests.client(
+                broker, caFile: ca, user: rides[0], password: try Self.password(rides[0], deployment))
             let lingeringEvents = Task {
                 for await event in lingering.events { if case .disconnected = event { return true } }
                 return false
             }
-            let passwords = try rides.map { try folder.password($0) }
-            try await Self.accounts(["remove-rider"] + rides, folder, port: broker.port)
+            let passwords = try rides.map { try Self.password($0, deployment) }
+            try await Self.accounts(["remove-rider"] + rides, deployment, port: broker.port)
             #expect(await lingeringEvents.value, "the connected rider was disconnected by the removal")
             for (ride, password) in zip(rides, passwords).prefix(10) {
                 do {
-                    _ = try await BrokerSecurityTests.client(broker, user: ride, password: password)
+                    _ = try await DeploymentSecurityTests.client(broker, caFile: ca, user: ride, password: password)
                     Issue.record("\(ride) signed in after its removal")
                 } catch {
                     #expect(Self.reasonCode(error) == Self.notAuthorized, "CONNACK after the removal: \(error)")
