@@ -10,7 +10,7 @@ DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-security test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
+.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-security test-pause test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -101,6 +101,14 @@ test-cluster: deps
 		NATS_SERVER="$$nats" $(SWIFT) test --skip-build --filter GroupNATSClusterTests || exit 1; \
 		echo "==> cluster suites: $$run of $(RUNS) runs passed in a row"; \
 	done
+
+## test-pause: the pause suite (G5, C5) repeated: SIGSTOP past the will and shorter than the lease, PAUSE_RUNS (default
+## 20) runs of each on one mosquitto with three workers; prints each run's counts. PAUSE_LEASE=off runs the workers
+## without the lease, to measure what it prevents (the checks then fail). make test runs each case once
+PAUSE_RUNS ?= 20
+test-pause: deps
+	$(SWIFT) build --build-tests $(STRICT_FLAGS)
+	PAUSE_RUNS=$(PAUSE_RUNS) PAUSE_LEASE=$(PAUSE_LEASE) $(SWIFT) test --skip-build --filter PauseEndToEndTests
 
 ## test-starts: 100 fresh worker starts beside a CPU hog on each core, each met by a booking published the instant
 ## the worker's online arrives (L8, L6); prints how many got a status. Not in CI (a few minutes); STARTS to change

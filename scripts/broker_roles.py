@@ -32,6 +32,7 @@ WORKER = [
     ("readwrite", "ridestatus/workers/+/released"),
     ("readwrite", "ridestatus/workers/+/load"),
     ("readwrite", "ridestatus/workers/+/recovery"),
+    ("readwrite", "ridestatus/workers/+/lease"),
     ("readwrite", "ridestatus/state/#"),
     ("readwrite", "ridestatus/priors/+"),
     ("read", "ride-options/request"),

@@ -62,6 +62,7 @@ extension MQTTClient {
         }
         let (subscriptions, waiters, isReconnect) = state.withLock { state in
             state.connected = true
+            state.lease?.connected()
             // The will this broker holds is the one made for this attempt (G1): births now carry its incarnation.
             state.incarnation = state.attemptIncarnation
             state.connects += 1
@@ -251,6 +252,7 @@ extension MQTTClient {
 
     /// Forgets `mid` and releases what its acknowledgement lets leave; returns its waiter, if any.
     private func acknowledge(_ mid: Int32, state: inout State) -> CheckedContinuation<Void, any Error>? {
+        state.lease?.acknowledged(mid)
         state.inFlightQoS1.remove(mid)
         state.pendingSubscriptions[mid] = nil
         state.pendingUnsubscribes[mid] = nil

@@ -51,6 +51,9 @@ extension MQTTClient {
             answerLostSubscriptionChanges()
             if wasConnected && !state.withLock({ $0.stopping }) {
                 logger.debug("MQTT connection lost", metadata: ["reason": "\(Self.describe(rc))"])
+                // G5: the broker may have seen the connection end and fired the will: a lost connection is a
+                // lapse, and nothing held under it goes out on the next one (a fence closed it already).
+                if configuration.lease != nil && !state.withLock({ $0.fenced }) { fence(now: .now) }
             }
             if state.withLock({ $0.stopping || $0.refusal != nil }) { break }
             sleep(for: delay)
@@ -102,6 +105,7 @@ extension MQTTClient {
         let (incarnation, endpoint, beforeConnect) = state.withLock { state in
             let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
             state.attemptIncarnation = max(state.attemptIncarnation + 1, now)
+            state.lease?.connecting(at: .now)
             return (state.attemptIncarnation, endpoints[state.endpointIndex % endpoints.count], state.beforeConnect)
         }
         beforeConnect?()
@@ -200,6 +204,9 @@ extension MQTTClient {
         let buffered = readBuffer.pendingBytes > 0
         let ready = poll(&events, wake.readEnd >= 0 ? 2 : 1, buffered ? 0 : Self.pollMilliseconds)
         if ready < 0 && errno != EINTR { return MOSQ_ERR_ERRNO.rawValue }
+        // G5: a pause (or a stall) may have outlasted the lease while this thread waited: before anything is read
+        // or written, and so before libmosquitto writes what it queued.
+        if leaseLapsed() { return MOSQ_ERR_NO_CONN.rawValue }
         // Only this thread closes the socket, so an invalid one means libmosquitto lost it: connect again.
         if events[0].revents & Int16(POLLNVAL) != 0 { return MOSQ_ERR_NO_CONN.rawValue }
         if events[1].revents != 0 {
@@ -233,13 +240,81 @@ extension MQTTClient {
                 flushAcknowledgements()
                 loops += 1
                 // Acknowledgements leave as they are made, so the broker's window (Receive Maximum) stays open.
-                if goesOn(rc) { rc = mosquitto_loop_write(handle, 1) }
+                if goesOn(rc) { rc = leaseLapsed() ? MOSQ_ERR_NO_CONN.rawValue : mosquitto_loop_write(handle, 1) }
             } while goesOn(rc) && loops < Self.burstLoops && socketHasPendingBytes()
         }
+        // G5: an acknowledged packet at least every half keepalive, so that the lease never runs out on silence.
+        if goesOn(rc) { pingLeaseIfDue() }
         // What other threads queued, and what a full socket held back; nothing queued costs no system call.
-        if goesOn(rc) { rc = mosquitto_loop_write(handle, 1) }
+        if goesOn(rc) { rc = leaseLapsed() ? MOSQ_ERR_NO_CONN.rawValue : mosquitto_loop_write(handle, 1) }
         if goesOn(rc) { rc = mosquitto_loop_misc(handle) }
         return rc
+    }
+
+    // MARK: - The lease (G5)
+
+    /// Whether the lease ran out while connected; if so, the connection is fenced (``fence(now:)``) before this
+    /// returns. The window that remains: a pause after this check and before the `write` it guards.
+    func leaseLapsed() -> Bool {
+        guard configuration.lease != nil else { return false }
+        let now = ContinuousClock.now
+        guard state.withLock({ $0.connected && $0.lease?.hasLapsed(at: now) == true }) else { return false }
+        fence(now: now)
+        return true
+    }
+
+    /// Sends an empty QoS 1 publish to the lease topic when no acknowledged packet went out for half a keepalive.
+    private func pingLeaseIfDue() {
+        guard let lease = configuration.lease else { return }
+        state.withLock { state in
+            guard state.connected, state.lease?.pingDue(at: .now) == true, !state.resend.isHolding else { return }
+            try? publishNow(
+                topic: lease.topic, payload: UnsafeRawBufferPointer(start: nil, count: 0), qos: .atLeastOnce,
+                retain: false, properties: MQTTProperties(), waiter: nil, state: &state)
+        }
+    }
+
+    /// G5: the lease lapsed, or the connection was lost. The connection closes without another byte written
+    /// (`mosquitto_reinitialise` closes the socket and forgets libmosquitto's queued and in-flight messages, so
+    /// no reconnect resends them), every publish the client held is dropped and its waiter told
+    /// ``MQTTError/leaseLapsed``, and until ``confirmLease()`` publishes but to the lease's passing topics are
+    /// dropped. Network thread only (libmosquitto's state is rebuilt under the client's lock, which every other
+    /// caller of libmosquitto takes).
+    func fence(now: ContinuousClock.Instant) {
+        var dropped: [CheckedContinuation<Void, any Error>] = []
+        var batch = Outbox.Batch()
+        outbox.withLock { $0.take(swappingWith: &batch) }
+        let (silence, wasConnected) = state.withLock { state -> (Duration, Bool) in
+            let silence = state.lease?.base.map { now - $0 } ?? .zero
+            let wasConnected = state.connected
+            _ = mosquitto_reinitialise(
+                handle, configuration.clientID, configuration.cleanStart, Unmanaged.passUnretained(self).toOpaque())
+            do {
+                try configure()
+            } catch {
+                logger.debug("MQTT client not configured again after a lapse", metadata: ["error": "\(error)"])
+            }
+            installCallbacks()
+            for mid in state.inFlightQoS1 {
+                if let waiter = state.waiters.removeValue(forKey: mid) { dropped.append(waiter) }
+            }
+            let held = state.resend.drain()
+            dropped += held.compactMap(\.waiter)
+            dropped += batch.entries.compactMap(\.waiter)
+            state.fencedDrops += state.inFlightQoS1.count + held.count + batch.entries.count
+            state.inFlightQoS1 = []
+            state.connected = false
+            state.fenced = true
+            state.lease?.fenced()
+            noteRoom(state)
+            return (silence, wasConnected)
+        }
+        readBuffer.reset(socket: -1)
+        for waiter in dropped { waiter.resume(throwing: MQTTError.leaseLapsed) }
+        logger.debug(
+            "MQTT lease lapsed: connection closed, held publishes dropped", metadata: ["silence": "\(silence)"])
+        eventContinuation.yield(.leaseLapsed(silence: silence))
+        if wasConnected { eventContinuation.yield(.disconnected(reason: "the lease with the broker lapsed (G5)")) }
     }
 
     /// Loops of one burst, at most: about two messages each, below the broker's window (Receive Maximum).

@@ -125,8 +125,15 @@ extension MQTTClient {
         }
         var published = false
         var refused = Refusals()
+        let passing = state.fenced ? configuration.lease?.passing : nil
         batch.bytes.withUnsafeBufferPointer { bytes in
             for entry in batch.entries {
+                if let passing, !passing.contains(batch.topic(of: entry)) {
+                    // G5: fenced after a lapse: nothing goes out for what the client held until it is confirmed.
+                    state.fencedDrops += 1
+                    entry.waiter?.resume(throwing: MQTTError.leaseLapsed)
+                    continue
+                }
                 if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
                     // The window is full (a slow or frozen broker): wait here, coalesced, rather than in libmosquitto.
                     state.resend.holdForWindow()
@@ -158,7 +165,7 @@ extension MQTTClient {
     /// Records the room ``publishRoom`` reports, from `state`. Call with `state` locked.
     func noteRoom(_ state: State) {
         let room =
-            state.connected && !state.resend.isHolding
+            state.connected && !state.resend.isHolding && !state.fenced
             ? max(0, configuration.maxInFlight - state.inFlightQoS1.count) : 0
         outbox.withLock { $0.room = room }
     }
@@ -177,6 +184,7 @@ extension MQTTClient {
         // With QoS 1 a message that could not be written now stays queued (NO_CONN) and is sent on reconnect.
         let queued = rc == MOSQ_ERR_SUCCESS.rawValue || (qos == .atLeastOnce && rc == MOSQ_ERR_NO_CONN.rawValue)
         if queued && qos == .atLeastOnce {
+            state.lease?.sent(mid, at: .now)
             state.inFlightQoS1.insert(mid)
             if let waiter { state.waiters[mid] = waiter }
         }

@@ -102,6 +102,12 @@ public final class MQTTClient: @unchecked Sendable {
         var spareBatch = Outbox.Batch()
         /// Runs on the network thread before each connect (``setBeforeConnect(_:)``).
         var beforeConnect: (@Sendable () -> Void)?
+        /// G5: the lease with the broker, when the configuration asks for one.
+        var lease: BrokerLease?
+        /// G5: from a lapse until ``MQTTClient/confirmLease()``: publishes but to the passing topics are dropped.
+        var fenced = false
+        /// G5: publishes dropped while fenced, and at the lapses.
+        var fencedDrops = 0
     }
     let state = Locked(State())
 
@@ -124,6 +130,11 @@ public final class MQTTClient: @unchecked Sendable {
             throw .library(operation: "mosquitto_new", code: MOSQ_ERR_NOMEM.rawValue, message: "cannot create client")
         }
         self.handle = handle
+        if configuration.lease != nil {
+            state.withLock {
+                $0.lease = BrokerLease(keepAlive: configuration.keepAlive, margin: configuration.lease?.margin ?? .zero)
+            }
+        }
         do {
             try configure()
         } catch {
@@ -195,6 +206,21 @@ public final class MQTTClient: @unchecked Sendable {
             if let immediate { continuation.resume(with: immediate) }
         }
     }
+
+    /// G5: the application confirmed, after a lapse of the lease, that what it publishes is still its own: the
+    /// client publishes again (``MQTTConfiguration/Lease``).
+    public func confirmLease() {
+        state.withLock { state in
+            state.fenced = false
+            noteRoom(state)
+        }
+    }
+
+    /// G5: whether the client drops publishes after a lapse, until ``confirmLease()``.
+    public var isFenced: Bool { state.withLock { $0.fenced } }
+
+    /// G5: publishes dropped at lapses and while fenced.
+    public var fencedDrops: Int { state.withLock { $0.fencedDrops } }
 
     /// Whether a CONNACK success has been received and the connection has not dropped since.
     public var isConnected: Bool { state.withLock { $0.connected } }

@@ -24,6 +24,27 @@ public struct MQTTConfiguration: Sendable {
         }
     }
 
+    /// G5: a lease with the broker (``BrokerLease``). The client keeps one acknowledged QoS 1 packet going out at
+    /// least every half keepalive (an empty publish to `topic` when nothing else went), and once the lease has
+    /// lapsed (by its monotonic clock: a pause, a stall) or the connection was lost, it closes the connection
+    /// without writing anything more, drops every publish it held (libmosquitto's in-flight ones included, by
+    /// `mosquitto_reinitialise`), reports ``MQTTConnectionEvent/leaseLapsed(silence:)`` and, until
+    /// ``MQTTClient/confirmLease()``, drops every publish but to the `passing` topics.
+    public struct Lease: Sendable, Equatable {
+        /// Where the lease pings go (empty, QoS 1, not retained): a topic only this client reads.
+        public var topic: String
+        /// What the lease keeps from the broker's deadline (``BrokerLease``).
+        public var margin: Duration
+        /// Topics published to while fenced: markers that carry no data of what the client held.
+        public var passing: Set<String>
+
+        public init(topic: String, margin: Duration = .seconds(1), passing: Set<String> = []) {
+            self.topic = topic
+            self.margin = margin
+            self.passing = passing.union([topic])
+        }
+    }
+
     /// The message the broker publishes for this client when the connection dies without DISCONNECT.
     public struct Will: Sendable {
         public var topic: String
@@ -102,6 +123,8 @@ public struct MQTTConfiguration: Sendable {
     /// worker idled, at 64 % to 68 % of a bare MQTT 3.1.1 `mosquitto_sub` (whose window is the broker's
     /// `max_inflight_messages`). 0 sends none.
     public var receiveMaximum: UInt16 = 100
+    /// G5: the lease with the broker; nil keeps none (a tool, not a worker).
+    public var lease: Lease?
 
     public init(
         host: String = "127.0.0.1",

@@ -12,6 +12,8 @@ public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidConfiguration(String)
     /// The client was shut down while the operation waited.
     case shutDown
+    /// G5: the lease with the broker lapsed; what was held was dropped, unsent (``MQTTConfiguration/Lease``).
+    case leaseLapsed
 
     public var description: String {
         switch self {
@@ -27,6 +29,8 @@ public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "invalid MQTT configuration: \(message)"
         case .shutDown:
             return "MQTT client was shut down"
+        case .leaseLapsed:
+            return "the lease with the broker lapsed: dropped unsent (G5)"
         }
     }
 }

@@ -81,6 +81,10 @@ public enum MQTTConnectionEvent: Sendable, Equatable {
     /// Something went wrong that the client works around: the application logs it (the client itself logs at
     /// debug and trace only).
     case trouble(MQTTClientTrouble)
+    /// G5: the lease with the broker lapsed (``MQTTConfiguration/Lease``), `silence` after the send of the last
+    /// acknowledged packet: the connection is closed, what the client held is dropped, and publishes but to the
+    /// lease's passing topics are dropped until ``MQTTClient/confirmLease()``. A `disconnected` follows.
+    case leaseLapsed(silence: Duration)
 }
 
 /// What the client worked around, for the application to log (``MQTTConnectionEvent/trouble(_:)``).

@@ -68,7 +68,7 @@ extension RideStatusService {
     }
 
     /// The topic of the marker that closes one load of buckets (G3).
-    var loadMarker: String { "\(settings.topics.serviceName)/workers/\(identity.id)/load" }
+    var loadMarker: String { settings.topics.loadMarker(worker: identity.id) }
 
     // MARK: Events to the machine
 

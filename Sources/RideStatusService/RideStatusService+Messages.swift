@@ -16,7 +16,20 @@ extension RideStatusService {
                 metrics.connects.increment()
                 switch core.withLock({ $0.lifecycle.connected(nonce: UUID().uuidString) }) {
                 case .startRecovery(let nonce):
+                    // G5: a recovery holds nothing yet and reads everything anew: its markers may go out.
+                    transport.confirmLease()
                     await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
+                case .confirmLease(let nonce):
+                    // G5: after what the session queued while this worker was away (its own will among it, which
+                    // makes it rejoin), the marker comes back; until then nothing goes out for the rides.
+                    logger.notice(
+                        "reconnected after the lease lapsed: confirming before publishing for any ride (G5)",
+                        metadata: ["rides.held": "\(core.withLock { $0.engine.activeRideCount })"])
+                    do {
+                        try transport.publish(identity.leaseMarker, Array(nonce.utf8))
+                    } catch {
+                        logger.error("the lease marker was refused (G5)", metadata: ["error": "\(error)"])
+                    }
                 case .republishAll:
                     let count = core.withLock { core in
                         core.engine.makeAllDue(now: time.now)
@@ -26,9 +39,15 @@ extension RideStatusService {
                     logger.info(
                         "reconnected: every active ride publishes now, as fast as the broker takes them (C4)",
                         metadata: ["rides": "\(count)"])
-                case .none, .restore, .finishRecovery, .handle, .formView:
+                case .none, .restore, .finishRecovery, .handle, .formView, .leaseConfirmed:
                     break
                 }
+            case .leaseLapsed(let silence):
+                metrics.leaseLapses.increment()
+                core.withLock { $0.lifecycle.lapsed() }
+                logger.warning(
+                    "the lease with the broker lapsed: nothing written before goes out, and nothing for the rides until this worker has confirmed it still holds them (G5)",
+                    metadata: ["silence": "\(silence)"])
             case .subscriptionsRestored(let incarnation, let refused):
                 let quoting = core.withLock { $0.quoter != nil }
                 let controls = Set(controlFilters(quoting: quoting))
@@ -133,6 +152,9 @@ extension RideStatusService {
         }
         // G3: this worker's own load markers, in order with the loads' subscriptions.
         subscriptions.subscribe(loadMarker)
+        // G5: the lease marker, which closes a confirmation after a lapse (the client restores it on reconnecting,
+        // ahead of the marker).
+        subscriptions.subscribe(identity.leaseMarker)
         // L8: `online` and `/readyz` wait for these SUBACKs: a booking published after `online` is never lost.
         controlSubscriptions.continuation.yield(.recovery(controlFilters(quoting: core.quoter != nil)))
         let now = time.now
@@ -162,6 +184,19 @@ extension RideStatusService {
     /// L8, G1: the birth of the connection of `incarnation`, once the lifecycle says every control and request
     /// subscription is acknowledged on it; ``heartbeat(now:core:)`` repeats it. The payload is built now, with
     /// that connection's incarnation.
+    /// G5: the lease marker came back after a lapse: everything the session queued while this worker was away has
+    /// been read (a will of its own made it rejoin). What it still holds is its own: the client publishes again,
+    /// every ride publishes at once (C4), and `online` goes out if due (L8).
+    func confirmLease(announcing: UInt64?, now: Date, core: inout Core) {
+        transport.confirmLease()
+        core.engine.makeAllDue(now: now)
+        planWake(&core)
+        logger.notice(
+            "lease confirmed: every held ride publishes now (G5, C4)",
+            metadata: ["rides": "\(core.engine.activeRideCount)"])
+        if let announcing { announce(incarnation: announcing, core: &core) }
+    }
+
     func announce(incarnation: UInt64, core: inout Core) {
         // A drop the event stream has not brought yet: the client would hold this birth and send it at the next
         // CONNACK, before that connection's subscriptions are back. The next restoration announces instead.
@@ -211,6 +246,8 @@ extension RideStatusService {
             case .position: kind = .fix
             case .unknown where message.topic == identity.recoveryMarker:
                 kind = .recoveryMarker(String(decoding: message.payload, as: UTF8.self))
+            case .unknown where message.topic == identity.leaseMarker:
+                kind = .leaseMarker(String(decoding: message.payload, as: UTF8.self))
             default: kind = .other
             }
             let published = core.withLock { core -> Bool in
@@ -235,7 +272,9 @@ extension RideStatusService {
                     finishRecovery(stashed: stashed, core: &core)
                 case .formView(let nonce):
                     chooseRead(nonce: nonce, core: &core)
-                case .none, .startRecovery, .republishAll:
+                case .leaseConfirmed(let announcing):
+                    confirmLease(announcing: announcing, now: now, core: &core)
+                case .none, .startRecovery, .republishAll, .confirmLease:
                     break
                 }
                 return false

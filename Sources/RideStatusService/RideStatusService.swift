@@ -358,6 +358,8 @@ extension RideStatusService where Transport == MQTTClient {
         if settings.readAPI, !settings.shareKeys.isEmpty, settings.metricsPort > 0 {
             var configuration = try settings.mqttConfiguration(workerID: identity.id, version: "share")
             configuration.clientID += "-share"
+            // It reads, and holds nothing to fence (G5 is the worker's connection's).
+            configuration.lease = nil
             configuration.cleanStart = true
             configuration.sessionExpiry = 0
             configuration.will = nil

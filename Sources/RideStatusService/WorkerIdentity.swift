@@ -37,6 +37,9 @@ struct WorkerIdentity: Sendable {
     /// The topic of the marker that closes this worker's recovery (L5).
     var recoveryMarker: String { "\(topics.serviceName)/workers/\(id)/recovery" }
 
+    /// G5: the topic of the lease marker (a confirmation after a lapse) and of the client's lease pings.
+    var leaseMarker: String { topics.leaseMarker(worker: id) }
+
     private static func resolve(_ settings: WorkerSettings) throws -> String {
         if let id = settings.workerID {
             guard Identifier.isValid(id) else {

@@ -18,6 +18,13 @@
 /// remembered subscription was answered (``subscriptionsRestored(incarnation:controlsRefused:)``). Whichever
 /// comes second announces, once per connection, with that connection's incarnation.
 ///
+/// The lease (G5): once the client reports that its lease with the broker lapsed (a pause, a stall, a lost
+/// connection), the worker publishes nothing for the rides it holds until it knows it still holds them. On the next
+/// CONNACK it publishes a marker to itself (``Action/confirmLease(nonce:)``): the broker delivers first what its
+/// session queued meanwhile (the group's presences, this worker's own will if it fired, which makes it rejoin as a
+/// newcomer), then the marker. When the marker comes back the worker has read everything that happened while it
+/// was away: the client may publish again, every ride publishes at once (C4), and `online` may go out.
+///
 /// The stash is bounded by ``stashLimit``: past it, a control message is dropped and counted in
 /// ``stashOverflow``; the service logs it (naming L6). A worker that has more control messages waiting
 /// than that at start-up has a broker session far beyond what the cadence could take in anyway.
@@ -26,6 +33,8 @@ struct WorkerLifecycle<Message> {
         case connecting
         case recovering
         case ready
+        /// G5: connected again after a lapse; the lease marker has not come back yet.
+        case confirming
         case draining
     }
 
@@ -39,6 +48,8 @@ struct WorkerLifecycle<Message> {
         case presence
         /// The recovery marker, with its payload.
         case recoveryMarker(String)
+        /// G5: this worker's lease marker (`{serviceName}/workers/{id}/lease`), with its payload.
+        case leaseMarker(String)
         /// A vehicle's position.
         case fix
         /// A control message or a request.
@@ -59,6 +70,11 @@ struct WorkerLifecycle<Message> {
         /// A reconnect after recovery: publish every ride at once (C4); the announcement waits for the
         /// restoration of the subscriptions (L8).
         case republishAll
+        /// G5: a reconnect after the lease lapsed: publish `nonce` on the lease marker; nothing for the rides.
+        case confirmLease(nonce: String)
+        /// G5: the lease marker came back: the client may publish again, every ride publishes at once (C4), and
+        /// `online` goes out on the incarnation given, if due (L8).
+        case leaseConfirmed(announce: UInt64?)
         /// Handle the message now.
         case handle(Message)
         /// Nothing to do.
@@ -82,6 +98,8 @@ struct WorkerLifecycle<Message> {
     private var retryingIncarnation: UInt64?
     /// L8: the incarnation announced on the current connection, if it was.
     private(set) var announcedIncarnation: UInt64?
+    /// G5: the client's lease lapsed and the worker has not confirmed since that it still holds its rides.
+    private(set) var leaseLapsed = false
 
     init(stashLimit: Int = 100_000) {
         self.stashLimit = stashLimit
@@ -95,6 +113,10 @@ struct WorkerLifecycle<Message> {
         switch state {
         case .draining:
             return .none
+        case .connecting where recovered && leaseLapsed, .ready where leaseLapsed, .confirming:
+            state = .confirming
+            self.nonce = nonce
+            return .confirmLease(nonce: nonce)
         case .connecting where recovered:
             state = .ready
             return .republishAll
@@ -112,8 +134,15 @@ struct WorkerLifecycle<Message> {
     static func viewMarker(nonce: String) -> String { nonce + "/view" }
 
     mutating func disconnected() {
-        if state == .ready || state == .recovering { state = .connecting }
+        if state == .ready || state == .recovering || state == .confirming { state = .connecting }
         forgetConnection()
+    }
+
+    /// G5: the client's lease lapsed. Before recovery there is nothing held (the recovery reads everything
+    /// again), so it matters only once recovered.
+    mutating func lapsed() {
+        guard state != .draining, recovered else { return }
+        leaseLapsed = true
     }
 
     private mutating func forgetConnection() {
@@ -165,6 +194,12 @@ struct WorkerLifecycle<Message> {
     }
 
     mutating func received(_ kind: Kind, _ message: Message) -> Action {
+        if case .leaseMarker(let payload) = kind {
+            guard state == .confirming, payload == nonce else { return .none }
+            state = .ready
+            leaseLapsed = false
+            return .leaseConfirmed(announce: announceIfDue())
+        }
         guard !recovered else {
             // Ready, or reconnecting after recovery: every message is handled as it comes.
             return .handle(message)
@@ -184,6 +219,8 @@ struct WorkerLifecycle<Message> {
             return .finishRecovery(stashed: stashed)
         case .fix:
             fixesSkipped += 1
+            return .none
+        case .leaseMarker:
             return .none
         case .other:
             guard stash.count < stashLimit else {

@@ -5,6 +5,7 @@ import RideDomain
 /// The worker's metrics through swift-metrics; the executable picks the backend (Prometheus text).
 package struct WorkerMetrics: Sendable {
     let connects = Counter(label: "ridestatus_connects_total")
+    let leaseLapses = Counter(label: "ridestatus_lease_lapses_total")
     let reconnects = Gauge(label: "ridestatus_reconnects")
     let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
     /// Publishes the connection takes now without holding them back (0: disconnected or the broker behind).
@@ -93,6 +94,8 @@ extension WorkerMetrics {
     /// (swift-metrics has no help text, so the executable adds these lines to the Prometheus text).
     package static let help: [String: String] = [
         "ridestatus_connects_total": "Connections to the broker made (the first and every reconnect).",
+        "ridestatus_lease_lapses_total":
+            "G5: times the lease with the broker lapsed (a pause, a stall, a lost connection): what was queued was dropped and the rides waited for a confirmation.",
         "ridestatus_reconnects": "Reconnects of the current process so far.",
         "ridestatus_mqtt_dropped_messages": "Messages libmosquitto dropped for lack of room in its queue.",
         "ridestatus_mqtt_publish_room":

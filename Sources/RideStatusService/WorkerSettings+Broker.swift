@@ -57,6 +57,13 @@ extension WorkerSettings {
         configuration.keepAlive = keepAlive
         configuration.interposeIO = interposeIO
         configuration.maximumReconnectDelay = .seconds(5)
+        // G5: the lease, pinged on its own topic; while fenced only this worker's own markers go out (the lease
+        // marker closes the confirmation; a rejoin's load markers carry nothing of the rides).
+        if lease {
+            configuration.lease = .init(
+                topic: topics.leaseMarker(worker: workerID), margin: leaseMargin,
+                passing: [topics.loadMarker(worker: workerID)])
+        }
         // G1, L8: each connection's will carries that connection's incarnation, as its birth does.
         configuration.will = .init(
             topic: topics.presence(worker: workerID),

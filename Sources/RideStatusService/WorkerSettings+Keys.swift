@@ -28,6 +28,11 @@ extension WorkerSettings {
             }
         },
         "broker.keepAlive": { $0.keepAlive = Int(try SettingValue.number($1, "broker.keepAlive", 2...600, .seconds)) },
+        "broker.lease": { $0.lease = try SettingValue.flag($1, "broker.lease") },
+        "broker.leaseMargin": {
+            $0.leaseMargin = .milliseconds(
+                Int(try SettingValue.number($1, "broker.leaseMargin", 0.1...60, .seconds) * 1000))
+        },
         "broker.dotsInTopics": { $0.ride.dotsInTopics = try SettingValue.flag($1, "broker.dotsInTopics") },
         "broker.interposeIO": { $0.interposeIO = try SettingValue.flag($1, "broker.interposeIO") },
         "worker.takeoverReadsStatuses": {

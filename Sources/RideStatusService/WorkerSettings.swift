@@ -60,6 +60,11 @@ public struct WorkerSettings: Sendable {
     /// Seconds between keepalive pings: the broker sends the will after 1.5 times this without a word from a
     /// worker that vanished without closing its socket (G3's failure detection time).
     public var keepAlive = 5
+    /// G5: what the worker's lease keeps from the broker's deadline (1.5 x keepAlive in whole seconds).
+    public var leaseMargin: Duration = .seconds(1)
+    /// G5: false drops the lease (the behaviour before it), so that the pause suite can measure what it prevents.
+    /// Never in production: a paused worker then publishes stale statuses when it resumes.
+    public var lease = true
     public var topics = Topics()
     public var ride = RideConfiguration()
     /// The ride-option catalog file (3.4); empty turns quotes off.
@@ -105,6 +110,13 @@ public struct WorkerSettings: Sendable {
             settings.rideOptionsCatalogPath = folder.appendingPathComponent("ride-options.yaml").path
         }
         try settings.readSecrets(overrides: overrides)
+        let deadline = BrokerLease(keepAlive: settings.keepAlive, margin: .zero).brokerDeadline
+        if settings.leaseMargin >= deadline {
+            throw Problem(
+                key: "broker.leaseMargin",
+                message:
+                    "must be below the broker's deadline, 1.5 x broker.keepAlive in whole seconds (\(deadline)) (G5)")
+        }
         if let problem = settings.ride.problems().first {
             throw Problem(key: "rides.\(problem.key)", message: problem.message)
         }

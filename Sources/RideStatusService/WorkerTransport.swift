@@ -46,6 +46,9 @@ public protocol WorkerTransport: AnyObject, Sendable {
     func flush(timeout: Duration) async -> Bool
     /// Leaves cleanly: the broker does not send the will.
     func disconnect(flushTimeout: Duration) async
+    /// G5: the worker confirmed, after a lapse of the lease, that it still holds its rides: the client publishes
+    /// again (from the lapse until now it dropped every publish but the lease marker's).
+    func confirmLease()
 }
 
 extension WorkerTransport {

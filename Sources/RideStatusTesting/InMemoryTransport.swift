@@ -42,6 +42,10 @@ public final class InMemoryTransport: WorkerTransport {
         var refused: Set<String> = []
         /// How many subscriptions the broker refused so far.
         var refusals = 0
+        /// G5: the lease lapsed and the worker has not confirmed since: publishes but to these topics are dropped.
+        var fencedPassing: Set<String>?
+        /// Publishes dropped while fenced.
+        var fencedDrops = 0
     }
 
     init(broker: InMemoryBroker) {
@@ -211,12 +215,32 @@ public final class InMemoryTransport: WorkerTransport {
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties
     ) throws {
         let message = MQTTMessage(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
-        let connected = state.withLock { state in
+        let connected = state.withLock { state -> Bool? in
+            if let passing = state.fencedPassing, !passing.contains(topic) {
+                state.fencedDrops += 1
+                return nil
+            }
             if !state.connected { state.outbox.append(message) }
             return state.connected
         }
-        if connected { broker.route(message, from: id) }
+        if connected == true { broker.route(message, from: id) }
     }
+
+    /// G5: the lease lapses as ``MQTTClient``'s does: what was held back is dropped, the connection ends, and
+    /// until ``confirmLease()`` every publish but to `passing` is dropped. The test reconnects with ``reconnect(cleanSession:)``.
+    public func lapseLease(passing: Set<String>) {
+        state.withLock { state in
+            state.outbox = []
+            state.fencedPassing = passing
+        }
+        eventSink.yield(.leaseLapsed(silence: .seconds(7)))
+        drop()
+    }
+
+    public func confirmLease() { state.withLock { $0.fencedPassing = nil } }
+
+    /// G5: publishes dropped while the lease had lapsed.
+    public var fencedDrops: Int { state.withLock { $0.fencedDrops } }
 
     public func subscribe(_ filter: String, qos: MQTTQoS, options: MQTTSubscribeOptions) async throws {
         try await subscribe([filter], qos: qos, options: options)

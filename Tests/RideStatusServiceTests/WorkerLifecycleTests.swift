@@ -200,3 +200,77 @@ struct WorkerLifecycleTests {
         #expect(draining.controlsAcknowledged() == nil)
     }
 }
+
+/// G5: after a lapse of the lease, nothing for the rides until the lease marker comes back.
+@Suite("WorkerLifecycle: the lease (G5)")
+struct WorkerLifecycleLeaseTests {
+    typealias Lifecycle = WorkerLifecycle<String>
+
+    func recovered() -> Lifecycle {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n-0")
+        _ = lifecycle.received(.recoveryMarker("n-0"), "marker")
+        return lifecycle
+    }
+
+    @Test(
+        "G5: a lapse, then a CONNACK: the lease marker first; online waits; the marker back republishes and announces")
+    func confirmation() {
+        var lifecycle = recovered()
+        #expect(lifecycle.controlsAcknowledged() == nil, "no restoration yet")
+        lifecycle.lapsed()
+        lifecycle.disconnected()
+        guard case .confirmLease(let nonce) = lifecycle.connected(nonce: "n-1") else {
+            Issue.record("a reconnect after a lapse must confirm before republishing")
+            return
+        }
+        #expect(nonce == "n-1" && lifecycle.state == .confirming)
+        // The restoration is answered before the marker is back: no `online` yet.
+        #expect(lifecycle.subscriptionsRestored(incarnation: 7, controlsRefused: false) == nil)
+        // Messages the session queued meanwhile are handled as they come (a will of its own among them).
+        if case .handle = lifecycle.received(.presence, "own will") {} else { Issue.record("handled in order") }
+        // A marker of another confirmation, or a ping, confirms nothing.
+        if case .leaseConfirmed = lifecycle.received(.leaseMarker(""), "ping") { Issue.record("a ping confirmed") }
+        if case .leaseConfirmed = lifecycle.received(.leaseMarker("n-0"), "old") { Issue.record("a stale marker") }
+        guard case .leaseConfirmed(let announce) = lifecycle.received(.leaseMarker("n-1"), "marker") else {
+            Issue.record("the marker back confirms the lease")
+            return
+        }
+        #expect(announce == 7 && lifecycle.state == .ready && !lifecycle.leaseLapsed)
+        // The next reconnect without a lapse republishes at once, as before (C4).
+        lifecycle.disconnected()
+        guard case .republishAll = lifecycle.connected(nonce: "n-2") else {
+            Issue.record("a plain reconnect republishes")
+            return
+        }
+    }
+
+    @Test("G5: a connection lost while confirming confirms again on the next, with a new nonce")
+    func confirmationInterrupted() {
+        var lifecycle = recovered()
+        lifecycle.lapsed()
+        _ = lifecycle.connected(nonce: "n-1")
+        lifecycle.disconnected()
+        guard case .confirmLease(let nonce) = lifecycle.connected(nonce: "n-2") else {
+            Issue.record("still unconfirmed: confirm again")
+            return
+        }
+        #expect(nonce == "n-2")
+        if case .leaseConfirmed = lifecycle.received(.leaseMarker("n-1"), "the first") {
+            Issue.record("the marker of the lost connection must not confirm the new one")
+        }
+    }
+
+    @Test("G5: a lapse before the recovery ends changes nothing: the recovery starts again and reads everything")
+    func lapseDuringRecovery() {
+        var lifecycle = Lifecycle()
+        _ = lifecycle.connected(nonce: "n-0")
+        lifecycle.lapsed()
+        lifecycle.disconnected()
+        guard case .startRecovery = lifecycle.connected(nonce: "n-1") else {
+            Issue.record("the recovery starts again")
+            return
+        }
+        #expect(!lifecycle.leaseLapsed)
+    }
+}

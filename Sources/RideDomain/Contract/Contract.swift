@@ -59,6 +59,10 @@ public struct Topics: Sendable, Equatable {
     public func stateFilter(bucket: Int) -> String { "\(serviceName)/state/\(Ownership.bucketName(bucket))/+" }
     /// G3: a worker's notice that it has written the last states of the buckets it lists and stopped serving them.
     public func released(worker: String) -> String { "\(serviceName)/workers/\(worker)/released" }
+    /// G5: a worker's lease pings and lease marker (private to it: it alone reads them).
+    public func leaseMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/lease" }
+    /// G3: a worker's load markers (private to it).
+    public func loadMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/load" }
     /// E1 (issue 31): one service area's learned priors, retained and private to the workers (``AreaPriors``):
     /// `{serviceName}/priors/{key}`, the key ``AreaPriors/key(area:)``.
     public func priors(key: String) -> String { "\(serviceName)/priors/\(key)" }
