@@ -216,7 +216,7 @@ let package = Package(
         ),
         .target(
             name: "FleetModel",
-            dependencies: ["RideDomain"],
+            dependencies: ["RideDomain", "WorkerGroup"],
             swiftSettings: swiftSettings
         ),
         // MARK: How services read settings: a YAML file, environment variables, flags (worker and ride-push)
@@ -242,6 +242,7 @@ let package = Package(
                 "MQTTClient",
                 "RideDomain",
                 "RideJSON",
+                "WorkerGroup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -267,6 +268,7 @@ let package = Package(
                 "MQTTClient",
                 "RideDomain",
                 "MosquittoTesting",
+                "WorkerGroup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -349,6 +351,7 @@ let package = Package(
                 "RideDomain",
                 "FleetModel",
                 "MosquittoTesting",
+                "WorkerGroup",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             exclude: ["Golden"],

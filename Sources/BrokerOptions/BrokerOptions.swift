@@ -2,7 +2,7 @@ public import ArgumentParser
 public import MQTTClient
 
 /// How a command-line tool of the project reaches the broker: its URL and, for a secured deployment
-/// (issue 14), the account, the file holding its password and the deployment's CA. The same flags in
+///, the account, the file holding its password and the deployment's CA. The same flags in
 /// `fleet-sim` and `ride-watch`.
 public struct BrokerOptions: ParsableArguments, Sendable {
     /// The broker as given; nil when the flag is absent (``brokerURL`` is then the default), so that a tool

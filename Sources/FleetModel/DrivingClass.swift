@@ -1,7 +1,8 @@
 import Foundation
 public import RideDomain
+public import WorkerGroup
 
-/// Classes of real driving for the ETA benchmark and the simulator (issue 31), calibrated to the 22 recorded
+/// Classes of real driving for the ETA benchmark and the simulator, calibrated to the 22 recorded
 /// city trips of that issue (their figures, not their data): fixes every 1 to 5 s; arterial trips at 18 to 20
 /// m/s with at most one short stop; slow urban trips at 3 to 5 m/s with 2 to 5 stops of 10 s or more (27 to 165 s
 /// of a 4 to 6 minute window standing); mixed trips between. Road distance over great-circle distance had a

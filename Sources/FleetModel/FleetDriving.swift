@@ -1,6 +1,7 @@
 public import RideDomain
+public import WorkerGroup
 
-/// How fleet-sim's vehicles drive and report (issue 31): the old grid city (``StreetTrip``, a fix every tick with
+/// How fleet-sim's vehicles drive and report: the old grid city (``StreetTrip``, a fix every tick with
 /// `speed`), or the classes of real driving (``DrivingClass``) with the recorded trips' sampling.
 public enum FleetDriving: String, CaseIterable, Sendable {
     /// Grid legs on slow and fast streets, red lights; a fix every tick, always with `speed`.

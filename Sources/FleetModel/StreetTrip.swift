@@ -1,6 +1,7 @@
 public import RideDomain
+public import WorkerGroup
 
-/// A car's trip through a grid city, second by second, for the ETA benchmark (issue 15): legs of 100-400 m
+/// A car's trip through a grid city, second by second, for the ETA benchmark: legs of 100-400 m
 /// that alternate north-south and east-west (``corners(from:to:random:)``, `fleet-sim`'s street paths); each leg a street of its own
 /// speed (a third of them fast, 11-15 m/s, the rest 5-9 m/s), reached and left at 2 m/s²; at each corner a
 /// red light with probability 0.35 that holds the car 10-45 s. Deterministic for a generator's state.

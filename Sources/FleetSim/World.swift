@@ -1,6 +1,7 @@
 import FleetModel
 import Foundation
 import RideDomain
+import WorkerGroup
 
 struct OutgoingMessage {
     var topic: String

@@ -63,6 +63,7 @@ extension MQTTClient {
         let (subscriptions, waiters, isReconnect) = state.withLock { state in
             state.connected = true
             state.lease?.connected()
+            state.lostConnection = false
             // The will this broker holds is the one made for this attempt (G1): births now carry its incarnation.
             state.incarnation = state.attemptIncarnation
             state.connects += 1
@@ -113,6 +114,9 @@ extension MQTTClient {
             }
         }
         let restoredNow = state.withLock { state -> Bool in
+            // G5: a SUBACK extends the lease as a PUBACK does (a large restoration delays the pings behind it).
+            let sent = ContinuousClock.now
+            for mid in restoring.keys { state.lease?.sent(mid, at: sent) }
             state.restoring = restoring
             state.restoreRefused = unsent
             state.restorationAbandoned = abandoned
@@ -160,6 +164,9 @@ extension MQTTClient {
     func handleDisconnect(code: Int32) {
         flushAcknowledgements()
         let stopping = state.withLock { state in
+            // G5: a connection lost (not ended on request) is fenced by the network thread once this callback has
+            // returned (libmosquitto holds its callback lock here, which `mosquitto_reinitialise` destroys).
+            if code != 0 && !state.stopping && state.connected { state.lostConnection = true }
             state.connected = false
             state.resend.disconnected()
             noteRoom(state)
@@ -235,6 +242,7 @@ extension MQTTClient {
         flushAcknowledgements()
         let (waiter, restored) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, Bool) in
             if let filters = state.restoring.removeValue(forKey: mid) {
+                state.lease?.acknowledged(mid)
                 for (index, code) in codes.enumerated() where code >= 0x80 {
                     // A broker that answers fewer codes than filters refused the packet: every filter.
                     let refused = codes.count == filters.count ? [filters[index]] : filters

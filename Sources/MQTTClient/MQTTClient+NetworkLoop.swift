@@ -38,22 +38,24 @@ extension MQTTClient {
             let rc = loopOverBurst()
             if rc == MOSQ_ERR_SUCCESS.rawValue { continue }
             socketOpen = false
-            let wasConnected = state.withLock { state in
+            let (wasConnected, lost) = state.withLock { state in
                 defer {
                     state.connected = false
+                    state.lostConnection = false
                     state.endpointIndex += 1
                     state.resend.disconnected()
                     state.lastError = Self.describe(rc)
                     noteRoom(state)
                 }
-                return state.connected
+                return (state.connected, state.lostConnection)
             }
             answerLostSubscriptionChanges()
-            if wasConnected && !state.withLock({ $0.stopping }) {
+            if (wasConnected || lost) && !state.withLock({ $0.stopping }) {
                 logger.debug("MQTT connection lost", metadata: ["reason": "\(Self.describe(rc))"])
                 // G5: the broker may have seen the connection end and fired the will: a lost connection is a
-                // lapse, and nothing held under it goes out on the next one (a fence closed it already).
-                if configuration.lease != nil && !state.withLock({ $0.fenced }) { fence(now: .now) }
+                // lapse, and nothing held under it goes out on the next one. (libmosquitto's callback already
+                // told the application when it saw the loss; otherwise the fence does.)
+                if configuration.lease != nil { fence(now: .now, announce: wasConnected) }
             }
             if state.withLock({ $0.stopping || $0.refusal != nil }) { break }
             sleep(for: delay)
@@ -105,7 +107,6 @@ extension MQTTClient {
         let (incarnation, endpoint, beforeConnect) = state.withLock { state in
             let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
             state.attemptIncarnation = max(state.attemptIncarnation + 1, now)
-            state.lease?.connecting(at: .now)
             return (state.attemptIncarnation, endpoints[state.endpointIndex % endpoints.count], state.beforeConnect)
         }
         beforeConnect?()
@@ -133,8 +134,12 @@ extension MQTTClient {
             _ = mosquitto_property_add_int16(
                 &properties, Int32(MQTT_PROP_RECEIVE_MAXIMUM.rawValue), configuration.receiveMaximum)
         }
-        return mosquitto_connect_bind_v5(
+        let rc = mosquitto_connect_bind_v5(
             handle, endpoint.host, Int32(endpoint.port), Int32(configuration.keepAlive), nil, properties)
+        // G5: CONNECT is queued now, after the TCP connect and the TLS handshake: the lease runs from here (a
+        // lower bound of when the broker received it), not from before a slow handshake.
+        if rc == MOSQ_ERR_SUCCESS.rawValue { state.withLock { $0.lease?.connecting(at: .now) } }
+        return rc
     }
 
     /// What the start of a turn needs from the client's state, read under one take of its lock: at the
@@ -259,7 +264,7 @@ extension MQTTClient {
         guard configuration.lease != nil else { return false }
         let now = ContinuousClock.now
         guard state.withLock({ $0.connected && $0.lease?.hasLapsed(at: now) == true }) else { return false }
-        fence(now: now)
+        fence(now: now, announce: true)
         return true
     }
 
@@ -280,19 +285,23 @@ extension MQTTClient {
     /// ``MQTTError/leaseLapsed``, and until ``confirmLease()`` publishes but to the lease's passing topics are
     /// dropped. Network thread only (libmosquitto's state is rebuilt under the client's lock, which every other
     /// caller of libmosquitto takes).
-    func fence(now: ContinuousClock.Instant) {
+    /// - Parameter announce: whether to report the connection's end too (libmosquitto's callback did not).
+    func fence(now: ContinuousClock.Instant, announce: Bool) {
         var dropped: [CheckedContinuation<Void, any Error>] = []
         var batch = Outbox.Batch()
         outbox.withLock { $0.take(swappingWith: &batch) }
-        let (silence, wasConnected) = state.withLock { state -> (Duration, Bool) in
+        let (silence, unusable) = state.withLock { state -> (Duration, MQTTError?) in
             let silence = state.lease?.base.map { now - $0 } ?? .zero
-            let wasConnected = state.connected
-            _ = mosquitto_reinitialise(
+            var unusable: MQTTError?
+            let rc = mosquitto_reinitialise(
                 handle, configuration.clientID, configuration.cleanStart, Unmanaged.passUnretained(self).toOpaque())
-            do {
+            do throws(MQTTError) {
+                try check(rc, "mosquitto_reinitialise")
                 try configure()
             } catch {
-                logger.debug("MQTT client not configured again after a lapse", metadata: ["error": "\(error)"])
+                // Never reconnect half configured (without TLS, say): the client stops, as on a refusal.
+                unusable = error
+                state.refusal = error
             }
             installCallbacks()
             for mid in state.inFlightQoS1 {
@@ -307,14 +316,15 @@ extension MQTTClient {
             state.fenced = true
             state.lease?.fenced()
             noteRoom(state)
-            return (silence, wasConnected)
+            return (silence, unusable)
         }
         readBuffer.reset(socket: -1)
         for waiter in dropped { waiter.resume(throwing: MQTTError.leaseLapsed) }
         logger.debug(
             "MQTT lease lapsed: connection closed, held publishes dropped", metadata: ["silence": "\(silence)"])
         eventContinuation.yield(.leaseLapsed(silence: silence))
-        if wasConnected { eventContinuation.yield(.disconnected(reason: "the lease with the broker lapsed (G5)")) }
+        if announce { eventContinuation.yield(.disconnected(reason: "the lease with the broker lapsed (G5)")) }
+        if let unusable { eventContinuation.yield(.refused(unusable)) }
     }
 
     /// Loops of one burst, at most: about two messages each, below the broker's window (Receive Maximum).

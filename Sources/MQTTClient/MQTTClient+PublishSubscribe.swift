@@ -318,7 +318,7 @@ extension MQTTClient {
 
     /// Subscribes to many filters with one QoS and one set of options: SUBSCRIBE packets of up to 256 filters,
     /// all sent at once (libmosquitto's `mosquitto_subscribe_multiple`), then waits for every SUBACK. With
-    /// 100,000 rides a SUBSCRIBE and a wait per vehicle in turn took most of a minute (issue 12).
+    /// 100,000 rides a SUBSCRIBE and a wait per vehicle in turn took most of a minute.
     public func subscribe(
         _ filters: [String], qos: MQTTQoS = .atLeastOnce, options: MQTTSubscribeOptions = MQTTSubscribeOptions()
     ) async throws {
@@ -365,6 +365,7 @@ extension MQTTClient {
                 case MOSQ_ERR_SUCCESS.rawValue:
                     state.waiters[mid] = continuation
                     state.pendingSubscriptions[mid] = filters
+                    state.lease?.sent(mid, at: .now)
                     return nil
                 case MOSQ_ERR_NO_CONN.rawValue:
                     // The connection is going down under libmosquitto: as when disconnected.

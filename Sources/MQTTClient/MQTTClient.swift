@@ -108,6 +108,8 @@ public final class MQTTClient: @unchecked Sendable {
         var fenced = false
         /// G5: publishes dropped while fenced, and at the lapses.
         var fencedDrops = 0
+        /// G5: libmosquitto reported the connection lost; the network thread fences it (``fence(now:)``).
+        var lostConnection = false
     }
     let state = Locked(State())
 
@@ -207,10 +209,12 @@ public final class MQTTClient: @unchecked Sendable {
         }
     }
 
-    /// G5: the application confirmed, after a lapse of the lease, that what it publishes is still its own: the
-    /// client publishes again (``MQTTConfiguration/Lease``).
-    public func confirmLease() {
+    /// G5: the application confirmed, on the connection of `incarnation`, that what it publishes is still its
+    /// own: the client publishes again (``MQTTConfiguration/Lease``). A confirmation of an earlier connection
+    /// (a lapse came since) changes nothing.
+    public func confirmLease(incarnation: UInt64) {
         state.withLock { state in
+            guard state.connected, state.incarnation == incarnation else { return }
             state.fenced = false
             noteRoom(state)
         }

@@ -205,7 +205,7 @@ public enum MQTTQoS: Int32, Sendable, Comparable {
 }
 
 extension MQTTConfiguration {
-    /// A password kept in a file (issue 14): the file's first line. The worker's `broker.passwordFile` and the
+    /// A password kept in a file: the file's first line. The worker's `broker.passwordFile` and the
     /// tools' `--password-file` read it so.
     public static func password(fromFile path: String) throws(MQTTError) -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
@@ -214,7 +214,7 @@ extension MQTTConfiguration {
         return text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
     }
 
-    /// A command-line tool's credentials (issue 14): an account, its password read from the first line of a
+    /// A command-line tool's credentials: an account, its password read from the first line of a
     /// file (never a flag, which `ps` shows to every user of the host), and the CA that signed the broker's
     /// certificate (for an `mqtts://` broker of a deployment with its own CA). Nil leaves a setting as the URL
     /// gave it.

@@ -57,7 +57,7 @@ public final class TestBroker: Sendable {
             return options
         }
 
-        /// Accounts and roles from the dynamic security plugin, with its file at `file` (issue 30).
+        /// Accounts and roles from the dynamic security plugin, with its file at `file`.
         public static func dynamicSecurity(file: String) -> Options {
             var options = Options()
             options.dynamicSecurity = file

@@ -2,7 +2,7 @@ public import Foundation
 import JWTKit
 import RideDomain
 
-/// Share links (issue 30): a token that names one ride and an expiry, signed with Ed25519 under a key id, so
+/// Share links: a token that names one ride and an expiry, signed with Ed25519 under a key id, so
 /// that dispatch signs with its private key and the workers hold only the public keys (a JWKS file,
 /// `http.shareKeys`). Keys rotate by id: a new key is added to the set, links are signed with it, and the old
 /// one leaves the set when its last link has expired.

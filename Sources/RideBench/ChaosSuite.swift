@@ -5,6 +5,7 @@ import Logging
 import MQTTClient
 import MosquittoTesting
 import RideDomain
+import WorkerGroup
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +14,7 @@ import RideDomain
 /// `ride-bench chaos` (`make chaos`): the release worker against a real mosquitto while faults hit it:
 /// SIGKILL of the worker, broker restarts (one losing its data), the broker frozen, the worker's connection
 /// cut at the socket. Vehicles report at 1 Hz and dispatch sends events, cancels and stops throughout. It
-/// counts what a subscriber would see go wrong and exits non-zero unless every count is 0 (issue 11).
+/// counts what a subscriber would see go wrong and exits non-zero unless every count is 0.
 struct ChaosSuite: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chaos", abstract: "Faults against the worker and a real mosquitto; counts violations.")

@@ -2,6 +2,7 @@ import ArgumentParser
 import FleetModel
 import Foundation
 import RideDomain
+import WorkerGroup
 
 /// `ride-bench eta` (`make bench-eta`): how right the worker's ETAs are (E1, issues 15 and 31). Replays trips
 /// through the ride domain with the real timing of their fixes: the worker's status every `updateInterval`
@@ -247,7 +248,7 @@ struct ETABenchmark: ParsableCommand {
         }
     }
 
-    /// The range after a restart (issue 31): the class's trips replayed through one worker that keeps running,
+    /// The range after a restart: the class's trips replayed through one worker that keeps running,
     /// and through one that restarts after `after` trips, reading back the priors it shared, with their ranges
     /// or without them (the worker before they were shared), on the same trips and fix noise. Coverage and width
     /// over the `over` trips after the restart: keeping running is the yardstick, no ranges the baseline.

@@ -4,6 +4,7 @@ import Logging
 import MQTTClient
 import MosquittoTesting
 import RideDomain
+import WorkerGroup
 
 /// `ride-bench flood` (`make bench-flood`): garbage on the worker's vehicle and control topics while healthy
 /// rides run (issue 11, 3.5, I2). Measures the worker's resident memory through the flood, the healthy rides'

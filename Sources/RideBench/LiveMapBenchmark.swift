@@ -3,7 +3,7 @@ import Foundation
 import RideDomain
 import RideJSON
 
-/// What the live map costs the worker each second (issue 16): walking every active ride in pieces of 2,000
+/// What the live map costs the worker each second: walking every active ride in pieces of 2,000
 /// under the lock (``RideEngine/summaries(from:limit:now:)``, as `LiveFeed` does), and the JSON of a whole-fleet
 /// event; while nobody watches it costs nothing. Also the read API's page: the identifiers (under the lock) and
 /// their sort (outside it).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RideDomain
+import WorkerGroup
 
 /// The live-fleet index and quotes (3.4): nearest-vehicle queries at fleet scale, next to a brute-force
 /// scan of the same vehicles measured in the same run.

@@ -2,7 +2,7 @@ public import Foundation
 public import RideStatusKit
 public import WorkerGroup
 
-/// Several `ride-push` processes sharing the rides (issue 32): a pure state machine over ``PushPlanner``, with
+/// Several `ride-push` processes sharing the rides: a pure state machine over ``PushPlanner``, with
 /// presences, registrations and ticks in and ``GroupActions`` out, tested alone.
 ///
 /// - **Who serves a ride.** `WorkerGroup`'s ``Ownership`` over the live members (``GroupMembership``, from the

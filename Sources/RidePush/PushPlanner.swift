@@ -1,7 +1,8 @@
 public import Foundation
 public import RideStatusKit
+import WorkerGroup
 
-/// What `ride-push` sends, decided in one pure machine (issue 32): statuses, registrations, outcomes and ticks
+/// What `ride-push` sends, decided in one pure machine: statuses, registrations, outcomes and ticks
 /// in, one ``PushActions`` value out per event. No I/O and no clock: every event carries `now`, and the jitter
 /// of retries comes from a generator seeded at creation, so a test replays a day of pushes in microseconds.
 ///
@@ -94,11 +95,11 @@ public struct PushPlanner: Sendable {
     private var endedRides: [String: Date] = [:]
     /// Services whose last answer was a failure: the next delivery through one ends everybody's backoff, once.
     private var failing: Set<PushDevice.Service> = []
-    private var random: SplitMix64
+    private var random: SeededRandom
 
     public init(settings: Settings = Settings(), seed: UInt64 = 0x5EED) {
         self.settings = settings
-        self.random = SplitMix64(seed: seed)
+        self.random = SeededRandom(seed: seed)
     }
 
     // MARK: - Events
@@ -579,20 +580,5 @@ public struct Removed: Sendable, Equatable {
         self.ride = ride
         self.device = device
         self.reason = reason
-    }
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): the planner's own jitter, seeded, so that its decisions replay.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

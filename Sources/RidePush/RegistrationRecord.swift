@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import RideStatusKit
 
-/// A registration as the broker keeps it, retained on `{service}/push/devices/{ride}/{key}` (issue 32):
+/// A registration as the broker keeps it, retained on `{service}/push/devices/{ride}/{key}`:
 /// `{"service":"apns","token":"…","expires":"2026-11-28T01:00:00Z"}`. Only `ride-push` may read or write these
 /// topics (the broker's `push` role): the record holds the push token, a secret of the rider's device.
 extension PushGroup.Record {

@@ -13,7 +13,7 @@ import ServiceLifecycle
 import SettingsLayers
 import UnixSignals
 
-/// `ride-push`: Live Activities on iPhone and Live Updates on Android from the ride-status stream (issue 32).
+/// `ride-push`: Live Activities on iPhone and Live Updates on Android from the ride-status stream.
 /// Thin: flags in, logging and metrics bootstrapped, the MQTT client, the senders, the service and its HTTP side
 /// run in one service group until SIGTERM or SIGINT.
 @main

@@ -7,7 +7,7 @@ public import RideStatusKit
 public import ServiceLifecycle
 package import WorkerGroup
 
-/// `ride-push`'s core (issue 32): one task feeds presences, registration records, statuses, outcomes and ticks
+/// `ride-push`'s core: one task feeds presences, registration records, statuses, outcomes and ticks
 /// to ``PushGroup`` (and through it ``PushPlanner``) and carries out their actions: pushes through the senders (at
 /// most ``Settings/concurrentPushes`` at once), subscriptions and record deletions in order, metrics. The
 /// group's state is owned by that one task, so it needs no lock.

@@ -4,7 +4,7 @@ public import Foundation
     public import ActivityKit
 #endif
 
-/// The rider's lock screen (issue 32): what a Live Activity on iPhone (ActivityKit) or a Live Update on Android
+/// The rider's lock screen: what a Live Activity on iPhone (ActivityKit) or a Live Update on Android
 /// shows of a ride, made from its status. The attributes are fixed for the activity's life; the content state
 /// changes with each status. Plain Swift, so that the kit builds on Linux for the push service.
 public struct RideActivityAttributes: Sendable, Hashable, Codable {
@@ -143,7 +143,7 @@ public struct RideActivityAttributes: Sendable, Hashable, Codable {
     extension RideActivityAttributes: ActivityAttributes {}
 #endif
 
-/// An APNs push for a ride's Live Activity (issue 32): the whole JSON body of a `liveactivity` push, under
+/// An APNs push for a ride's Live Activity: the whole JSON body of a `liveactivity` push, under
 /// APNs's 4 KB. `content-state` uses `JSONEncoder`'s default date encoding (seconds since 1 January 2001),
 /// which is what ActivityKit decodes with; every other date is seconds since 1970, as APNs wants.
 public enum LiveActivityPush {

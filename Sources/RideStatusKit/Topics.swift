@@ -49,12 +49,12 @@ public struct RideTopics: Sendable, Hashable {
     /// Every worker's presence.
     public var presenceFilter: String { "\(serviceName)/workers/+" }
 
-    /// A `ride-push` process's presence (issue 32), retained, with a will: the processes share the rides by
+    /// A `ride-push` process's presence, retained, with a will: the processes share the rides by
     /// `WorkerGroup`'s ownership over these members, as the workers do over theirs.
     public func pushMember(_ member: String) -> String { "\(serviceName)/push/members/\(member)" }
     /// Every `ride-push` process's presence.
     public var pushMemberFilter: String { "\(serviceName)/push/members/+" }
-    /// One device's registration for a ride, retained (issue 32): written by the `ride-push` process the device
+    /// One device's registration for a ride, retained: written by the `ride-push` process the device
     /// registered with, served by the one that owns the ride, deleted (an empty retained message) when it ends.
     /// `key` is a digest of the push token, never the token.
     public func pushDevice(ride: String, key: String) -> String { "\(serviceName)/push/devices/\(ride)/\(key)" }

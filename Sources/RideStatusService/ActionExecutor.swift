@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Locking
 import Logging
 import MQTTClient
 import RideDomain
@@ -17,6 +18,8 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     let changes: SubscriptionQueue
     /// L3: the QoS of the per-vehicle subscriptions (``WorkerSettings/manySubscriptionsQoS``).
     let vehicleQoS: MQTTQoS
+    /// G5: the rides ended lately, whose clears a lapse may have dropped unsent; sent again at the confirmation.
+    let recentClears = Locked(RecentClears())
 
     /// Returns whether a status was published. A status the broker has no room for
     /// (``WorkerTransport/publishRoom``) does not leave: `engine` makes its ride due again, so it publishes
@@ -34,9 +37,8 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
                 let epoch = state?.epoch ?? engine.epoch(of: status.rideIdentifier) ?? 1
                 published = publish(status, state: state, gap: gap, epoch: epoch) || published
             case .clear(let ride, let epoch):
-                let owner = ownership(epoch: epoch)
-                try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner)
-                try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
+                clear(ride, epoch: epoch)
+                recentClears.withLock { $0.note(ride, epoch: epoch, at: now) }
                 logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])
             case .subscribe(let vehicle):
                 changes.subscribe(topics.position(vehicle: vehicle), qos: vehicleQoS)
@@ -57,6 +59,13 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
             }
         }
         return published
+    }
+
+    /// L2: the ride's retained status and state, cleared.
+    func clear(_ ride: String, epoch: UInt32) {
+        let owner = ownership(epoch: epoch)
+        try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner)
+        try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
     }
 
     /// The state (when the engine asks for one) first, then the status: the state's sequence ceiling reaches
@@ -109,5 +118,28 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
             logger.error(
                 "ride state \(purpose) failed", metadata: ["ride.id": "\(ride.rideIdentifier)", "error": "\(error)"])
         }
+    }
+}
+
+/// G5: the clears of the last ``window`` seconds (at most ``limit``), oldest first; amortised O(1) a clear (a
+/// head index, compacted now and then), since bookings end at thousands a second under load.
+struct RecentClears {
+    static let window: TimeInterval = 60
+    static let limit = 10_000
+    private var entries: [(ride: String, epoch: UInt32, at: Date)] = []
+    private var head = 0
+
+    mutating func note(_ ride: String, epoch: UInt32, at now: Date) {
+        while head < entries.count, now.timeIntervalSince(entries[head].at) > Self.window { head += 1 }
+        if entries.count - head >= Self.limit { head += 1 }
+        if head >= 1024, head * 2 >= entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+        entries.append((ride, epoch, now))
+    }
+
+    func since(_ now: Date) -> [(ride: String, epoch: UInt32)] {
+        entries[head...].filter { now.timeIntervalSince($0.at) <= Self.window }.map { ($0.ride, $0.epoch) }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import RideAccess
 
-/// Who may read what over HTTP (issue 30), decided from a request's bearer token or a share link's path, with
+/// Who may read what over HTTP, decided from a request's bearer token or a share link's path, with
 /// no HTTP types, so that it is tested alone:
 /// - a share token (``ShareLinks``) opens its one ride, on any worker, until it expires;
 /// - the operator token (`http.operatorTokenFile`) opens everything;

@@ -11,7 +11,7 @@ import SettingsLayers
 /// - the read API under `/v1` (``ReadAPI``, `docs/openapi.json`, served at `/v1/openapi.json`) and the live
 ///   map's event stream `/v1/live` (``LiveFeed``);
 /// - the live map itself at `/` (the files of `http.webRoot`) with Debian's Leaflet at `/leaflet/`;
-/// - share links (issue 30): `/share/{token}` (the page of one ride), `/share/{token}/status` and
+/// - share links: `/share/{token}` (the page of one ride), `/share/{token}/status` and
 ///   `/share/{token}/live`, read from the ride's retained status (``ShareFeed``), so a link works on every
 ///   worker of a group.
 /// It binds where `metrics.host` says: loopback by default, an IPv6 address (`::1`, `::`) as well as IPv4.

@@ -103,6 +103,7 @@ extension RideStatusService {
             heartbeat(now: now, core: &core)
             sharePriors(now: now, core: &core)
             handoverTick(now: now, core: &core)
+            leaseTick(now: now, core: &core)
             let counts = core.handover.counts
             let reported = core.handover.reported
             metrics.ridesGained.increment(by: counts.gained - reported.gained)

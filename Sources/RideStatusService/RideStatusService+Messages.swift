@@ -14,10 +14,15 @@ extension RideStatusService {
             switch event {
             case .connected(let sessionPresent):
                 metrics.connects.increment()
-                switch core.withLock({ $0.lifecycle.connected(nonce: UUID().uuidString) }) {
+                // G5: the nonce names the connection, so that a confirmation never unfences a later one.
+                let incarnation = transport.incarnation
+                let fenced = transport.isFenced
+                switch core.withLock({
+                    $0.lifecycle.connected(nonce: "\(incarnation)/\(UUID().uuidString)", fenced: fenced)
+                }) {
                 case .startRecovery(let nonce):
                     // G5: a recovery holds nothing yet and reads everything anew: its markers may go out.
-                    transport.confirmLease()
+                    transport.confirmLease(incarnation: incarnation)
                     await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
                 case .confirmLease(let nonce):
                     // G5: after what the session queued while this worker was away (its own will among it, which
@@ -25,6 +30,7 @@ extension RideStatusService {
                     logger.notice(
                         "reconnected after the lease lapsed: confirming before publishing for any ride (G5)",
                         metadata: ["rides.held": "\(core.withLock { $0.engine.activeRideCount })"])
+                    core.withLock { $0.confirmingSince = time.now }
                     do {
                         try transport.publish(identity.leaseMarker, Array(nonce.utf8))
                     } catch {
@@ -44,7 +50,6 @@ extension RideStatusService {
                 }
             case .leaseLapsed(let silence):
                 metrics.leaseLapses.increment()
-                core.withLock { $0.lifecycle.lapsed() }
                 logger.warning(
                     "the lease with the broker lapsed: nothing written before goes out, and nothing for the rides until this worker has confirmed it still holds them (G5)",
                     metadata: ["silence": "\(silence)"])
@@ -101,7 +106,7 @@ extension RideStatusService {
         do {
             try await transport.subscribe(identity.recoveryMarker, qos: .atLeastOnce, options: .init())
             try await transport.subscribe(settings.topics.presenceFilter, qos: .atLeastOnce, options: .init())
-            // E1 (issue 31): the group's priors, before any ride is read, so that new rides start from them.
+            // E1: the group's priors, before any ride is read, so that new rides start from them.
             try await transport.subscribe(settings.topics.priorsFilter, qos: .atLeastOnce, options: .init())
             // G3: release notices, before this worker's birth makes any owner release buckets to it (they wait
             // in the stash until the first view is formed).
@@ -181,22 +186,54 @@ extension RideStatusService {
         planWake(&core)
     }
 
-    /// L8, G1: the birth of the connection of `incarnation`, once the lifecycle says every control and request
-    /// subscription is acknowledged on it; ``heartbeat(now:core:)`` repeats it. The payload is built now, with
-    /// that connection's incarnation.
     /// G5: the lease marker came back after a lapse: everything the session queued while this worker was away has
-    /// been read (a will of its own made it rejoin). What it still holds is its own: the client publishes again,
-    /// every ride publishes at once (C4), and `online` goes out if due (L8).
-    func confirmLease(announcing: UInt64?, now: Date, core: inout Core) {
-        transport.confirmLease()
+    /// been read (a will of its own made it rejoin). What it still holds is its own: the client publishes again
+    /// (on the connection the marker was sent on, else nothing changes), the rides ended lately are cleared again
+    /// (a clear in flight at the lapse was dropped), every ride publishes at once (C4), and `online` goes out if
+    /// due (L8).
+    func confirmLease(nonce: String, announcing: UInt64?, now: Date, core: inout Core) {
+        core.confirmingSince = nil
+        guard let incarnation = UInt64(nonce.prefix { $0 != "/" }) else { return }
+        transport.confirmLease(incarnation: incarnation)
+        guard !transport.isFenced else { return }
+        var cleared = 0
+        for (ride, epoch) in executor.recentClears.withLock({ $0.since(now) }) where core.engine.ride(ride) == nil {
+            executor.clear(ride, epoch: epoch)
+            cleared += 1
+        }
         core.engine.makeAllDue(now: now)
         planWake(&core)
         logger.notice(
             "lease confirmed: every held ride publishes now (G5, C4)",
-            metadata: ["rides": "\(core.engine.activeRideCount)"])
+            metadata: ["rides": "\(core.engine.activeRideCount)", "rides.cleared.again": "\(cleared)"])
         if let announcing { announce(incarnation: announcing, core: &core) }
     }
 
+    /// G5: a lease marker that never comes back (the broker refuses this worker its lease topic: an ACL of an
+    /// earlier release) would keep the worker fenced for good. Past ``leaseConfirmationTimeout`` it rejoins as a
+    /// newcomer, holding nothing another worker may have taken, and goes on, with an error naming the cause.
+    func leaseTick(now: Date, core: inout Core) {
+        guard core.lifecycle.state == .confirming, let since = core.confirmingSince,
+            now.timeIntervalSince(since) > Self.leaseConfirmationTimeout
+        else { return }
+        logger.error(
+            "the lease marker did not come back: rejoining as a newcomer (G5); does the broker grant this worker ridestatus/workers/+/lease? (scripts/broker_roles.py)",
+            metadata: ["topic": "\(identity.leaseMarker)", "waited": "\(Int(now.timeIntervalSince(since))) s"])
+        rejoin(after: 0, now: now, core: &core)
+        switch core.lifecycle.confirmationTimedOut() {
+        case .leaseConfirmed(let nonce, let announcing):
+            confirmLease(nonce: nonce, announcing: announcing, now: now, core: &core)
+        default:
+            break
+        }
+    }
+
+    /// G5: how long a confirmation may wait for its marker.
+    static var leaseConfirmationTimeout: TimeInterval { 15 }
+
+    /// L8, G1: the birth of the connection of `incarnation`, once the lifecycle says every control and request
+    /// subscription is acknowledged on it; ``heartbeat(now:core:)`` repeats it. The payload is built now, with
+    /// that connection's incarnation.
     func announce(incarnation: UInt64, core: inout Core) {
         // A drop the event stream has not brought yet: the client would hold this birth and send it at the next
         // CONNACK, before that connection's subscriptions are back. The next restoration announces instead.
@@ -272,8 +309,8 @@ extension RideStatusService {
                     finishRecovery(stashed: stashed, core: &core)
                 case .formView(let nonce):
                     chooseRead(nonce: nonce, core: &core)
-                case .leaseConfirmed(let announcing):
-                    confirmLease(announcing: announcing, now: now, core: &core)
+                case .leaseConfirmed(let nonce, let announcing):
+                    confirmLease(nonce: nonce, announcing: announcing, now: now, core: &core)
                 case .none, .startRecovery, .republishAll, .confirmLease:
                     break
                 }

@@ -60,10 +60,12 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         /// G1: when this connection's birth was published, and when it was last repeated (the heartbeat).
         var onlineSince: Date?
         var lastHeartbeat = Date.distantPast
-        /// E1 (issue 31): when this worker last shared what its areas learned.
+        /// E1: when this worker last shared what its areas learned.
         var lastPriorsShare = Date.distantPast
         /// When the cadence loop wakes next; an input that makes a ride due earlier wakes it.
         var plannedWake = Date.distantFuture
+        /// G5: when the worker began to confirm its lease after a lapse (the lease marker sent).
+        var confirmingSince: Date?
     }
 
     /// L8: control and request subscriptions to make, each until the broker acknowledges it.

@@ -6,7 +6,7 @@ import RideDomain
 import RideStatusKit
 import ServiceLifecycle
 
-/// What share links show (issue 30): a ride's status as its status topic carries it, read from the broker on a
+/// What share links show: a ride's status as its status topic carries it, read from the broker on a
 /// connection of its own, so that a link works on every worker of a group and across handovers (the ride's
 /// owner is wherever its bucket is; its retained status is the same everywhere).
 ///

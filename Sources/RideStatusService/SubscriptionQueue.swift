@@ -6,7 +6,7 @@ import MQTTClient
 /// makes them (L3: a vehicle's subscription follows its ride). That task takes everything queued at once and
 /// sends a run of subscriptions with the same options as one batch (packets of many filters, every packet
 /// sent before any acknowledgement is awaited): a SUBSCRIBE and a wait per vehicle in turn kept 100,000
-/// booked rides from becoming active within minutes (issue 12).
+/// booked rides from becoming active within minutes.
 final class SubscriptionQueue: Sendable {
     enum Change: Sendable, Equatable {
         case subscribe(String, qos: MQTTQoS, options: MQTTSubscribeOptions)

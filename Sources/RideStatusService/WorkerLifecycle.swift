@@ -18,9 +18,10 @@
 /// remembered subscription was answered (``subscriptionsRestored(incarnation:controlsRefused:)``). Whichever
 /// comes second announces, once per connection, with that connection's incarnation.
 ///
-/// The lease (G5): once the client reports that its lease with the broker lapsed (a pause, a stall, a lost
-/// connection), the worker publishes nothing for the rides it holds until it knows it still holds them. On the next
-/// CONNACK it publishes a marker to itself (``Action/confirmLease(nonce:)``): the broker delivers first what its
+/// The lease (G5): once the client's lease with the broker lapsed (a pause, a stall, a lost connection), the client
+/// is fenced and the worker publishes nothing for the rides it holds until it knows it still holds them. The
+/// client is the one source of that fact: each CONNACK says whether it is fenced. On a fenced CONNACK it publishes a
+/// marker to itself (``Action/confirmLease(nonce:)``): the broker delivers first what its
 /// session queued meanwhile (the group's presences, this worker's own will if it fired, which makes it rejoin as a
 /// newcomer), then the marker. When the marker comes back the worker has read everything that happened while it
 /// was away: the client may publish again, every ride publishes at once (C4), and `online` may go out.
@@ -72,9 +73,9 @@ struct WorkerLifecycle<Message> {
         case republishAll
         /// G5: a reconnect after the lease lapsed: publish `nonce` on the lease marker; nothing for the rides.
         case confirmLease(nonce: String)
-        /// G5: the lease marker came back: the client may publish again, every ride publishes at once (C4), and
-        /// `online` goes out on the incarnation given, if due (L8).
-        case leaseConfirmed(announce: UInt64?)
+        /// G5: the lease marker `nonce` came back: the client may publish again, every ride publishes at once
+        /// (C4), and `online` goes out on the incarnation given, if due (L8).
+        case leaseConfirmed(nonce: String, announce: UInt64?)
         /// Handle the message now.
         case handle(Message)
         /// Nothing to do.
@@ -98,8 +99,6 @@ struct WorkerLifecycle<Message> {
     private var retryingIncarnation: UInt64?
     /// L8: the incarnation announced on the current connection, if it was.
     private(set) var announcedIncarnation: UInt64?
-    /// G5: the client's lease lapsed and the worker has not confirmed since that it still holds its rides.
-    private(set) var leaseLapsed = false
 
     init(stashLimit: Int = 100_000) {
         self.stashLimit = stashLimit
@@ -107,17 +106,18 @@ struct WorkerLifecycle<Message> {
 
     var stashedCount: Int { stash.count }
 
-    /// A CONNACK. `nonce` is fresh for each call; it is used only when a recovery (re)starts.
-    mutating func connected(nonce: String) -> Action {
+    /// A CONNACK. `nonce` is fresh for each call; it is used only when a recovery (re)starts or the lease is
+    /// confirmed. `fenced`: the client's lease lapsed since the worker last confirmed it (G5).
+    mutating func connected(nonce: String, fenced: Bool = false) -> Action {
         forgetConnection()
         switch state {
         case .draining:
             return .none
-        case .connecting where recovered && leaseLapsed, .ready where leaseLapsed, .confirming:
+        case .connecting where recovered && fenced, .ready where fenced, .confirming where fenced:
             state = .confirming
             self.nonce = nonce
             return .confirmLease(nonce: nonce)
-        case .connecting where recovered:
+        case .connecting where recovered, .confirming:
             state = .ready
             return .republishAll
         case .ready:
@@ -136,13 +136,6 @@ struct WorkerLifecycle<Message> {
     mutating func disconnected() {
         if state == .ready || state == .recovering || state == .confirming { state = .connecting }
         forgetConnection()
-    }
-
-    /// G5: the client's lease lapsed. Before recovery there is nothing held (the recovery reads everything
-    /// again), so it matters only once recovered.
-    mutating func lapsed() {
-        guard state != .draining, recovered else { return }
-        leaseLapsed = true
     }
 
     private mutating func forgetConnection() {
@@ -193,12 +186,18 @@ struct WorkerLifecycle<Message> {
         state = .draining
     }
 
+    /// G5: the lease marker never came back; the service rejoined as a newcomer and goes on as if it had.
+    mutating func confirmationTimedOut() -> Action {
+        guard state == .confirming else { return .none }
+        state = .ready
+        return .leaseConfirmed(nonce: nonce, announce: announceIfDue())
+    }
+
     mutating func received(_ kind: Kind, _ message: Message) -> Action {
         if case .leaseMarker(let payload) = kind {
             guard state == .confirming, payload == nonce else { return .none }
             state = .ready
-            leaseLapsed = false
-            return .leaseConfirmed(announce: announceIfDue())
+            return .leaseConfirmed(nonce: nonce, announce: announceIfDue())
         }
         guard !recovered else {
             // Ready, or reconnecting after recovery: every message is handled as it comes.

@@ -40,7 +40,7 @@ package struct WorkerMetrics: Sendable {
     let bucketsArriving = Gauge(label: "ridestatus_handover_buckets_arriving")
     let bucketsServed = Gauge(label: "ridestatus_handover_buckets_served")
     let controlsKept = Gauge(label: "ridestatus_handover_controls_kept")
-    /// E1 (issue 31): areas' priors this worker shared with its group, and those it weighed in from others.
+    /// E1: areas' priors this worker shared with its group, and those it weighed in from others.
     let priorsShared = Counter(label: "ridestatus_priors_total", dimensions: [("direction", "shared")])
     let priorsAdopted = Counter(label: "ridestatus_priors_total", dimensions: [("direction", "adopted")])
     let priorsRefused = Counter(label: "ridestatus_priors_total", dimensions: [("direction", "refused")])
@@ -75,7 +75,7 @@ package struct WorkerMetrics: Sendable {
             Gauge(label: "ridestatus_rides", dimensions: [("phase", phase.rawValue)]).record(count)
         }
         vehicleSubscriptions.record(engine.subscribedVehicleCount)
-        // E1's range (issue 31): the share of statuses whose arrival came by their latest time, by leg and the
+        // E1's range: the share of statuses whose arrival came by their latest time, by leg and the
         // estimate's horizon (each arrival counts the statuses its estimate stood for: ArrivalSamples).
         for leg in ArrivalRanges.Leg.allCases {
             for (horizon, name) in ArrivalRanges.horizonNames.enumerated() {

@@ -62,7 +62,7 @@ extension WorkerSettings {
         if lease {
             configuration.lease = .init(
                 topic: topics.leaseMarker(worker: workerID), margin: leaseMargin,
-                passing: [topics.loadMarker(worker: workerID)])
+                passing: [topics.loadMarker(worker: workerID), topics.presence(worker: workerID)])
         }
         // G1, L8: each connection's will carries that connection's incarnation, as its birth does.
         configuration.will = .init(

@@ -36,7 +36,7 @@ public struct WorkerSettings: Sendable {
     public var tileAttribution = "© OpenStreetMap contributors"
     /// Whether the HTTP server serves the live map and the read API `/v1` beside `/metrics` and the probes.
     public var readAPI = true
-    /// Share links (issue 30): a JSON Web Key Set of the Ed25519 public keys share tokens are signed with; empty
+    /// Share links: a JSON Web Key Set of the Ed25519 public keys share tokens are signed with; empty
     /// turns share links off.
     public var shareKeys = ""
     /// A file holding the operator token: with it in `Authorization: Bearer`, the read API shows everything

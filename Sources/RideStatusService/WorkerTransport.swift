@@ -46,9 +46,12 @@ public protocol WorkerTransport: AnyObject, Sendable {
     func flush(timeout: Duration) async -> Bool
     /// Leaves cleanly: the broker does not send the will.
     func disconnect(flushTimeout: Duration) async
-    /// G5: the worker confirmed, after a lapse of the lease, that it still holds its rides: the client publishes
-    /// again (from the lapse until now it dropped every publish but the lease marker's).
-    func confirmLease()
+    /// G5: the worker confirmed, on the connection of `incarnation`, that it still holds its rides: the client
+    /// publishes again (from the lapse until now it dropped every publish but its own markers'). A confirmation
+    /// of an earlier connection changes nothing.
+    func confirmLease(incarnation: UInt64)
+    /// G5: whether the client's lease lapsed since the worker last confirmed it.
+    var isFenced: Bool { get }
 }
 
 extension WorkerTransport {

@@ -237,7 +237,14 @@ public final class InMemoryTransport: WorkerTransport {
         drop()
     }
 
-    public func confirmLease() { state.withLock { $0.fencedPassing = nil } }
+    public func confirmLease(incarnation: UInt64) {
+        state.withLock { state in
+            guard state.connected, state.incarnation == incarnation else { return }
+            state.fencedPassing = nil
+        }
+    }
+
+    public var isFenced: Bool { state.withLock { $0.fencedPassing != nil } }
 
     /// G5: publishes dropped while the lease had lapsed.
     public var fencedDrops: Int { state.withLock { $0.fencedDrops } }

@@ -3,7 +3,7 @@ import Foundation
 import RideAccess
 import RideStatusService
 
-/// `ride-status-worker share-key`: a new Ed25519 key for share links (issue 30). The private key goes to a file
+/// `ride-status-worker share-key`: a new Ed25519 key for share links. The private key goes to a file
 /// of its own (mode 600) for whoever signs links (dispatch); its public half joins the key set the workers
 /// verify with (`http.shareKeys`).
 struct ShareKeyCommand: AsyncParsableCommand {

@@ -89,13 +89,9 @@ public struct Ownership: Sendable, Equatable {
         return hash
     }
 
-    /// SplitMix64's finaliser: every input bit moves every output bit.
-    static func mix(_ value: UInt64) -> UInt64 {
-        var z = value &+ 0x9e37_79b9_7f4a_7c15
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+    /// SplitMix64's first output for `value`: every input bit moves every output bit. It decides bucket owners
+    /// across versions of the worker, so it never changes (`OwnershipTests` pins its values).
+    static func mix(_ value: UInt64) -> UInt64 { SeededRandom.mix(value) }
 
     static func weight(memberHash: UInt64, bucket: Int) -> UInt64 {
         mix(memberHash ^ mix(UInt64(bucket)))

@@ -1,6 +1,7 @@
 import Foundation
 import PropertyBased
 import Testing
+import WorkerGroup
 
 @testable import RideDomain
 

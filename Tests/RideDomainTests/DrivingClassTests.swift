@@ -2,6 +2,7 @@ import FleetModel
 import Foundation
 import RideDomain
 import Testing
+import WorkerGroup
 
 /// The ETA benchmark's trips (issue 31) look like the 22 recorded city trips of that issue, class by class: their
 /// mean speed with stops, their stops of 10 s or more, and their detour.

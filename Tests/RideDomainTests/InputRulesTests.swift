@@ -1,6 +1,7 @@
 import Foundation
 import RideDomain
 import Testing
+import WorkerGroup
 
 @Suite("Inputs: I1-I3 and the reason codes of 3.5")
 struct InputRulesTests {

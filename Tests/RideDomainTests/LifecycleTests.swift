@@ -1,6 +1,7 @@
 import Foundation
 import RideDomain
 import Testing
+import WorkerGroup
 
 @Suite("Lifecycle L1-L7 (domain side)")
 struct LifecycleTests {

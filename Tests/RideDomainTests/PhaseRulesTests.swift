@@ -1,6 +1,7 @@
 import Foundation
 import RideDomain
 import Testing
+import WorkerGroup
 
 /// Drives `vehicle` from `from` to `to` at `speed` m/s with one fix a second; returns the arrival time.
 @discardableResult

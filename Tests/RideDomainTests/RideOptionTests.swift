@@ -2,6 +2,7 @@ import Foundation
 import PropertyBased
 import RideDomain
 import Testing
+import WorkerGroup
 
 /// A catalog like `config/ride-options.yaml`, built in code so the domain tests need no YAML.
 func testCatalog() -> RideOptionCatalog {

@@ -1,5 +1,6 @@
 import PropertyBased
 import Testing
+import WorkerGroup
 
 @testable import RideDomain
 

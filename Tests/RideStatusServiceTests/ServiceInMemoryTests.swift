@@ -285,6 +285,44 @@ struct ServiceInMemoryTests {
         await running.stop()
     }
 
+    @Test(
+        "G5, C4: after a lapse nothing for the rides goes out until the lease marker is back; then every ride, a clear dropped at the lapse again, and online"
+    )
+    func leaseLapse() async throws {
+        let running = try Running(interval: 20)
+        try await running.ready()
+        for ride in ["r-1", "r-2"] { running.broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: nil)) }
+        try await running.waitFor("two rides") {
+            running.statuses("r-1").count == 1 && running.statuses("r-2").count == 1
+        }
+        let lease = "ridestatus/workers/w-mem/lease"
+        let presence = "ridestatus/workers/w-mem"
+        // The lapse leaves the worker fenced; a stop waits in its session and is handled on the next connection
+        // before the marker is back, so its clear is dropped by the fence.
+        running.transport.lapseLease(passing: [lease, presence, "ridestatus/workers/w-mem/load"])
+        try await running.waitFor("the lapse seen") { running.transport.isFenced && !running.transport.isConnected }
+        running.broker.publish("rides/r-2/stop", "")
+        let before = running.broker.published.count
+        running.transport.reconnect()
+        try await running.waitFor("confirmed and republished") {
+            !running.transport.isFenced && running.statuses("r-1").count == 2
+        }
+        #expect(running.worker.core.withLock { $0.engine.ride("r-2") == nil }, "the stop was handled")
+        let after = Array(running.broker.published.dropFirst(before))
+        let marker = try #require(after.firstIndex { $0.topic == lease && !$0.payload.isEmpty }, "a lease marker")
+        let republished = try #require(after.firstIndex { $0.topic == "rides/r-1/status" && !$0.payload.isEmpty })
+        #expect(marker < republished, "G5: the marker went out before anything for the rides")
+        #expect(
+            after.contains { $0.topic == "rides/r-2/status" && $0.payload.isEmpty && $0.retain },
+            "the clear dropped at the lapse is sent again at the confirmation")
+        try await running.waitFor("online again") {
+            running.broker.published.last { $0.topic == presence }.map { String(decoding: $0.payload, as: UTF8.self) }?
+                .contains("online") == true
+        }
+        #expect(running.statuses("r-1").map { $0["sequence"]?.doubleValue } == [1, 2])
+        await running.stop()
+    }
+
     @Test("A2: a ride state deleted or overwritten by another client is written again at once")
     func stateRewritten() async throws {
         let running = try Running()

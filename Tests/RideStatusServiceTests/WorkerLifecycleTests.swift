@@ -218,9 +218,8 @@ struct WorkerLifecycleLeaseTests {
     func confirmation() {
         var lifecycle = recovered()
         #expect(lifecycle.controlsAcknowledged() == nil, "no restoration yet")
-        lifecycle.lapsed()
         lifecycle.disconnected()
-        guard case .confirmLease(let nonce) = lifecycle.connected(nonce: "n-1") else {
+        guard case .confirmLease(let nonce) = lifecycle.connected(nonce: "n-1", fenced: true) else {
             Issue.record("a reconnect after a lapse must confirm before republishing")
             return
         }
@@ -232,11 +231,12 @@ struct WorkerLifecycleLeaseTests {
         // A marker of another confirmation, or a ping, confirms nothing.
         if case .leaseConfirmed = lifecycle.received(.leaseMarker(""), "ping") { Issue.record("a ping confirmed") }
         if case .leaseConfirmed = lifecycle.received(.leaseMarker("n-0"), "old") { Issue.record("a stale marker") }
-        guard case .leaseConfirmed(let announce) = lifecycle.received(.leaseMarker("n-1"), "marker") else {
+        guard case .leaseConfirmed(let confirmed, let announce) = lifecycle.received(.leaseMarker("n-1"), "marker")
+        else {
             Issue.record("the marker back confirms the lease")
             return
         }
-        #expect(announce == 7 && lifecycle.state == .ready && !lifecycle.leaseLapsed)
+        #expect(confirmed == "n-1" && announce == 7 && lifecycle.state == .ready)
         // The next reconnect without a lapse republishes at once, as before (C4).
         lifecycle.disconnected()
         guard case .republishAll = lifecycle.connected(nonce: "n-2") else {
@@ -248,10 +248,9 @@ struct WorkerLifecycleLeaseTests {
     @Test("G5: a connection lost while confirming confirms again on the next, with a new nonce")
     func confirmationInterrupted() {
         var lifecycle = recovered()
-        lifecycle.lapsed()
-        _ = lifecycle.connected(nonce: "n-1")
+        _ = lifecycle.connected(nonce: "n-1", fenced: true)
         lifecycle.disconnected()
-        guard case .confirmLease(let nonce) = lifecycle.connected(nonce: "n-2") else {
+        guard case .confirmLease(let nonce) = lifecycle.connected(nonce: "n-2", fenced: true) else {
             Issue.record("still unconfirmed: confirm again")
             return
         }
@@ -265,12 +264,22 @@ struct WorkerLifecycleLeaseTests {
     func lapseDuringRecovery() {
         var lifecycle = Lifecycle()
         _ = lifecycle.connected(nonce: "n-0")
-        lifecycle.lapsed()
         lifecycle.disconnected()
-        guard case .startRecovery = lifecycle.connected(nonce: "n-1") else {
+        guard case .startRecovery = lifecycle.connected(nonce: "n-1", fenced: true) else {
             Issue.record("the recovery starts again")
             return
         }
-        #expect(!lifecycle.leaseLapsed)
+    }
+
+    @Test("G5: the client is the one source: a CONNACK not fenced after a confirmation in flight republishes")
+    func unfencedWhileConfirming() {
+        var lifecycle = recovered()
+        _ = lifecycle.connected(nonce: "n-1", fenced: true)
+        lifecycle.disconnected()
+        guard case .republishAll = lifecycle.connected(nonce: "n-2", fenced: false) else {
+            Issue.record("a connection the client does not fence publishes at once")
+            return
+        }
+        #expect(lifecycle.state == .ready)
     }
 }

@@ -63,7 +63,7 @@ public struct Topics: Sendable, Equatable {
     public func leaseMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/lease" }
     /// G3: a worker's load markers (private to it).
     public func loadMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/load" }
-    /// E1 (issue 31): one service area's learned priors, retained and private to the workers (``AreaPriors``):
+    /// E1: one service area's learned priors, retained and private to the workers (``AreaPriors``):
     /// `{serviceName}/priors/{key}`, the key ``AreaPriors/key(area:)``.
     public func priors(key: String) -> String { "\(serviceName)/priors/\(key)" }
     public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// E1 (issues 15 and 31): what each service area teaches its new rides, from the rides that drove there.
+/// E1: what each service area teaches its new rides, from the rides that drove there.
 /// - The detour factor (road over great-circle distance) starts from the catalog's `detourFactor` for the area,
 ///   else the fleet's (the other areas' learned factors, ``fleetFactor(_:)``), else `rides.detourFactor`, and
 ///   is corrected by what completed rides drove: an exponentially weighted mean
@@ -48,7 +48,7 @@ public struct AreaLearning: Sendable, Equatable {
         public var hours: [Int: Hour] = [:]
     }
 
-    /// E1 (issue 31): what the legs driven in one hour of the week taught an area, bounded as the area's values.
+    /// E1: what the legs driven in one hour of the week taught an area, bounded as the area's values.
     public struct Hour: Sendable, Equatable {
         /// The hour's stop share; nil until a leg of this hour taught one.
         public var stopShare: Double?
@@ -211,7 +211,7 @@ public struct AreaLearning: Sendable, Equatable {
     /// (1 / `rate`) is full, then `rate`.
     static func memory(_ count: Int, rate: Double) -> Double { max(rate, 1 / Double(max(count, 1))) }
 
-    /// E1 (issue 31): what an area with no history of its own starts from: the learned areas' factors, each
+    /// E1: what an area with no history of its own starts from: the learned areas' factors, each
     /// weighed by its rides up to the learning's memory (1 / `rides.detourLearningRate`), so the fleet's value
     /// is shrunk toward the areas that taught most without one busy area standing for all. Nil before any
     /// ride taught one, or with learning off. Computed when a ride starts in such an area, over the few areas
@@ -222,7 +222,7 @@ public struct AreaLearning: Sendable, Equatable {
             rate: configuration.detourLearningRate)
     }
 
-    /// E1 (issue 31): the fleet's stop share for an area that learned none, as ``fleetFactor(_:)`` (by legs, up
+    /// E1: the fleet's stop share for an area that learned none, as ``fleetFactor(_:)`` (by legs, up
     /// to 1 / `rides.stopShareLearningRate`).
     public func fleetStopShare(_ configuration: RideConfiguration) -> Double? {
         Self.pooled(
@@ -230,7 +230,7 @@ public struct AreaLearning: Sendable, Equatable {
             rate: configuration.stopShareLearningRate)
     }
 
-    /// E1 (issue 31): the fleet's speed while moving for an area that learned none, as ``fleetStopShare(_:)``.
+    /// E1: the fleet's speed while moving for an area that learned none, as ``fleetStopShare(_:)``.
     public func fleetSpeed(_ configuration: RideConfiguration) -> Double? {
         Self.pooled(
             learned.values.lazy.compactMap { entry in entry.speed.map { ($0, entry.speedLegs) } }.filter { $0.1 > 0 },

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// E1 (issue 31): one service area's learned priors as the workers of a group share them, retained on
+/// E1: one service area's learned priors as the workers of a group share them, retained on
 /// `{serviceName}/priors/{key}` (``Topics/priors(key:)``), so that a worker that restarts, or another worker of
 /// the group, starts its rides from what the fleet taught instead of from the configuration.
 ///
@@ -33,7 +33,7 @@ public struct AreaPriors: Sendable, Equatable {
     /// area differs leaves them alone, so that one worker's 08:00 is not averaged with another's 07:00. Nil
     /// without hours.
     public var timeZone: String?
-    /// E1's range (issue 31): the area's percentile of each leg and horizon with the arrivals it stands for
+    /// E1's range: the area's percentile of each leg and horizon with the arrivals it stands for
     /// (``ArrivalRanges/shared(area:)``); empty from workers before they were shared.
     public var ranges: [ArrivalRanges.Shared]
 
@@ -342,7 +342,7 @@ public struct AreaPriors: Sendable, Equatable {
 }
 
 extension AreaLearning {
-    /// E1 (issue 31): what another worker learned of `priors.area`, weighed against what this worker holds.
+    /// E1: what another worker learned of `priors.area`, weighed against what this worker holds.
     ///
     /// Each side is an exponentially weighted mean whose memory is 1 / the learning rate (20 rides at the
     /// default 0.05), so each weighs its count up to that memory: a worker that saw 5 rides does not pull a
@@ -415,7 +415,7 @@ extension AreaLearning {
 }
 
 extension RideEngine {
-    /// E1 (issue 31): the priors this engine learned since the last call, as `(topic, payload)` for the
+    /// E1: the priors this engine learned since the last call, as `(topic, payload)` for the
     /// worker to publish retained (``AreaPriors``): each area whose learning or range changed. An area whose range
     /// learned before anything else is shared with no rides and no legs (its factor the configured one, which
     /// readers then ignore), unless this worker heard priors of the area that taught something: the group has
@@ -448,7 +448,7 @@ extension RideEngine {
         rangesChanged.insert(area)
     }
 
-    /// E1, A2 (issue 31): another worker's priors on `topic`, read from the broker: checked like any input
+    /// E1, A2: another worker's priors on `topic`, read from the broker: checked like any input
     /// (``AreaPriors/decode(_:key:decoder:now:futureTolerance:)``), and for an area of this engine's catalog
     /// ("" for rides outside every area), so that what the broker holds cannot grow the worker. Accepted ones
     /// are weighed in (``AreaLearning/adopt(_:configuredFactor:configuration:)``); a refusal is counted and

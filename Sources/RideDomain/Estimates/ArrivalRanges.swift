@@ -1,6 +1,6 @@
 import Foundation
 
-/// E1's range (issue 31): how much later than its estimate a car arrives, learned from the arrivals the worker
+/// E1's range: how much later than its estimate a car arrives, learned from the arrivals the worker
 /// sees, per service area, leg (to the pickup, to the drop-off) and horizon (the estimate's own: 0-60, 60-120,
 /// 120-240, 240+ s). Each arrival teaches the ratio of the time it really took to the time estimated; the
 /// latest time of a new estimate is its time to go times the 90th percentile of that ratio (read a little
@@ -129,7 +129,7 @@ public struct ArrivalRanges: Sendable, Equatable {
         var ratio = 0.0
         var arrivals = 0.0
     }
-    /// Coverage (issue 31): statuses whose arrival was seen, with a latest time, and those whose arrival came by
+    /// Coverage: statuses whose arrival was seen, with a latest time, and those whose arrival came by
     /// it, by leg x horizon (each arrival counts the statuses its sample stood for: ``observe``).
     public private(set) var arrivals = [Int](repeating: 0, count: Leg.allCases.count * (horizonBounds.count + 1))
     public private(set) var covered = [Int](repeating: 0, count: Leg.allCases.count * (horizonBounds.count + 1))
@@ -301,7 +301,7 @@ public struct ArrivalRanges: Sendable, Equatable {
     }
 }
 
-/// E1's range, per ride (issue 31): one estimate per horizon of the leg under way (when it was made, its time
+/// E1's range, per ride: one estimate per horizon of the leg under way (when it was made, its time
 /// to go and its latest time's: the first of the horizon), which the ride teaches ``ArrivalRanges`` when the
 /// car arrives, weighed by the number of statuses of that horizon it stands for (coverage counts statuses).
 /// Drawing the estimate evenly from those statuses instead (a reservoir of one, by a hash of the time) was

@@ -35,7 +35,7 @@ extension Ride {
     /// the gap hid. Fixed, not a setting: trackers send every 1 to 10 s.
     static let paceGap: Double = 15
 
-    /// E1 (issue 31): the speed before the car is seen moving: the speed while moving that the ride's area
+    /// E1: the speed before the car is seen moving: the speed while moving that the ride's area
     /// learned (``cruisePrior``) times the share of time moving; `rides.typicalSpeed` where none was learned.
     func unseenSpeed(configuration: RideConfiguration) -> Double {
         cruisePrior.map { $0 * (1 - (stopShare ?? configuration.typicalStopShare)) } ?? configuration.typicalSpeed
@@ -52,7 +52,7 @@ extension Ride {
     /// a queue); `make bench-eta` measured 15, 30 and 60 s within half a second of each other.
     public static let speedCorrelation: Double = 30
 
-    /// E1 (issue 31): the speed while moving expected on average over the next `horizon` seconds, when the pace
+    /// E1: the speed while moving expected on average over the next `horizon` seconds, when the pace
     /// now is `pace` and the cruise `cruise`: the difference is expected to fade over ``speedCorrelation``
     /// seconds, so a near arrival follows the pace (the last 30 s of driving, as issue 31 asks) and a far one
     /// the cruise (what a minute's stretch of fast or slow road says of the next three is little).
@@ -83,7 +83,7 @@ extension Ride {
         return weight > 0 ? (priorWeight * (cruisePrior ?? 0) + Double(cruiseMetres)) / weight : pace
     }
 
-    /// E1 (issue 31): the pace after an accepted fix, in two parts that move apart: the speed while moving,
+    /// E1: the pace after an accepted fix, in two parts that move apart: the speed while moving,
     /// smoothed over moving seconds only (`rides.speedTimeConstant`, 10 s: a new steady pace is followed within
     /// about 30 s of driving at it, and a red light does not drag it down), and the share of time standing,
     /// smoothed over all seconds (`rides.stopShareTimeConstant`, 300 s: lights and jams slow the estimate by what
@@ -215,7 +215,7 @@ extension Ride {
 }
 
 extension Ride {
-    /// E1 (issue 15): between two statuses, an ETA moves later by at most `estimateDelayLimit` while the vehicle
+    /// E1: between two statuses, an ETA moves later by at most `estimateDelayLimit` while the vehicle
     /// is moving and no farther from where it goes than at the last status (no newer fix counts as no
     /// farther: the clock alone does not push an ETA); a stopped vehicle (a red light, a jam) or one moving
     /// away moves it freely, and an ETA moving earlier is never held. Never in the past.

@@ -135,7 +135,7 @@ public struct Fare: Sendable, Equatable, Codable {
     public var perKilometer: Decimal
     public var perMinute: Decimal
     public var currencyCode: String
-    /// A booking by a catalog option's name (issue 15): the rest of the option's pricing in the pickup's area,
+    /// A booking by a catalog option's name: the rest of the option's pricing in the pickup's area,
     /// so the rider pays what the quote said. Nil for a fare the booking brought (P5 as before).
     public var catalog: CatalogPricing?
 

@@ -31,7 +31,7 @@ public struct RideConfiguration: Sendable, Equatable {
     /// E1: road distance over great-circle distance.
     public var detourFactor: Double = RideConfiguration.defaultDetourFactor
     public static let defaultDetourFactor = 1.3
-    /// E1 (issue 15): the bounds of a learned detour factor, and how much each completed ride moves it (0: no
+    /// E1: the bounds of a learned detour factor, and how much each completed ride moves it (0: no
     /// learning). See ``AreaLearning``.
     public var detourFactorMinimum: Double = 1.0
     public var detourFactorMaximum: Double = 2.0
@@ -52,15 +52,15 @@ public struct RideConfiguration: Sendable, Equatable {
     /// E1: how far each leg driven to its end moves its area's learned stop share and speed while moving
     /// (``AreaLearning``); 0 turns learning off.
     public var stopShareLearningRate: Double = 0.05
-    /// E1 (issue 31): how often a worker shares what its areas learned with its group, as a retained message
+    /// E1: how often a worker shares what its areas learned with its group, as a retained message
     /// per area that a restart reads back (``AreaPriors``), seconds; 0 shares nothing (what others share is
     /// still read).
     public var priorsShareInterval: Double = 60
-    /// E1 (issue 31): the time zone of the hours of the week learned for rides outside every service area, and
+    /// E1: the time zone of the hours of the week learned for rides outside every service area, and
     /// for areas whose catalog entry names none (``AreaLearning``); an IANA name in the configuration file. Nil is
     /// UTC, counted without Foundation's zone tables, which take 2.4 to 4.5 MiB once loaded (`ride-bench memory`).
     public var timeZone: TimeZone?
-    /// E1 (issue 31): whether the areas learn and read their values by hour of the week; false reads the areas'
+    /// E1: whether the areas learn and read their values by hour of the week; false reads the areas'
     /// values alone at every hour and learns no hour, but still weighs in and shares again what the group shares
     /// by hour, so that turning it off on one worker does not wipe the group's hours.
     public var hoursOfWeek = true

@@ -183,7 +183,7 @@ public struct RideEngine: Sendable {
     /// E1: each area's detour factor, corrected by completed rides (settable to carry it between engines, as the
     /// ETA benchmark's trips do).
     public var learning = AreaLearning()
-    /// E1's range (issue 31): how much later than estimated cars arrive, per area, leg and horizon, learned
+    /// E1's range: how much later than estimated cars arrive, per area, leg and horizon, learned
     /// from this worker's arrivals (settable to carry it between engines, as the ETA benchmark's trips do).
     public var ranges = ArrivalRanges()
     /// The areas whose range learned since their priors were last shared (``priorsToShare(worker:now:)``): an

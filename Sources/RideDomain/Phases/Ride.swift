@@ -43,7 +43,7 @@ public struct Ride: Sendable, Equatable {
     @NaNBoxed package internal(set) var smoothedSpeed: Double?
     /// E1: the share of time standing, smoothed over all seconds; nil until counted (`rides.typicalStopShare`).
     @NaNBoxed package internal(set) var stopShare: Double?
-    /// E1 (issue 31): the cruise, the speed while moving over a longer memory than the pace (``cruiseMemory``):
+    /// E1: the cruise, the speed while moving over a longer memory than the pace (``cruiseMemory``):
     /// metres and seconds moving, both decayed alike; a far arrival is estimated toward it
     /// (``expectedSpeed(pace:cruise:horizon:)``). Durable since shape 8, with its prior (G3). Single precision
     /// (decayed sums, each step within 1e-7 of its value): 8 bytes a ride less.

@@ -191,10 +191,10 @@ public struct ServiceArea: Sendable, Equatable {
     /// Polygons; in each, the first ring is the outer boundary and the others are holes. Rings are closed.
     public var polygons: [[[Coordinate]]]
 
-    /// E1: road over great-circle distance here (issue 15); nil takes `rides.detourFactor`. Completed rides
+    /// E1: road over great-circle distance here; nil takes `rides.detourFactor`. Completed rides
     /// correct it (``AreaLearning``).
     public var detourFactor: Double?
-    /// E1 (issue 31): the time zone of the area's hours of the week (``AreaLearning``); nil takes
+    /// E1: the time zone of the area's hours of the week (``AreaLearning``); nil takes
     /// `rides.timeZone`.
     public var timeZone: TimeZone?
 

@@ -5,7 +5,7 @@ public import Foundation
 extension Ride {
     /// The next status (sequence + 1, `issuedAt` never earlier than the last). Not yet validated.
     /// - Parameters:
-    ///   - ranges: E1's learned ranges, for the latest times (issue 31); nil gives none.
+    ///   - ranges: E1's learned ranges, for the latest times; nil gives none.
     ///   - area: the name of the ride's service area (``areaIndex``), whose ranges apply; "" outside every area.
     public mutating func nextStatus(
         now: Date, configuration: RideConfiguration, ranges: ArrivalRanges? = nil, area: String = ""
@@ -32,7 +32,7 @@ extension Ride {
             stale: isStale(now: now, configuration: configuration))
     }
 
-    /// E1's range (issue 31): the latest times of the estimates just made, from the ranges learned for the ride's
+    /// E1's range: the latest times of the estimates just made, from the ranges learned for the ride's
     /// area; the estimates of the leg under way are kept to learn from when the car arrives (only E1's own: not
     /// the booking's estimate, which stands while the car's position is unknown). Before the pickup the
     /// drop-off's latest time adds the ride's leg to the pickup's latest time, at least.
@@ -171,7 +171,7 @@ struct LastValidStatus: Sendable, Equatable {
 }
 
 extension Ride {
-    /// P5 (issue 15), for a ride booked from the catalog: `usesMeteredFare` says whether the fare is metered,
+    /// P5, for a ride booked from the catalog: `usesMeteredFare` says whether the fare is metered,
     /// and a completed ride carries its final breakdown. Before completion the items are the booking's own, as
     /// the contract's booking brought them: making a fixed price's items for every status cost 50 % more CPU
     /// per status at 100,000 rides (`make bench-scale`: 9.3 against 6.2 ms a second per 1,000 rides).
