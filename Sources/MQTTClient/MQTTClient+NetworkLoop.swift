@@ -211,7 +211,14 @@ extension MQTTClient {
         if ready < 0 && errno != EINTR { return MOSQ_ERR_ERRNO.rawValue }
         // G5: a pause (or a stall) may have outlasted the lease while this thread waited: before anything is read
         // or written, and so before libmosquitto writes what it queued.
-        if leaseLapsed() { return MOSQ_ERR_NO_CONN.rawValue }
+        // One take of the lock a turn: the expiry read here only grows with acknowledgements, so the checks below
+        // compare the clock with it unlocked (the cadence at 100,000 rides counts every take: see beginTurn).
+        guard let leaseExpiry = checkLease() else { return MOSQ_ERR_NO_CONN.rawValue }
+        func leaseHolds() -> Bool {
+            if ContinuousClock.now < leaseExpiry { return true }
+            fence(now: .now, announce: true)
+            return false
+        }
         // Only this thread closes the socket, so an invalid one means libmosquitto lost it: connect again.
         if events[0].revents & Int16(POLLNVAL) != 0 { return MOSQ_ERR_NO_CONN.rawValue }
         if events[1].revents != 0 {
@@ -245,38 +252,38 @@ extension MQTTClient {
                 flushAcknowledgements()
                 loops += 1
                 // Acknowledgements leave as they are made, so the broker's window (Receive Maximum) stays open.
-                if goesOn(rc) { rc = leaseLapsed() ? MOSQ_ERR_NO_CONN.rawValue : mosquitto_loop_write(handle, 1) }
+                if goesOn(rc) { rc = leaseHolds() ? mosquitto_loop_write(handle, 1) : MOSQ_ERR_NO_CONN.rawValue }
             } while goesOn(rc) && loops < Self.burstLoops && socketHasPendingBytes()
         }
-        // G5: an acknowledged packet at least every half keepalive, so that the lease never runs out on silence.
-        if goesOn(rc) { pingLeaseIfDue() }
         // What other threads queued, and what a full socket held back; nothing queued costs no system call.
-        if goesOn(rc) { rc = leaseLapsed() ? MOSQ_ERR_NO_CONN.rawValue : mosquitto_loop_write(handle, 1) }
+        if goesOn(rc) { rc = leaseHolds() ? mosquitto_loop_write(handle, 1) : MOSQ_ERR_NO_CONN.rawValue }
         if goesOn(rc) { rc = mosquitto_loop_misc(handle) }
         return rc
     }
 
     // MARK: - The lease (G5)
 
-    /// Whether the lease ran out while connected; if so, the connection is fenced (``fence(now:)``) before this
-    /// returns. The window that remains: a pause after this check and before the `write` it guards.
-    func leaseLapsed() -> Bool {
-        guard configuration.lease != nil else { return false }
+    /// G5, once a turn, before anything is read or written: when the lease ran out while connected, fences the
+    /// connection (``fence(now:announce:)``) and returns nil; else sends an empty QoS 1 publish to the lease topic
+    /// when no acknowledged packet went out for half a keepalive, and returns when the lease ends (far ahead
+    /// without a lease, or while not connected). The window that remains: a pause after a check and before the
+    /// `write` it guards.
+    private func checkLease() -> ContinuousClock.Instant? {
+        let unbounded = ContinuousClock.now.advanced(by: .seconds(86_400))
+        guard let lease = configuration.lease else { return unbounded }
         let now = ContinuousClock.now
-        guard state.withLock({ $0.connected && $0.lease?.hasLapsed(at: now) == true }) else { return false }
-        fence(now: now, announce: true)
-        return true
-    }
-
-    /// Sends an empty QoS 1 publish to the lease topic when no acknowledged packet went out for half a keepalive.
-    private func pingLeaseIfDue() {
-        guard let lease = configuration.lease else { return }
-        state.withLock { state in
-            guard state.connected, state.lease?.pingDue(at: .now) == true, !state.resend.isHolding else { return }
-            try? publishNow(
-                topic: lease.topic, payload: UnsafeRawBufferPointer(start: nil, count: 0), qos: .atLeastOnce,
-                retain: false, properties: MQTTProperties(), waiter: nil, state: &state)
+        let expiry = state.withLock { state -> ContinuousClock.Instant? in
+            guard state.connected, let held = state.lease else { return unbounded }
+            if held.hasLapsed(at: now) { return nil }
+            if held.pingDue(at: now), !state.resend.isHolding {
+                try? publishNow(
+                    topic: lease.topic, payload: UnsafeRawBufferPointer(start: nil, count: 0), qos: .atLeastOnce,
+                    retain: false, properties: MQTTProperties(), waiter: nil, state: &state)
+            }
+            return held.expiry ?? unbounded
         }
+        if expiry == nil { fence(now: now, announce: true) }
+        return expiry
     }
 
     /// G5: the lease lapsed, or the connection was lost. The connection closes without another byte written
@@ -287,6 +294,8 @@ extension MQTTClient {
     /// caller of libmosquitto takes).
     /// - Parameter announce: whether to report the connection's end too (libmosquitto's callback did not).
     func fence(now: ContinuousClock.Instant, announce: Bool) {
+        // Once per connection: fenced, the lease has no base until the next CONNACK.
+        if state.withLock({ $0.fenced && $0.lease?.base == nil && !$0.connected }) { return }
         var dropped: [CheckedContinuation<Void, any Error>] = []
         var batch = Outbox.Batch()
         outbox.withLock { $0.take(swappingWith: &batch) }
