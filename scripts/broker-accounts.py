@@ -44,6 +44,7 @@ import json
 import os
 import re
 import secrets
+import fcntl
 import sys
 import threading
 
@@ -65,6 +66,12 @@ def valid(name):
     if not IDENTIFIER.match(name) or name in (".", ".."):
         sys.exit(f"broker-accounts: '{name}' is not an identifier (I1: 1 to 64 of A-Z a-z 0-9 . _ : -)")
     return name
+
+
+def reserved(name):
+    """A4: a name a rider or vehicle may not have, since an account's client id is its name: the workers' client
+    ids and the services' names, whether listed in accounts.yaml yet or not."""
+    return any(name == prefix or name.startswith(prefix + "-") for prefix in broker_roles.RESERVED_PREFIXES)
 
 
 def secret(directory, name, create):
@@ -96,9 +103,12 @@ def request(args, commands):
     correlation = secrets.token_hex(8)
     for index, command in enumerate(commands):
         command["correlationData"] = f"{correlation}-{index}"
+    if not args.cafile:
+        sys.exit("broker-accounts: --cafile is required: the accounts admin's password never travels in clear")
     password, _ = secret(args.secrets, ADMIN, create=False)
     done = threading.Event()
     outcome = {}
+    sent = []
 
     def finish(**values):
         outcome.update(values)
@@ -107,13 +117,18 @@ def request(args, commands):
     def on_connect(client, _userdata, _flags, reason_code, _properties):
         if reason_code.is_failure:
             finish(error=f"the broker refused the accounts admin: {reason_code}")
+        elif sent:
+            # Sent once only: a request cut off (another admin took the client id, or a change to the admin
+            # itself) may have been applied; the caller checks and runs it again if it must.
+            finish(error="the connection was lost after the request was sent; check and run it again")
         else:
             client.subscribe(CONTROL + "/response", qos=1)
 
     def on_subscribe(client, _userdata, _mid, reason_codes, _properties):
         if any(code.is_failure for code in reason_codes):
             finish(error=f"the accounts admin may not read {CONTROL}/response: {reason_codes[0]}")
-        else:
+        elif not sent:
+            sent.append(True)
             client.publish(CONTROL, json.dumps({"commands": commands}), qos=1)
 
     def on_message(_client, _userdata, message):
@@ -128,19 +143,20 @@ def request(args, commands):
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=broker_roles.client_id(ADMIN),
                          protocol=mqtt.MQTTv311)
     client.username_pw_set(ADMIN, password)
-    if args.cafile:
-        client.tls_set(ca_certs=args.cafile)
+    client.tls_set(ca_certs=args.cafile)
     client.on_connect, client.on_subscribe, client.on_message = on_connect, on_subscribe, on_message
+    # The plugin writes its whole file after each change (about 60 ms an account near 1,000): room for that.
+    timeout = max(args.timeout, len(commands) * 0.1)
     try:
         client.connect(args.host, args.port, keepalive=30)
     except (OSError, ValueError) as error:
         sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} ({error})")
     client.loop_start()
-    answered = done.wait(args.timeout)
+    answered = done.wait(timeout)
     client.disconnect()
     client.loop_stop()
     if not answered:
-        sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} within {args.timeout} s")
+        sys.exit(f"broker-accounts: no answer from the broker at {args.host}:{args.port} within {timeout:.0f} s")
     if "error" in outcome:
         sys.exit(f"broker-accounts: {outcome['error']}")
     responses = outcome["responses"]
@@ -149,10 +165,10 @@ def request(args, commands):
     return responses
 
 
-def check(commands, responses):
+def check(commands, responses, existing=None):
     """Fails naming the first command the plugin refused for a reason other than a harmless one. (2.0.11 answers
     "Internal error" to linking a role a client already has: harmless when that client already existed.)"""
-    existing = set()
+    existing = set() if existing is None else existing
     for command, response in zip(commands, responses):
         error = response.get("error")
         if command["command"] == "createClient" and error and "already exists" in error.lower():
@@ -220,6 +236,10 @@ def removal(role_name, user):
 KINDS = {"rider": "rider", "vehicle": "vehicles"}
 
 
+# Marks, among a client's roles in `clients()`, one bound to no client id (or another): an account of before A4.
+UNBOUND = "(unbound)"
+
+
 def clients(args, names):
     """What the broker holds of each name: {name: set of its role names}, without the names it does not know."""
     commands = [{"command": "getClient", "username": name} for name in names]
@@ -232,6 +252,8 @@ def clients(args, names):
             client = (response.get("data") or {}).get("client")
             if client:
                 held[command["username"]] = {role["rolename"] for role in client.get("roles", [])}
+                if client.get("clientid") != broker_roles.client_id(command["username"]):
+                    held[command["username"]].add(UNBOUND)
     return held
 
 
@@ -239,15 +261,18 @@ def one_name_space(args, kind, names):
     """Refuses a name that the broker holds for another kind or role: a name is a rider's or a vehicle's, never
     both (add-rider for a vehicle's name would hand out the vehicle's password; remove-rider would delete it)."""
     own = f"{KINDS[kind]}-"
-    for name, roles in clients(args, names).items():
-        strangers = sorted(role for role in roles if role != own + name)
+    held = clients(args, names)
+    for name, roles in held.items():
+        strangers = sorted(role for role in roles if role not in (own + name, UNBOUND))
         if strangers:
             sys.exit(f"broker-accounts: '{name}' is already an account with the role {strangers[0]}, not a {kind}'s: "
                      f"a name is a rider's or a vehicle's, never both (A4); choose another name")
+    return held
 
 
 def upgrade(args, listed):
-    """An existing broker brought to A4 in one command; safe to run again."""
+    """An existing broker brought to A4 in one command; safe to run again. Existing accounts keep their passwords
+    (but a name that was both a rider's and a vehicle's, whose password the rider knows)."""
     commands = [{"command": "setDefaultACLAccess", "acls": [
         {"acltype": kind, "allow": allow} for kind, allow in DEFAULT_ACCESS.items()]}]
     for role in broker_roles.CERTIFICATE_ONLY:
@@ -257,37 +282,71 @@ def upgrade(args, listed):
     check(commands, request(args, commands))
     answer = request(args, [{"command": "listClients", "verbose": True}])
     check([{"command": "listClients"}], answer)
-    bound, collisions = [], []
-    fixes = []
+    bound, collisions, fixes = [], [], []
+    admin_unbound = False
+    names = set()
     for client in (answer[0].get("data") or {}).get("clients", []):
         name = client["username"]
+        names.add(name)
         roles = {role["rolename"] for role in client.get("roles", [])}
         if client.get("clientid") != broker_roles.client_id(name):
-            fixes.append({"command": "setClientId", "username": name, "clientid": broker_roles.client_id(name)})
+            if name == ADMIN:
+                admin_unbound = True  # last: binding it ends this connection
+            else:
+                fixes.append({"command": "setClientId", "username": name, "clientid": broker_roles.client_id(name)})
             bound.append(name)
         if f"rider-{name}" in roles and f"vehicles-{name}" in roles:
+            path = os.path.join(args.secrets, name)
+            if os.path.exists(path):
+                os.remove(path)
+            password, _ = secret(args.secrets, name, create=True)
             fixes += [{"command": "removeClientRole", "username": name, "rolename": f"rider-{name}"},
-                      {"command": "deleteRole", "rolename": f"rider-{name}"}]
+                      {"command": "deleteRole", "rolename": f"rider-{name}"},
+                      {"command": "setClientPassword", "username": name, "password": password}]
             collisions.append(name)
     if fixes:
         run_batch(args, fixes)
-    # The accounts listed since (ride-watch's, say): as provision makes them.
+    # The accounts listed since (ride-watch's, say), made as provision makes them; existing ones untouched.
     run_batch(args, [command for role, rules in broker_roles.ROLES.items() if role not in broker_roles.CERTIFICATE_ONLY
-                     for user in listed.get(role, [])
+                     for user in listed.get(role, []) if user not in names
                      for command in account(f"{role}-{valid(user)}", rules, user, args.static_secrets)])
+    if admin_unbound:
+        send_only(args, [{"command": "setClientId", "username": ADMIN, "clientid": broker_roles.client_id(ADMIN)}])
+        admin = request(args, [{"command": "getClient", "username": ADMIN}])[0]
+        if (admin.get("data") or {}).get("client", {}).get("clientid") != broker_roles.client_id(ADMIN):
+            sys.exit("broker-accounts: upgrade: the accounts admin is not bound to its client id; run it again")
     print(f"broker-accounts: upgrade: receiving denied by default; {len(bound)} accounts bound to their names; "
           f"the password listener's worker account removed")
     for name in collisions:
-        print(f"broker-accounts: upgrade: '{name}' was both a vehicle and a rider: it stays the vehicle; issue the "
-              f"rider again under another name")
+        print(f"broker-accounts: upgrade: '{name}' was both a vehicle and a rider: it stays the vehicle, with a new "
+              f"password in {args.secrets}/{name} for its devices; issue the rider again under another name")
 
 
 def run_batch(args, commands):
     # One message per 300 commands: the plugin rewrites its whole file after each change anyway, and a message
-    # stays small.
+    # stays small. The clients found existing carry over, so that an account split across two batches still
+    # takes 2.0.11's "Internal error" on linking its role again as harmless.
+    existing = set()
     for start in range(0, len(commands), 300):
         batch = commands[start:start + 300]
-        check(batch, request(args, batch))
+        check(batch, request(args, batch), existing)
+
+
+def send_only(args, commands):
+    """Publishes the commands and waits only for the broker to take them (PUBACK): for a change that ends this very
+    connection (binding the admin's own client id disconnects it), whose answer never arrives."""
+    import paho.mqtt.client as mqtt
+
+    password, _ = secret(args.secrets, ADMIN, create=False)
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=broker_roles.client_id(ADMIN),
+                         protocol=mqtt.MQTTv311, reconnect_on_failure=False)
+    client.username_pw_set(ADMIN, password)
+    client.tls_set(ca_certs=args.cafile)
+    client.connect(args.host, args.port, keepalive=30)
+    client.loop_start()
+    info = client.publish(CONTROL, json.dumps({"commands": commands}), qos=1)
+    info.wait_for_publish(args.timeout)
+    client.loop_stop()
 
 
 def main():
@@ -350,6 +409,10 @@ def main():
         if valid(name) in static:
             sys.exit(f"broker-accounts: '{name}' is the accounts admin or an account of {args.accounts}, "
                      "not a rider or vehicle to add or remove here")
+    # One admin at a time: the admin's client id is bound (A4), so two at once would cut each other off.
+    os.makedirs(args.secrets, mode=0o700, exist_ok=True)
+    lock = open(os.path.join(args.secrets, ".broker-accounts.lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     if args.command == "upgrade":
         upgrade(args, listed)
         return
@@ -357,22 +420,38 @@ def main():
         sys.exit(f"broker-accounts: --devices takes 1 to {MAX_DEVICES}")
     commands = []
     if args.command == "provision":
-        for role, rules in broker_roles.ROLES.items():
-            if role in broker_roles.CERTIFICATE_ONLY:
+        wanted = [(role, rules, valid(user)) for role, rules in broker_roles.ROLES.items()
+                  if role not in broker_roles.CERTIFICATE_ONLY for user in listed.get(role, [])]
+        # Existing accounts keep their passwords: a wrong --static-secrets must not lock every service out.
+        existing = clients(args, [user for _, _, user in wanted])
+        for role, rules, user in wanted:
+            if user in existing:
+                if f"{role}-{user}" not in existing[user]:
+                    sys.exit(f"broker-accounts: '{user}' exists with the roles {sorted(existing[user])}, not "
+                             f"{role}-{user}: a name is one account's (A4); remove it first")
                 continue
-            for user in listed.get(role, []):
-                commands += account(f"{role}-{valid(user)}", rules, user, args.static_secrets)
+            commands += account(f"{role}-{user}", rules, user, args.static_secrets)
     else:
         kind = args.command.split("-", 1)[1]
-        one_name_space(args, kind, args.names)
+        for name in args.names:
+            if reserved(name):
+                sys.exit(f"broker-accounts: '{name}' is reserved: a worker's client id or a service's name (A4)")
+        held = one_name_space(args, kind, args.names)
         if args.command.startswith("add"):
             rules = broker_roles.RIDER if kind == "rider" else broker_roles.VEHICLE
             for name in args.names:
                 commands += account(f"{KINDS[kind]}-{name}", rules, name, args.secrets, args.devices)
+                if UNBOUND in held.get(name, ()):
+                    # An account of before A4: bound now (its connections end, and come back under its name).
+                    commands.append({"command": "setClientId", "username": name,
+                                     "clientid": broker_roles.client_id(name)})
         else:
             for name in args.names:
                 commands += removal(f"{KINDS[kind]}-{name}", name)
     if not commands:
+        if args.command == "provision":
+            print("broker-accounts: provision: every account exists")
+            return
         sys.exit("broker-accounts: no account named")
     run_batch(args, commands)
     if args.command.startswith("remove"):

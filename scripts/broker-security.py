@@ -3,14 +3,15 @@
 
     scripts/broker-security.py --accounts config/security/accounts.yaml --out var/security [--rider r-1 ...]
 
-Writes OUT/acl (mosquitto acl_file), OUT/passwords (mosquitto password_file, hashed by mosquitto_passwd) and
+Writes OUT/acl (mosquitto acl_file), OUT/passwords (mosquitto password_file, hashed as mosquitto_passwd does) and
 OUT/secrets/<account> (each account's password, mode 600), generating a random password for any account that
 has none yet. Running it again keeps existing passwords and adds new accounts. Topic prefixes are the
 contract's defaults (fleet, rides, ridestatus, ride-options, replies)."""
 import argparse
+import base64
+import hashlib
 import os
 import secrets
-import subprocess
 import sys
 
 import yaml
@@ -57,7 +58,7 @@ def main():
     parser.add_argument("--accounts", default="config/security/accounts.yaml")
     parser.add_argument("--out", default="var/security")
     parser.add_argument("--rider", action="append", default=[], help="a ride identifier to issue a rider account for")
-    parser.add_argument("--mosquitto-passwd", default="/usr/bin/mosquitto_passwd")
+    parser.add_argument("--mosquitto-passwd", help="ignored: the hashes are made here (kept for older callers)")
     args = parser.parse_args()
     with open(args.accounts) as handle:
         accounts = yaml.safe_load(handle) or {}
@@ -71,7 +72,8 @@ def main():
     # Riders issued before (their secrets are kept) stay, unless their secret file is deleted: that revokes one.
     secrets_dir = os.path.join(args.out, "secrets")
     listed = [user for role in ROLES for user in accounts.get(role, [])]
-    issued = sorted(os.listdir(secrets_dir)) if os.path.isdir(secrets_dir) else []
+    issued = sorted(name for name in os.listdir(secrets_dir) if not name.startswith(".")) \
+        if os.path.isdir(secrets_dir) else []
     if RETIRED[1] in issued and RETIRED[1] not in [user for role in ROLES for user in accounts.get(role, [])]:
         os.remove(os.path.join(secrets_dir, RETIRED[1]))
         issued.remove(RETIRED[1])
@@ -89,13 +91,20 @@ def main():
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:
                 handle.write(secrets.token_urlsafe(24) + "\n")
-    passwords = os.path.join(args.out, "passwords")
-    open(passwords, "w").close()
-    os.chmod(passwords, 0o600)
+    # mosquitto's own hash ($7$: PBKDF2-HMAC-SHA512, 101 iterations, a 12-byte salt), written here: passwords never
+    # go on mosquitto_passwd's command line, where `ps` shows them to every user (A4).
+    lines = []
     for name in names:
         with open(os.path.join(secrets_dir, name)) as handle:
             password = handle.readline().strip()
-        subprocess.run([args.mosquitto_passwd, "-b", passwords, name, password], check=True)
+        salt = secrets.token_bytes(12)
+        digest = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 101)
+        lines.append(f"{name}:$7$101${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}")
+    passwords = os.path.join(args.out, "passwords")
+    descriptor = os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    os.chmod(passwords, 0o600)
     with open(os.path.join(args.out, "acl"), "w") as handle:
         handle.write(acl(accounts))
     print(f"broker-security: {len(names)} accounts ({len(riders)} riders); ACL and password file in {args.out}")

@@ -111,6 +111,11 @@ ROLES = {
 # plugin, so no password on the password listener can act as a worker (A4).
 CERTIFICATE_ONLY = ("worker",)
 
+# A4: names no rider or vehicle may take (alone or followed by "-..."): the workers' client ids and the services'
+# accounts, listed in accounts.yaml or still to be (a second ride-push member, `ride-push-2`).
+RESERVED_PREFIXES = ("ride-status-worker", "ride-push", "ride-watch", "fleet-sim", "dispatch", "monitor",
+                     "worker", "accounts-admin")
+
 # The suffix of a further device's account: RIDE~2 is the rider's second phone, V~2 a vehicle's driver app.
 DEVICE_SEPARATOR = "~"
 

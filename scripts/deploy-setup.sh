@@ -3,7 +3,7 @@
 # workers' client certificate, and the broker's accounts: the dynamic security plugin's file with the accounts
 # of config/security/accounts.yaml and the accounts admin (scripts/broker-accounts.py init), and the workers'
 # static ACL (scripts/broker-security.py). Docker Compose runs it in its `setup` service before the broker
-# starts; `make run` runs it for its loopback broker. Only openssl, python3 with PyYAML and mosquitto_passwd;
+# starts; `make run` runs it for its loopback broker. Only openssl and python3 with PyYAML;
 # nothing is downloaded. Riders' and further vehicles' accounts come later, while the broker runs
 # (scripts/broker-accounts.py add-rider).
 #
@@ -87,8 +87,7 @@ keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
 chmod 644 "$tls/ca.crt" "$tls/broker.crt" "$tls/worker.crt"
 
-python3 scripts/broker-security.py --accounts config/security/accounts.yaml --out "$out" \
-    --mosquitto-passwd "$(command -v mosquitto_passwd || echo /usr/bin/mosquitto_passwd)"
+python3 scripts/broker-security.py --accounts config/security/accounts.yaml --out "$out"
 accounts_file=${accounts_file:-$out/dynamic-security.json}
 mkdir -p "$(dirname "$accounts_file")"
 python3 scripts/broker-accounts.py init --file "$accounts_file" --accounts config/security/accounts.yaml \

@@ -212,7 +212,7 @@ extension RidePushSettings {
     /// A4: `http.allowedHosts`, else the loopback names at `http.port` and the address of `http.host` when it is
     /// one. The list was checked when it was read.
     public var httpHosts: AllowedHosts {
-        guard !allowedHosts.isEmpty, let hosts = try? AllowedHosts(parsing: allowedHosts) else {
+        guard !allowedHosts.isEmpty, let hosts = try? AllowedHosts(parsing: allowedHosts), !hosts.entries.isEmpty else {
             return .loopback(port: httpPort, boundHost: httpHost)
         }
         return hosts
