@@ -1,4 +1,4 @@
-public import RideDomain
+import RideDomain
 public import WorkerGroup
 
 /// How fleet-sim's vehicles drive and report: the old grid city (``StreetTrip``, a fix every tick with

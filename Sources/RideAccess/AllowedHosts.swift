@@ -66,6 +66,23 @@ public struct AllowedHosts: Sendable, Equatable, CustomStringConvertible {
         self.entries = entries
     }
 
+    /// A setting's text (`http.allowedHosts` of the worker and of ride-push): comma-separated entries, `none` or
+    /// empty for the default; checked now, so that a bad entry stops start-up naming the key.
+    public static func settingList(_ text: String) throws(Problem) -> [String] {
+        let list = text == "none" ? [] : text.split(separator: ",").map(String.init)
+        _ = try AllowedHosts(parsing: list)
+        return list
+    }
+
+    /// The hosts a server answers: the setting's list, else (nothing listed, or blanks only) the loopback default
+    /// at its port and bound address.
+    public static func configured(_ list: [String], port: Int, boundHost: String) -> AllowedHosts {
+        guard let hosts = try? AllowedHosts(parsing: list), !hosts.entries.isEmpty else {
+            return .loopback(port: port, boundHost: boundHost)
+        }
+        return hosts
+    }
+
     /// Whether a request addressed to `authority` (HTTP/1.1's `Host`, HTTP/2's `:authority`) may be answered.
     /// A request with no host is refused, unless the check is off.
     public func allows(authority: String?) -> Bool {

@@ -176,13 +176,9 @@ public struct RidePushSettings: Sendable {
             "http.port": { $0.httpPort = Int(try SettingValue.number($1, "http.port", 0...65_535)) },
             "http.shareKeys": { $0.shareKeys = $1 },
             "http.allowedHosts": { settings, value in
-                let list = value == "none" ? [] : value.split(separator: ",").map(String.init)
                 do {
-                    _ = try AllowedHosts(parsing: list)
-                } catch {
-                    throw SettingsProblem(key: "http.allowedHosts", message: "\(error)")
-                }
-                settings.allowedHosts = list
+                    settings.allowedHosts = try AllowedHosts.settingList(value)
+                } catch { throw SettingsProblem(key: "http.allowedHosts", message: "\(error)") }
             },
             "apns.url": { $0.apns.url = $1 },
             "apns.keyFile": { $0.apns.keyFile = $1 },
@@ -212,9 +208,6 @@ extension RidePushSettings {
     /// A4: `http.allowedHosts`, else the loopback names at `http.port` and the address of `http.host` when it is
     /// one. The list was checked when it was read.
     public var httpHosts: AllowedHosts {
-        guard !allowedHosts.isEmpty, let hosts = try? AllowedHosts(parsing: allowedHosts), !hosts.entries.isEmpty else {
-            return .loopback(port: httpPort, boundHost: httpHost)
-        }
-        return hosts
+        AllowedHosts.configured(allowedHosts, port: httpPort, boundHost: httpHost)
     }
 }

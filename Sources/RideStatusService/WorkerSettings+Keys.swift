@@ -51,13 +51,9 @@ extension WorkerSettings {
         "http.shareKeys": { $0.shareKeys = $1 == "none" ? "" : $1 },
         "http.operatorTokenFile": { $0.operatorTokenFile = $1 == "none" ? "" : $1 },
         "http.allowedHosts": { settings, value in
-            let list = value == "none" ? [] : value.split(separator: ",").map(String.init)
             do {
-                _ = try AllowedHosts(parsing: list)
-            } catch {
-                throw Problem(key: "http.allowedHosts", message: "\(error)")
-            }
-            settings.allowedHosts = list
+                settings.allowedHosts = try AllowedHosts.settingList(value)
+            } catch { throw Problem(key: "http.allowedHosts", message: "\(error)") }
         },
         "topics.fleetPrefix": { $0.topics.fleetPrefix = $1 },
         "topics.ridesPrefix": { $0.topics.ridesPrefix = $1 },

@@ -135,9 +135,6 @@ extension WorkerSettings {
     /// A4: the hosts the HTTP server answers: `http.allowedHosts`, else the loopback names at `metrics.port` and
     /// the address of `metrics.host` when it is one. The list was checked when it was read.
     public var httpHosts: AllowedHosts {
-        guard !allowedHosts.isEmpty, let hosts = try? AllowedHosts(parsing: allowedHosts), !hosts.entries.isEmpty else {
-            return .loopback(port: metricsPort, boundHost: metricsHost)
-        }
-        return hosts
+        AllowedHosts.configured(allowedHosts, port: metricsPort, boundHost: metricsHost)
     }
 }
