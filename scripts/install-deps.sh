@@ -8,9 +8,11 @@ set -euo pipefail
 # libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
 # chromium, chromium-driver: the map's test in a real browser (Tests/Python/browser, with Selenium from PyPI);
 # prometheus: promtool, which checks the alert rules and a real scrape (Tests/Python/ops);
-# tzdata: the IANA zones of the catalog's areas and rides.timeZone (E1's hours of the week).
+# tzdata: the IANA zones of the catalog's areas and rides.timeZone (E1's hours of the week);
+# etcd-server: the ownership authority of a group on a clustered broker (G6), three members on loopback in tests;
+# spin: the model checker of the lease and grant rules (models/*.pml, make model-check).
 packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl libjs-leaflet
-    chromium chromium-driver prometheus tzdata)
+    chromium chromium-driver prometheus tzdata etcd-server spin)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
