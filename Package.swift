@@ -126,6 +126,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Groups on a clustered broker (G6): etcd's v3 JSON gateway over async-http-client
+        .target(
+            name: "EtcdGateway",
+            dependencies: [
+                "Locking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Pure ride domain (no I/O, no C, no MQTT), folders by the contract's sections
         .target(
             name: "RideDomain",
@@ -369,6 +381,8 @@ let package = Package(
                 "RideDomain",
                 "RideStatusKit",
                 "MosquittoTesting",
+                "EtcdGateway",
+                "WorkerGroup",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),

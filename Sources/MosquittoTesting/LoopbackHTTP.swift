@@ -9,6 +9,20 @@ import Foundation
 public func httpGet(
     host: String = "127.0.0.1", port: Int, path: String, hostHeader: String? = nil
 ) -> (status: Int, body: String)? {
+    httpExchange(host: host, port: port, method: "GET", path: path, hostHeader: hostHeader, body: nil)
+}
+
+/// A plain HTTP/1.1 POST of a JSON `body` on loopback (etcd's gateway in tests): the status code and body, or nil
+/// when nothing answers.
+public func httpPost(host: String = "127.0.0.1", port: Int, path: String, json body: String) -> (
+    status: Int, body: String
+)? {
+    httpExchange(host: host, port: port, method: "POST", path: path, hostHeader: nil, body: body)
+}
+
+private func httpExchange(host: String, port: Int, method: String, path: String, hostHeader: String?, body: String?)
+    -> (status: Int, body: String)?
+{
     guard let fd = TestBroker.connectTCP(host: host, port: port) else { return nil }
     defer { close(fd) }
     // A server that accepts and never answers fails this request after 5 s instead of blocking the caller's
@@ -17,8 +31,10 @@ public func httpGet(
     for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
         setsockopt(fd, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
+    let content = body.map { "Content-Type: application/json\r\nContent-Length: \($0.utf8.count)\r\n" } ?? ""
     let request = Array(
-        "GET \(path) HTTP/1.1\r\nHost: \(hostHeader ?? "localhost:\(port)")\r\nConnection: close\r\n\r\n".utf8)
+        "\(method) \(path) HTTP/1.1\r\nHost: \(hostHeader ?? "localhost:\(port)")\r\n\(content)Connection: close\r\n\r\n\(body ?? "")"
+            .utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
