@@ -1,0 +1,297 @@
+/// G6: which buckets this worker may serve when a linearizable authority (etcd) grants them: a pure state
+/// machine, the authority's answers and the clock in, actions out, tested alone. The service carries the actions
+/// out over etcd's gateway and hands the grants to ``BucketHandover``.
+///
+/// - The worker holds one lease with a TTL. Its member key lives under that lease, so the members (for the
+///   rendezvous hashing of ``Ownership``) are the workers whose leases are live, as etcd counts them: no retained
+///   presence, no eventually consistent copy.
+/// - A bucket it should own by the members it read is claimed by a transaction that writes the bucket's owner key
+///   under its lease only if the key is absent. The bucket is served only after that transaction succeeded; its
+///   epoch is the transaction's revision (plus the store's base, ``Configuration/epochBase``): unique, and it
+///   grows with every grant.
+/// - A bucket it should no longer own is stopped (its rides write their last states, as a release does), then
+///   given back (its key deleted, only while it is bound to this worker's lease). The new owner's claim succeeds
+///   only after that, or after this worker's lease ended: two workers never hold one bucket's grant.
+/// - The lease counts from when this worker *sent* the request that renewed it, by its own monotonic clock, less
+///   a margin: etcd's timer runs from when it received the request, never earlier. Once that time has passed,
+///   every bucket stops at once, writing nothing (another worker may hold it by now), and a new lease is asked for.
+/// - The two leases are tied: a worker that lost the broker (its G5 lease lapsed) revokes its etcd lease, so
+///   that its buckets move now rather than at the TTL's end; one that lost etcd stops publishing (above).
+public struct BucketGrants: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// The etcd lease's TTL, in seconds.
+        public var leaseTTL: Int
+        /// How long before the lease's end by this worker's clock it stops serving, in seconds.
+        public var margin: Double
+        /// How often the members are read, in seconds.
+        public var membersInterval: Double
+        /// Buckets per claim transaction (etcd takes at most 128 operations in each list of one by default).
+        public var claimBatch: Int
+        /// Added to a grant's revision to make its epoch (the authority's base, from the store).
+        public var epochBase: UInt64
+
+        public init(
+            leaseTTL: Int = 10, margin: Double = 1, membersInterval: Double = 1, claimBatch: Int = 128,
+            epochBase: UInt64 = 0
+        ) {
+            precondition(Double(leaseTTL) > 2 * margin, "the lease's margin must leave it time to be renewed")
+            self.leaseTTL = leaseTTL
+            self.margin = margin
+            self.membersInterval = membersInterval
+            self.claimBatch = max(1, min(claimBatch, 128))
+            self.epochBase = epochBase
+        }
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Ask the authority for a lease of ``Configuration/leaseTTL``; answer ``leaseGranted(id:ttl:sentAt:)``.
+        case grantLease
+        /// Write this worker's member key under the lease (overwriting its own earlier one).
+        case announce(lease: Int64)
+        /// Renew the lease once; answer ``leaseRenewed(ttl:sentAt:now:)``.
+        case renewLease(Int64)
+        /// Read the members' keys; answer ``membersRead(_:now:)``.
+        case readMembers
+        /// Claim these buckets under the lease, each only if nobody holds it; answer
+        /// ``claimAnswered(_:granted:revision:now:)`` or ``claimFailed(_:now:)``.
+        case claim([Int], lease: Int64)
+        /// Serve these buckets under these epochs: load their rides' states, then serve each above its epoch's
+        /// first sequence (``SequenceNumbering``).
+        case serve([Int: UInt64])
+        /// Stop serving these buckets, writing each ride's last state (a release); answer ``stopped(_:now:)``.
+        case stop([Int])
+        /// Delete these buckets' keys, each only while bound to the lease; answer ``gaveBack(_:)``.
+        case giveBack([Int], lease: Int64)
+        /// G5, G6: stop every held bucket at once, writing nothing: the lease lapsed or was given up, and
+        /// another worker may hold them now.
+        case stopAll(reason: String)
+        /// End the lease now (its keys go with it): this worker cannot serve, and its buckets should move now.
+        case revoke(Int64)
+    }
+
+    public let selfID: String
+    public let configuration: Configuration
+    /// The lease held, and when it ends by this worker's clock (less the margin).
+    public private(set) var lease: (id: Int64, validUntil: Double)?
+    /// The live members as last read, sorted; empty before the first read.
+    public private(set) var members: [String] = []
+    /// Buckets granted to this worker, with their epochs. Only these are served.
+    public private(set) var granted: [Int: UInt64] = [:]
+    private var claiming: Set<Int> = []
+    /// Buckets whose last claim found another holder, and when: claimed again only after a pause (the holder
+    /// gives it back after writing its rides' last states, or its lease ends), not in a loop.
+    private var refusedAt: [Int: Double] = [:]
+    private var stopping: Set<Int> = []
+    private var givingBack: Set<Int> = []
+    private var askedForLease = false
+    private var renewing = false
+    private var lastRenewal = -Double.infinity
+    private var lastMembersRead = -Double.infinity
+    private var readingMembers = false
+    /// Whether this worker may hold buckets: false after ``suspend(now:)`` until ``resume(now:)``.
+    private var active = true
+
+    public init(selfID: String, configuration: Configuration = Configuration()) {
+        self.selfID = selfID
+        self.configuration = configuration
+    }
+
+    /// Whether this worker holds a live lease at `now`.
+    public func leaseLive(at now: Double) -> Bool { lease.map { now < $0.validUntil } ?? false }
+
+    /// The buckets this worker should own by the members last read.
+    public var wanted: Set<Int> {
+        guard active, lease != nil, members.contains(selfID) else { return [] }
+        return ownedByMembers
+    }
+    /// This worker's buckets by ``members``, computed when they change (a table of 8,192 buckets is not made
+    /// again at every tick).
+    private var ownedByMembers: Set<Int> = []
+
+    // MARK: - Events
+
+    /// Starts (or restarts) the cycle: a lease first.
+    public mutating func start(now: Double) -> [Action] { tick(now: now) }
+
+    /// The authority granted a lease of `ttl` seconds for the request sent at `sentAt`.
+    public mutating func leaseGranted(id: Int64, ttl: Int64, sentAt: Double) -> [Action] {
+        askedForLease = false
+        guard active else { return [.revoke(id)] }
+        lease = (id, sentAt + Double(ttl) - configuration.margin)
+        lastRenewal = sentAt
+        return [.announce(lease: id), .readMembers]
+    }
+
+    /// The lease's renewal sent at `sentAt` answered `ttl` seconds; 0: the lease is gone.
+    public mutating func leaseRenewed(ttl: Int64, sentAt: Double, now: Double) -> [Action] {
+        renewing = false
+        guard let held = lease else { return [] }
+        guard ttl > 0 else { return lapse(reason: "etcd no longer knows lease \(held.id) (it expired)", now: now) }
+        lease = (held.id, max(held.validUntil, sentAt + Double(ttl) - configuration.margin))
+        return tick(now: now)
+    }
+
+    /// A request to the authority failed (no member answered in time): the lease runs out by the clock unless a
+    /// later request succeeds.
+    public mutating func requestFailed(now: Double) -> [Action] {
+        askedForLease = false
+        renewing = false
+        readingMembers = false
+        return tick(now: now)
+    }
+
+    /// The members' keys as read: each live worker's id.
+    public mutating func membersRead(_ read: [String], now: Double) -> [Action] {
+        readingMembers = false
+        let sorted = Array(Set(read)).sorted()
+        if sorted != members {
+            members = sorted
+            ownedByMembers = Set(Ownership(members: sorted).buckets(of: selfID))
+        }
+        return reconcile(now: now)
+    }
+
+    /// A claim of `batch` answered: the buckets `granted` (the transaction's revision is their grant), or none when
+    /// another worker held one of them (a batch is all or nothing: the rest is claimed again).
+    public mutating func claimAnswered(_ batch: [Int], granted won: [Int], revision: Int64, now: Double) -> [Action] {
+        for bucket in batch { claiming.remove(bucket) }
+        let winners = Set(won)
+        for bucket in batch where !winners.contains(bucket) { refusedAt[bucket] = now }
+        for bucket in won { refusedAt[bucket] = nil }
+        guard !won.isEmpty else { return reconcile(now: now) }
+        let epoch = configuration.epochBase + UInt64(max(revision, 0))
+        let wantedNow = wanted
+        var serve: [Int: UInt64] = [:]
+        var unwanted: [Int] = []
+        for bucket in won {
+            granted[bucket] = epoch
+            if wantedNow.contains(bucket) && leaseLive(at: now) {
+                serve[bucket] = epoch
+            } else {
+                unwanted.append(bucket)
+            }
+        }
+        var actions: [Action] = serve.isEmpty ? [] : [.serve(serve)]
+        // Won after the members changed again: served by nobody here, given back at once.
+        if let held = lease, !unwanted.isEmpty {
+            for bucket in unwanted {
+                granted[bucket] = nil
+                givingBack.insert(bucket)
+            }
+            actions.append(.giveBack(unwanted.sorted(), lease: held.id))
+        }
+        return actions + reconcile(now: now)
+    }
+
+    /// A claim could not be sent or answered: it is tried again.
+    public mutating func claimFailed(_ batch: [Int], now: Double) -> [Action] {
+        for bucket in batch { claiming.remove(bucket) }
+        return tick(now: now)
+    }
+
+    /// The service stopped serving these buckets (their last states are written): their keys are given back.
+    public mutating func stopped(_ buckets: [Int], now: Double) -> [Action] {
+        let done = buckets.filter { stopping.remove($0) != nil }
+        for bucket in done { granted[bucket] = nil }
+        guard let held = lease, !done.isEmpty else { return reconcile(now: now) }
+        for bucket in done { givingBack.insert(bucket) }
+        return [.giveBack(done.sorted(), lease: held.id)] + reconcile(now: now)
+    }
+
+    /// These buckets' keys are deleted (or were not bound to this lease any more).
+    public mutating func gaveBack(_ buckets: [Int]) {
+        for bucket in buckets { givingBack.remove(bucket) }
+    }
+
+    /// G5, G6: this worker lost the broker (its broker lease lapsed): it cannot serve, so it stops every bucket
+    /// at once and revokes its etcd lease, and holds nothing until ``resume(now:)``.
+    public mutating func suspend(reason: String, now: Double) -> [Action] {
+        active = false
+        var actions = lapse(reason: reason, now: now, renew: false)
+        if let held = revokable {
+            revokable = nil
+            actions.append(.revoke(held))
+        }
+        return actions
+    }
+
+    /// The broker is back and this worker's presence is confirmed: it takes a new lease and claims again.
+    public mutating func resume(now: Double) -> [Action] {
+        active = true
+        return tick(now: now)
+    }
+
+    /// Time passes: the lease's end by the clock, its renewal, the members' read, claims to retry.
+    public mutating func tick(now: Double) -> [Action] {
+        guard active else { return [] }
+        guard let held = lease else {
+            guard !askedForLease else { return [] }
+            askedForLease = true
+            return [.grantLease]
+        }
+        if now >= held.validUntil {
+            return lapse(reason: "lease \(held.id) ran out by this worker's clock before a renewal came back", now: now)
+        }
+        var actions: [Action] = []
+        if !renewing, now - lastRenewal >= Double(configuration.leaseTTL) / 3 {
+            renewing = true
+            lastRenewal = now
+            actions.append(.renewLease(held.id))
+        }
+        if !readingMembers, now - lastMembersRead >= configuration.membersInterval {
+            readingMembers = true
+            lastMembersRead = now
+            actions.append(.readMembers)
+        }
+        return actions + reconcile(now: now)
+    }
+
+    /// Seconds before a bucket whose claim found another holder is claimed again.
+    public static let claimRetry = 0.5
+
+    // MARK: - Private
+
+    /// The lease to revoke on ``suspend(reason:now:)``: the one held, or the one just lost by the clock (etcd may
+    /// still count it, and its keys would hold the buckets until its TTL ends there).
+    private var revokable: Int64?
+
+    private mutating func lapse(reason: String, now: Double, renew: Bool = true) -> [Action] {
+        revokable = lease?.id ?? revokable
+        let held = !granted.isEmpty || !stopping.isEmpty
+        lease = nil
+        granted = [:]
+        claiming = []
+        refusedAt = [:]
+        stopping = []
+        givingBack = []
+        renewing = false
+        readingMembers = false
+        members = []
+        ownedByMembers = []
+        var actions: [Action] = held ? [.stopAll(reason: reason)] : []
+        if renew { actions += tick(now: now) }
+        return actions
+    }
+
+    /// Claims for the buckets wanted and not held, stops for those held and not wanted.
+    private mutating func reconcile(now: Double) -> [Action] {
+        guard let held = lease, leaseLive(at: now) else { return [] }
+        let wantedNow = wanted
+        var actions: [Action] = []
+        let leaving = Set(granted.keys).subtracting(wantedNow).subtracting(stopping).sorted()
+        if !leaving.isEmpty {
+            stopping.formUnion(leaving)
+            actions.append(.stop(leaving))
+        }
+        let missing = wantedNow.subtracting(granted.keys).subtracting(claiming).subtracting(givingBack)
+            .filter { bucket in refusedAt[bucket].map { now - $0 >= Self.claimRetry } ?? true }.sorted()
+        var start = 0
+        while start < missing.count {
+            let batch = Array(missing[start..<min(start + configuration.claimBatch, missing.count)])
+            claiming.formUnion(batch)
+            actions.append(.claim(batch, lease: held.id))
+            start += configuration.claimBatch
+        }
+        return actions
+    }
+}
