@@ -62,7 +62,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     }
 
     /// L2: the ride's retained status and state, cleared.
-    func clear(_ ride: String, epoch: UInt32) {
+    func clear(_ ride: String, epoch: UInt64) {
         let owner = ownership(epoch: epoch)
         try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner)
         try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
@@ -71,7 +71,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     /// The state (when the engine asks for one) first, then the status: the state's sequence ceiling reaches
     /// the broker before any status above the previous ceiling, so a restart never reuses a published
     /// sequence (C5, L5).
-    private func publish(_ status: RideStatus, state: Ride?, gap: Double?, epoch: UInt32) -> Bool {
+    private func publish(_ status: RideStatus, state: Ride?, gap: Double?, epoch: UInt64) -> Bool {
         let owner = ownership(epoch: epoch)
         do {
             if let state {
@@ -94,7 +94,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
 
     /// G2: the MQTT 5 user properties of a status or state publish: who published it, under which epoch of
     /// the ride's ownership. (MQTT 3.1.1 carries no properties; the durable state keeps the epoch there.)
-    func ownership(epoch: UInt32) -> MQTTProperties {
+    func ownership(epoch: UInt64) -> MQTTProperties {
         MQTTProperties(userProperties: [("worker", workerID), ("epoch", String(epoch))])
     }
 
@@ -126,10 +126,10 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
 struct RecentClears {
     static let window: TimeInterval = 60
     static let limit = 10_000
-    private var entries: [(ride: String, epoch: UInt32, at: Date)] = []
+    private var entries: [(ride: String, epoch: UInt64, at: Date)] = []
     private var head = 0
 
-    mutating func note(_ ride: String, epoch: UInt32, at now: Date) {
+    mutating func note(_ ride: String, epoch: UInt64, at now: Date) {
         while head < entries.count, now.timeIntervalSince(entries[head].at) > Self.window { head += 1 }
         if entries.count - head >= Self.limit { head += 1 }
         if head >= 1024, head * 2 >= entries.count {
@@ -139,7 +139,7 @@ struct RecentClears {
         entries.append((ride, epoch, now))
     }
 
-    func since(_ now: Date) -> [(ride: String, epoch: UInt32)] {
+    func since(_ now: Date) -> [(ride: String, epoch: UInt64)] {
         entries[head...].filter { now.timeIntervalSince($0.at) <= Self.window }.map { ($0.ride, $0.epoch) }
     }
 }

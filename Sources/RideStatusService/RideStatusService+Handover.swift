@@ -499,7 +499,7 @@ extension RideStatusService {
         if case .array(let entries)? = notice["floors"] {
             for entry in entries {
                 guard case .array(let parts) = entry, parts.count == 3, let bucket = bucketNumber(parts[0]),
-                    let epoch = parts[1].doubleValue.flatMap({ UInt32(exactly: $0) }),
+                    let epoch = parts[1].doubleValue.flatMap({ UInt64(exactly: $0) }),
                     let ceiling = parts[2].doubleValue.flatMap({ Int(exactly: $0) }),
                     (0...Ride.maxSequence).contains(ceiling)
                 else { continue }

@@ -89,7 +89,22 @@ public struct BucketHandover: Sendable {
         let before = ownership ?? Ownership(members: members.filter { $0 != selfID })
         let after = Ownership(members: members)
         ownership = after
-        let mine = Set(after.buckets(of: selfID))
+        let me = selfID
+        return assign(Set(after.buckets(of: me)), now: now) { bucket in
+            before.owner(ofBucket: bucket).flatMap { $0 != me && members.contains($0) ? $0 : nil }
+        }
+    }
+
+    /// G6: the buckets an authority (etcd) granted this worker. As a change of members, with the grants as this
+    /// worker's buckets; none waits for a previous owner: a bucket is granted only once the previous owner gave
+    /// it back (after writing its rides' last states) or its lease ended.
+    public mutating func granted(_ mine: Set<Int>, now: Double) -> [Action] {
+        assign(mine, now: now) { _ in nil }
+    }
+
+    /// These are this worker's buckets now: the others are released (served) or dropped (arriving); the new
+    /// ones arrive, waiting for `previousOwner` (a live member that has not released them) when it names one.
+    private mutating func assign(_ mine: Set<Int>, now: Double, previousOwner: (Int) -> String?) -> [Action] {
         var actions: [Action] = []
         let lost = (serving.union(arriving.keys)).subtracting(mine).sorted()
         if !lost.isEmpty {
@@ -105,14 +120,14 @@ public struct BucketHandover: Sendable {
         }
         let gained = mine.subtracting(serving).subtracting(arriving.keys).sorted()
         for bucket in gained {
-            let previous = before.owner(ofBucket: bucket)
-            let stillMember = previous.map { $0 != selfID && members.contains($0) } ?? false
-            arriving[bucket] = Arrival(previousOwner: stillMember ? previous : nil, since: now)
+            arriving[bucket] = Arrival(previousOwner: previousOwner(bucket), since: now)
         }
         // A previous owner that has left since: nothing to wait for any more.
-        for (bucket, arrival) in arriving {
-            if let previous = arrival.previousOwner, !members.contains(previous) {
-                arriving[bucket]?.previousOwner = nil
+        if let members = ownership?.members {
+            for (bucket, arrival) in arriving {
+                if let previous = arrival.previousOwner, !members.contains(previous) {
+                    arriving[bucket]?.previousOwner = nil
+                }
             }
         }
         return actions + loadReady() + serveReady(now: now)

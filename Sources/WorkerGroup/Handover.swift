@@ -3,7 +3,7 @@
 /// (`RideDomain` depends on this module, not the other way round).
 public protocol HandoverVersion: Comparable, Sendable {
     /// G2: the epoch of the owner that wrote the copy.
-    var epoch: UInt32 { get }
+    var epoch: UInt64 { get }
     /// C5: the highest sequence the copy reserved.
     var ceiling: Int { get }
     /// C5: the ride's number when the copy was written.
@@ -15,11 +15,11 @@ public protocol HandoverVersion: Comparable, Sendable {
 /// A release write ties with the block write before it on epoch and ceiling (it reserves nothing new): the
 /// sequence breaks the tie, so the copy with the last status's numbers wins.
 public struct StateVersion: HandoverVersion, Hashable, CustomStringConvertible {
-    public var epoch: UInt32
+    public var epoch: UInt64
     public var ceiling: Int
     public var sequence: Int
 
-    public init(epoch: UInt32, ceiling: Int, sequence: Int) {
+    public init(epoch: UInt64, ceiling: Int, sequence: Int) {
         self.epoch = epoch
         self.ceiling = ceiling
         self.sequence = sequence
@@ -55,10 +55,10 @@ public enum Seen<Version: Sendable & Equatable>: Sendable, Equatable {
 /// old, `GroupNATSClusterTests`), while a notice travels live. Epochs and sequences only grow, so a floor never
 /// becomes wrong; at worst it skips numbers, which C5 allows.
 public struct SequenceFloor: Sendable, Hashable, CustomStringConvertible {
-    public var epoch: UInt32
+    public var epoch: UInt64
     public var ceiling: Int
 
-    public init(epoch: UInt32, ceiling: Int) {
+    public init(epoch: UInt64, ceiling: Int) {
         self.epoch = epoch
         self.ceiling = ceiling
     }
@@ -240,10 +240,17 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// old, so this only bounds what is kept.
     public static var floorMemory: Double { 60 }
 
+    /// G6: an authority (etcd) grants the buckets: the members decide nothing here, the grants do
+    /// (``grantsChanged(_:now:)``).
+    public let authority: Bool
+    /// G6: the grants heard before the first view was formed.
+    private var grantedBeforeView: Set<Int> = []
+
     public init(
         selfID: String, releaseTimeout: Double, releaseMemory: Double, markerNonce: String, ownEchoes: Bool,
-        readsStatuses: Bool
+        readsStatuses: Bool, authority: Bool = false
     ) {
+        self.authority = authority
         self.selfID = selfID
         self.releaseMemory = releaseMemory
         self.markerNonce = markerNonce
@@ -290,7 +297,8 @@ public struct Handover<Version: HandoverVersion>: Sendable {
 
     /// L5, G1: the recovery's view marker came back with these members: what it reads next.
     public mutating func chooseRead(members: [String]) -> Read {
-        fullRead = members.count == 1
+        // G6: under an authority nothing is served before its grant, alone or not.
+        fullRead = members.count == 1 && !authority
         return fullRead ? .everything : .legacyOnly
     }
 
@@ -300,7 +308,8 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     public mutating func formFirstView(members: [String], now: Double) -> [Action] {
         viewFormed = true
         self.members = members
-        var actions = carryOut(buckets.membersChanged(members, now: now), now: now, recovering: fullRead)
+        let first = authority ? buckets.granted(grantedBeforeView, now: now) : buckets.membersChanged(members, now: now)
+        var actions = carryOut(first, now: now, recovering: fullRead)
         let foreign = staged.keys.filter { !buckets.isArriving(Ownership.bucket(of: $0)) }.sorted()
         if !foreign.isEmpty {
             for ride in foreign { staged[ride] = nil }
@@ -312,8 +321,30 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// G1, G3: the members changed in this worker's view; once the first view is formed, the buckets follow.
     public mutating func membersChanged(_ members: [String], now: Double) -> [Action] {
         self.members = members
-        guard viewFormed else { return [] }
+        guard viewFormed, !authority else { return [] }
         return carryOut(buckets.membersChanged(members, now: now), now: now)
+    }
+
+    /// G6: the buckets the authority grants this worker now (``BucketGrants``): those no longer granted are
+    /// released, the new ones load and serve. Before the first view they wait for it.
+    public mutating func grantsChanged(_ granted: Set<Int>, now: Double) -> [Action] {
+        guard authority else { return [] }
+        guard viewFormed else {
+            grantedBeforeView = granted
+            return []
+        }
+        return carryOut(buckets.granted(granted, now: now), now: now)
+    }
+
+    /// G5, G6: this worker's lease lapsed (the authority's, or the broker's, which gives the authority's back):
+    /// another worker may hold its buckets now. It stops serving every ride without writing anything, and its
+    /// buckets come back only by new grants.
+    public mutating func grantsLapsed(nonce: String, now: Double) -> [Action] {
+        guard authority, viewFormed else {
+            grantedBeforeView = []
+            return []
+        }
+        return reset(nonce: nonce) + carryOut(buckets.granted([], now: now), now: now)
     }
 
     /// G3, G4: this worker's own will, of an earlier connection, came back: while it was cut off the others
@@ -322,8 +353,14 @@ public struct Handover<Version: HandoverVersion>: Sendable {
     /// again): its buckets come back by the handover, each above the sequence the others reached. Alone in
     /// its view nobody took anything over: nothing happens (an empty list).
     public mutating func rejoin(members: [String], nonce: String, now: Double) -> [Action] {
-        guard viewFormed, members.count > 1 else { return [] }
+        guard viewFormed, members.count > 1, !authority else { return [] }
         self.members = members
+        return reset(nonce: nonce) + carryOut(buckets.membersChanged(members, now: now), now: now)
+    }
+
+    /// Stops serving every ride without writing anything and forgets every bucket, load, fence and read: the
+    /// worker starts again as a newcomer.
+    private mutating func reset(nonce: String) -> [Action] {
         var actions: [Action] = [.dropAll]
         if !staged.isEmpty { actions.append(.unstage(staged.keys.sorted())) }
         let fencedRides = fenced.values.flatMap(\.keys).sorted()
@@ -340,7 +377,7 @@ public struct Handover<Version: HandoverVersion>: Sendable {
         statusReads = [:]
         readingStatus = [:]
         markerNonce = nonce
-        return actions + carryOut(buckets.membersChanged(members, now: now), now: now)
+        return actions
     }
 
     /// Time passes: a live previous owner that never releases is waited for no more (G4: one interval at

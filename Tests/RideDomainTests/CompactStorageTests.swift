@@ -19,8 +19,10 @@ struct CompactStorageTests {
     /// ride from 941 to 1,086 bytes unnoticed). A field that must grow these says so in `docs/performance.md`.
     @Test("issue 3: a ride's inline storage, its V7 snapshot and its range samples keep their measured sizes")
     func layout() {
-        #expect(MemoryLayout<Ride>.size <= 336, "\(MemoryLayout<Ride>.size) bytes")
-        #expect(MemoryLayout<Ride>.stride <= 336, "\(MemoryLayout<Ride>.stride) bytes")
+        // 336 until G6: a grant's epoch is etcd's revision plus a base, so `epoch` is 64 bits and no longer fits
+        // the padding after the leg (8 bytes a ride, 0.8 MB at 100,000 rides; docs/performance.md).
+        #expect(MemoryLayout<Ride>.size <= 344, "\(MemoryLayout<Ride>.size) bytes")
+        #expect(MemoryLayout<Ride>.stride <= 344, "\(MemoryLayout<Ride>.stride) bytes")
         // The snapshot is boxed: 136 bytes and a 16-byte header fill malloc's 160-byte class; 137 take 176.
         #expect(MemoryLayout<LastValidStatus>.size <= 136, "\(MemoryLayout<LastValidStatus>.size) bytes")
         // The range's statuses per horizon (4 bytes) and the horizon last counted (1) took the ride from 328 to

@@ -233,4 +233,25 @@ struct BucketHandoverTests {
         let death = survivor.membersChanged(["w-b"], now: 20)
         #expect(!loads(death).isEmpty && !loads(death).contains(where: survivor.arrivesReleased))
     }
+
+    @Test(
+        "G6: granted buckets load at once (no previous owner is waited for), serve once loaded, and release when no longer granted"
+    )
+    func grantedByAnAuthority() {
+        var machine = BucketHandover(selfID: "w-a", releaseTimeout: 5)
+        let first = machine.granted([1, 2, 3], now: 0)
+        #expect(loads(first) == [1, 2, 3])
+        #expect(served(first).isEmpty, "nothing is served before its states are read")
+        #expect(served(machine.loaded([1, 2, 3], generation: generation(first), now: 0.5)) == [1, 2, 3])
+        // Bucket 3 is no longer granted, 4 is: 3 is released (its rides write their last states), 4 loads.
+        let next = machine.granted([1, 2, 4], now: 1)
+        #expect(released(next) == [3])
+        #expect(loads(next) == [4])
+        #expect(machine.serving == [1, 2])
+        // Everything lost at once (the grants were given back): every served bucket is released, the arriving one
+        // dropped unserved.
+        let none = machine.granted([], now: 2)
+        #expect(released(none) == [1, 2])
+        #expect(dropped(none) == [4])
+    }
 }

@@ -544,7 +544,7 @@ struct HandoverDifferentialTests {
     }
 
     static let versionGen = zip(Gen.int(in: 0...3), Gen.int(in: 0...3), Gen.int(in: 0...30)).map { e, c, s in
-        StateVersion(epoch: UInt32(e), ceiling: c * 12, sequence: s)
+        StateVersion(epoch: UInt64(e), ceiling: c * 12, sequence: s)
     }
     static let stateGen = zip(Gen.int(in: 0...9), versionGen).map { kind, version -> Seen<StateVersion> in
         kind == 0 ? .deleted : kind == 1 ? .unreadable : .read(version)

@@ -8,7 +8,7 @@ struct HandoverTests {
     typealias Machine = Handover<StateVersion>
     typealias Action = Machine.Action
 
-    func v(_ epoch: UInt32, _ ceiling: Int, _ sequence: Int) -> StateVersion {
+    func v(_ epoch: UInt64, _ ceiling: Int, _ sequence: Int) -> StateVersion {
         StateVersion(epoch: epoch, ceiling: ceiling, sequence: sequence)
     }
 

@@ -9,7 +9,7 @@ public enum RideAction: Sendable, Equatable {
     case publish(RideStatus, state: Ride?, gap: Double?)
     /// L2: publish a zero-length retained status and forget the ride's durable state; G2: under the ride's
     /// last ownership epoch.
-    case clear(ride: String, epoch: UInt32 = 1)
+    case clear(ride: String, epoch: UInt64 = 1)
     /// L3: first active ride of the vehicle.
     case subscribe(vehicle: String)
     /// L3: last active ride of the vehicle ended or was reassigned.
@@ -58,7 +58,7 @@ public struct RideEngine: Sendable {
     /// The identifiers of the active rides.
     public var rideIdentifiers: [String] { rideTable.keys }
     /// G2: a ride's ownership epoch, without copying the ride out.
-    public func epoch(of identifier: String) -> UInt32? {
+    public func epoch(of identifier: String) -> UInt64? {
         rideTable.slot(of: identifier).map { rideTable[slot: $0].epoch }
     }
     /// C5, G3: the ``SequenceFloor`` of each bucket that holds active rides (all of them, or those `in` the

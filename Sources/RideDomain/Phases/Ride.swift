@@ -72,7 +72,7 @@ public struct Ride: Sendable, Equatable {
     package internal(set) var areaIndex: UInt16 = 0
     /// G2: the ownership epoch, which grows with every change of the ride's owner; carried by every status
     /// and state publish as the MQTT 5 user property `epoch`, and kept in the durable state.
-    package internal(set) var epoch: UInt32 = 1
+    package internal(set) var epoch: UInt64 = 1
 
     public var rideIdentifier: String { booking.rideIdentifier }
 

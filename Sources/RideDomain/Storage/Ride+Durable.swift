@@ -173,7 +173,7 @@ extension Ride: Decodable {
         /// Absent before shape 4, which wrote the state with every status: the ceiling is the sequence.
         var sequenceCeiling: Int?
         /// Absent before shape 5: the ride had one owner, epoch 1.
-        var epoch: UInt32?
+        var epoch: UInt64?
         var lastIssuedAt: Date?
         var completion: CompletionStatus?
         var completedAt: Date?

@@ -52,6 +52,9 @@ extension Ride {
                 .invalidField, "sequenceCeiling \(sequenceCeiling) is outside 0...\(Self.maxSequence) (A2, C5)")
         }
         guard epoch >= 1 else { throw Rejection(.invalidField, "epoch 0: epochs start at 1 (A2, G2)") }
+        guard epoch <= UInt64(Self.maxSequence) else {
+            throw Rejection(.invalidField, "epoch \(epoch) is above 2^53 - 1 (A2, G2)")
+        }
         if let last = lastValidStatus, last.sequence > sequence || last.sequence < 0 {
             throw Rejection(.invalidField, "lastValid.sequence \(last.sequence) is above sequence \(sequence) (A2, C5)")
         }
@@ -195,7 +198,8 @@ extension Ride {
 }
 
 extension Ride {
-    /// G2, G3: a new owner takes the ride over: its epoch grows by one (it never wraps), so that the old owner,
+    /// G2, G3 in broker-only mode: a new owner takes the ride over: its epoch grows by one (64 bits: it never
+    /// wraps; under an authority, G6, the grant gives the epoch instead, ``grant(epoch:)``), so that the old owner,
     /// seeing a state under a higher epoch, stops publishing the ride (G4); and its ceiling rises by one
     /// `sequenceBlock` (C5), so the new owner continues above every sequence the old owner may have reserved.
     ///
@@ -213,6 +217,20 @@ extension Ride {
         if epoch < .max { epoch += 1 }
         let reserved = min(max(sequence, sequenceCeiling, floor?.ceiling ?? 0), Ride.maxSequence)
         sequenceCeiling = reserved + min(max(sequenceBlock, 0), Ride.maxSequence - reserved)
+    }
+
+    /// G6: a worker granted the ride's bucket under `epoch` by the authority takes the ride over: the epoch is
+    /// the grant's, and the next status is numbered in its range (``SequenceNumbering``), above every number
+    /// published or reserved before. Nothing changes unless the outcome is ``SequenceNumbering/Outcome/next(_:)``.
+    package mutating func grant(epoch granted: UInt64) -> SequenceNumbering.Outcome {
+        let outcome = SequenceNumbering.next(after: max(sequence, sequenceCeiling), epoch: granted)
+        if case .next(let next) = outcome {
+            epoch = granted
+            // The next status adds one; its state write reserves the block above first (C5, L5).
+            sequence = next - 1
+            sequenceCeiling = sequence
+        }
+        return outcome
     }
 
     /// C5 across owners whose views split: how many numbers a ride's owners may use per second of its life at
