@@ -156,6 +156,7 @@ let package = Package(
                 "Locking",
                 "MQTTClient",
                 "RideDomain",
+                "EtcdGateway",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -18,6 +18,8 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     let changes: SubscriptionQueue
     /// L3: the QoS of the per-vehicle subscriptions (``WorkerSettings/manySubscriptionsQoS``).
     let vehicleQoS: MQTTQoS
+    /// G6: the etcd lease's end: past it nothing of a ride goes out (always open in broker-only mode).
+    let grantLease: GrantLease
     /// G5: the rides ended lately, whose clears a lapse may have dropped unsent; sent again at the confirmation.
     let recentClears = Locked(RecentClears())
 
@@ -30,6 +32,8 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
         for action in actions {
             switch action {
             case .publish(let status, let state, let gap):
+                // G6: past the etcd lease another worker may hold the ride; the grant machine stops it next.
+                guard grantLease.isLive else { continue }
                 guard transport.publishRoom >= (state == nil ? 1 : 2) else {
                     engine.deferStatus(of: status.rideIdentifier, stateDropped: state != nil, now: now)
                     continue
@@ -37,6 +41,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
                 let epoch = state?.epoch ?? engine.epoch(of: status.rideIdentifier) ?? 1
                 published = publish(status, state: state, gap: gap, epoch: epoch) || published
             case .clear(let ride, let epoch):
+                guard grantLease.isLive else { continue }
                 clear(ride, epoch: epoch)
                 recentClears.withLock { $0.note(ride, epoch: epoch, at: now) }
                 logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])

@@ -49,7 +49,8 @@ extension RideStatusService {
                 // connection's read loop, and after a node's loss each such load can wait out JetStream's API
                 // timeout (5 s, docs/research/nats-cluster.md), stalling the connection for a ride each. There
                 // the rides start from their states (at most a block of statuses old).
-                readsStatuses: settings.protocolVersion == .v5 && settings.takeoverReadsStatuses)
+                readsStatuses: settings.protocolVersion == .v5 && settings.takeoverReadsStatuses,
+                authority: settings.authority == .etcd)
         }
 
         /// Tells this worker's load markers from those of its life before a rejoin, whose generations start
@@ -131,6 +132,8 @@ extension RideStatusService {
     /// `{"buckets":[...],"incarnation":N,"floors":[[bucket,epoch,ceiling],...]}`. What does not read is
     /// dead-lettered (A2).
     func receiveRelease(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
+        // G6: under an authority a bucket moves by its grant, and the grant's epoch is above every floor.
+        guard settings.authority == .broker else { return }
         guard core.handover.machine.hearsReleases(from: worker) else { return }
         guard let (buckets, floors) = Self.releaseNotice(message.payload) else {
             executor.execute(
@@ -340,7 +343,7 @@ extension RideStatusService {
             count += 1
         }
         core.handover.counts.released += count
-        publishReleaseNotice(buckets, floors: floors)
+        if settings.authority == .broker { publishReleaseNotice(buckets, floors: floors) }
         logger.info(
             "rides released to their new owner (G3)",
             metadata: [
@@ -392,6 +395,23 @@ extension RideStatusService {
         for id in serve.rides {
             // A ride held here stays as it is (a bucket's rides are never held before it is served).
             guard var ride = core.handover.staged.removeValue(forKey: id), core.engine.ride(id) == nil else { continue }
+            if let grants = core.authority {
+                // G6: numbered under the bucket's grant, above everything before it, or not served at all.
+                guard let epoch = grants.served[Ownership.bucket(of: id)] else { continue }
+                if case .next = ride.grant(epoch: epoch) {
+                    executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)
+                    count += 1
+                } else {
+                    logger.error(
+                        "ride not served: its last sequence is beyond its bucket's grant (G6, C5)",
+                        metadata: [
+                            "ride.id": "\(id)", "epoch": "\(epoch)",
+                            "sequence": "\(max(ride.sequence, ride.sequenceCeiling))",
+                            "outcome": "\(ride.grant(epoch: epoch))",
+                        ])
+                }
+                continue
+            }
             var floor = serve.floors[Ownership.bucket(of: id)]
             if let floor, floor.ceiling > ride.version.ceiling { belowFloor += 1 }
             // G4, C5: a ride fenced off here continues above what this worker had reserved for it, too.
@@ -477,7 +497,7 @@ extension RideStatusService {
             for (bucket, floor) in floors.sorted(by: { $0.key < $1.key }) {
                 writer.beginArray()
                 writer.integer(bucket)
-                writer.integer(Int(floor.epoch))
+                writer.integer(Int(clamping: min(floor.epoch, UInt64(Ride.maxSequence))))
                 writer.integer(floor.ceiling)
                 writer.endArray()
             }
@@ -499,7 +519,9 @@ extension RideStatusService {
         if case .array(let entries)? = notice["floors"] {
             for entry in entries {
                 guard case .array(let parts) = entry, parts.count == 3, let bucket = bucketNumber(parts[0]),
+                    // A2: at most 2^53 - 1, as every epoch read back (a larger one would never serialise again).
                     let epoch = parts[1].doubleValue.flatMap({ UInt64(exactly: $0) }),
+                    epoch <= UInt64(Ride.maxSequence),
                     let ceiling = parts[2].doubleValue.flatMap({ Int(exactly: $0) }),
                     (0...Ride.maxSequence).contains(ceiling)
                 else { continue }

@@ -23,6 +23,7 @@ extension RideStatusService {
                 case .startRecovery(let nonce):
                     // G5: a recovery holds nothing yet and reads everything anew: its markers may go out.
                     transport.confirmLease(incarnation: incarnation)
+                    core.withLock { core in stepGrants(&core) { $0.resume(now: $1) } }
                     await startRecovery(nonce: nonce, sessionPresent: sessionPresent)
                 case .confirmLease(let nonce):
                     // G5: after what the session queued while this worker was away (its own will among it, which
@@ -50,6 +51,10 @@ extension RideStatusService {
                 }
             case .leaseLapsed(let silence):
                 metrics.leaseLapses.increment()
+                // G5, G6: a worker cut off from the broker gives its grants back, so that they move now.
+                core.withLock { core in
+                    stepGrants(&core) { $0.suspend(reason: "the broker lease lapsed (G5)", now: $1) }
+                }
                 logger.warning(
                     "the lease with the broker lapsed: nothing written before goes out, and nothing for the rides until this worker has confirmed it still holds them (G5)",
                     metadata: ["silence": "\(silence)"])
@@ -196,6 +201,7 @@ extension RideStatusService {
         guard let incarnation = UInt64(nonce.prefix { $0 != "/" }) else { return }
         transport.confirmLease(incarnation: incarnation)
         guard !transport.isFenced else { return }
+        stepGrants(&core) { $0.resume(now: $1) }
         var cleared = 0
         for (ride, epoch) in executor.recentClears.withLock({ $0.since(now) }) where core.engine.ride(ride) == nil {
             executor.clear(ride, epoch: epoch)

@@ -42,6 +42,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     /// How often counters and gauges are reported, whatever the load: a saturated cadence is exactly when
     /// an operator looks at `/metrics`.
     let reportInterval: Duration
+    /// G6: the etcd lease's end, which every status and state publish checks (always open in broker-only mode).
+    let grantLease: GrantLease
 
     struct Core {
         var engine: RideEngine
@@ -66,6 +68,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         var plannedWake = Date.distantFuture
         /// G5: when the worker began to confirm its lease after a lapse (the lease marker sent).
         var confirmingSince: Date?
+        /// G6: the grants of an authority (etcd); nil in broker-only mode, and until etcd's epoch base is read.
+        var authority: AuthorityState?
     }
 
     /// L8: control and request subscriptions to make, each until the broker acknowledges it.
@@ -103,6 +107,10 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         logger[metadataKey: "worker.id"] = .string(identity.id)
         self.logger = logger
         decoder = InputDecoder(maxPayloadBytes: settings.ride.maxPayloadBytes)
+        grantLease = GrantLease(enabled: settings.authority == .etcd) {
+            let (seconds, attoseconds) = time.instant.components
+            return Double(seconds) + Double(attoseconds) * 1e-18
+        }
         core = Locked(
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),
@@ -111,7 +119,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 handover: HandoverState(selfID: identity.id, settings: settings)))
         executor = ActionExecutor(
             transport: transport, topics: settings.topics, workerID: identity.id, metrics: metrics, logger: logger,
-            changes: subscriptions, vehicleQoS: settings.manySubscriptionsQoS)
+            changes: subscriptions, vehicleQoS: settings.manySubscriptionsQoS, grantLease: grantLease)
         responder = QuoteResponder(
             transport: transport, topics: settings.topics, decoder: decoder, metrics: metrics, time: time)
     }
@@ -205,6 +213,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             group.addTask { await self.consumeEvents() }
             group.addTask { await self.consumeMessages() }
             group.addTask { await self.runCadence() }
+            group.addTask { await self.runAuthority() }
             // Wait for SIGTERM/SIGINT (or the group's cancellation), then leave cleanly (L8); the connection
             // service disconnects after this returns.
             try? await gracefulShutdown()
@@ -213,8 +222,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 sharePriors(now: time.now, force: true, core: &core)
                 core.lifecycle.shutdown()
                 let others = core.group.members.count - 1
-                // G3, C5: the staying members continue above these floors whatever state they read.
-                if others > 0 { announceLeavingFloors(core: &core) }
+                // G3, C5: the staying members continue above these floors whatever state they read (broker-only
+                // mode; under an authority, G6, the grant's epoch is the floor).
+                if others > 0, settings.authority == .broker { announceLeavingFloors(core: &core) }
                 return others
             }
             logger.info(

@@ -6,6 +6,11 @@ import RideDomain
 package struct WorkerMetrics: Sendable {
     let connects = Counter(label: "ridestatus_connects_total")
     let leaseLapses = Counter(label: "ridestatus_lease_lapses_total")
+    /// G6: the etcd lease lapsed (by the clock, or etcd no longer knew it) or was given up with the broker's.
+    let grantLapses = Counter(label: "ridestatus_grant_lapses_total")
+    /// G6: requests to etcd, and those that failed (no member answered in time, or one refused).
+    let etcdRequests = Counter(label: "ridestatus_etcd_requests_total")
+    let etcdFailures = Counter(label: "ridestatus_etcd_failures_total")
     let reconnects = Gauge(label: "ridestatus_reconnects")
     let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
     /// Publishes the connection takes now without holding them back (0: disconnected or the broker behind).

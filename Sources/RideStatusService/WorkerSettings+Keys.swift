@@ -38,6 +38,30 @@ extension WorkerSettings {
         "worker.takeoverReadsStatuses": {
             $0.takeoverReadsStatuses = try SettingValue.flag($1, "worker.takeoverReadsStatuses")
         },
+        "group.authority": { settings, value in
+            guard let authority = GroupAuthority(rawValue: value) else {
+                throw Problem(key: "group.authority", message: "'\(value)' is not broker or etcd (G6)")
+            }
+            settings.authority = authority
+        },
+        "group.etcdEndpoints": { settings, value in
+            let endpoints = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+            for endpoint in endpoints
+            where !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) || URL(string: endpoint) == nil {
+                throw Problem(key: "group.etcdEndpoints", message: "'\(endpoint)' is not an http:// or https:// URL")
+            }
+            settings.etcdEndpoints = endpoints
+        },
+        "group.etcdPrefix": { settings, value in
+            guard value.hasPrefix("/"), value.hasSuffix("/") else {
+                throw Problem(key: "group.etcdPrefix", message: "'\(value)' must begin and end with /")
+            }
+            settings.etcdPrefix = value
+        },
+        "group.etcdLeaseTTL": {
+            $0.etcdLeaseTTL = Int(try SettingValue.number($1, "group.etcdLeaseTTL", 3...60, .seconds))
+        },
         "worker.id": { $0.workerID = $1 },
         "worker.stateDir": { $0.stateDirectory = $1 },
         "worker.logLevel": { $0.logLevel = try SettingValue.choice($1, "worker.logLevel") },

@@ -65,6 +65,14 @@ public struct WorkerSettings: Sendable {
     /// G5: false drops the lease (the behaviour before it), so that the pause suite can measure what it prevents.
     /// Never in production: a paused worker then publishes stale statuses when it resumes.
     public var lease = true
+    /// G1, G6: who grants bucket ownership: the broker's retained presences (one broker), or etcd (a cluster).
+    public var authority: GroupAuthority = .broker
+    /// G6: etcd's client URLs (`http://host:2379`), when ``authority`` is etcd.
+    public var etcdEndpoints: [String] = []
+    /// G6: the prefix of the group's keys in etcd (members, buckets, the epoch base).
+    public var etcdPrefix = "/ridestatus/"
+    /// G6: the TTL of each worker's etcd lease, in seconds: a dead worker's buckets move after at most this.
+    public var etcdLeaseTTL = 10
     public var topics = Topics()
     public var ride = RideConfiguration()
     /// The ride-option catalog file (3.4); empty turns quotes off.
@@ -117,6 +125,7 @@ public struct WorkerSettings: Sendable {
                 message:
                     "must be below the broker's deadline, 1.5 x broker.keepAlive in whole seconds (\(deadline)) (G5)")
         }
+        try settings.checkAuthority()
         if let problem = settings.ride.problems().first {
             throw Problem(key: "rides.\(problem.key)", message: problem.message)
         }
@@ -136,5 +145,31 @@ extension WorkerSettings {
     /// the address of `metrics.host` when it is one. The list was checked when it was read.
     public var httpHosts: AllowedHosts {
         AllowedHosts.configured(allowedHosts, port: metricsPort, boundHost: metricsHost)
+    }
+}
+
+/// G1, G6: the source of bucket ownership of a group of workers.
+public enum GroupAuthority: String, Sendable, CaseIterable {
+    /// The retained presences on one broker, whose retained messages are consistent (G1 to G5).
+    case broker
+    /// etcd, linearizable: required on a clustered broker, whose retained copies lag (G6).
+    case etcd
+}
+
+extension WorkerSettings {
+    /// G1, G6: a clustered broker (several URLs) needs etcd as its authority, and etcd needs its endpoints.
+    func checkAuthority() throws {
+        switch authority {
+        case .broker where Self.urls(brokerURL).count > 1:
+            throw Problem(
+                key: "group.authority",
+                message:
+                    "a clustered broker (\(Self.urls(brokerURL).count) URLs in broker.url) needs group.authority etcd "
+                    + "with group.etcdEndpoints: its retained copies lag, so ownership cannot be read from them (G6)")
+        case .etcd where etcdEndpoints.isEmpty:
+            throw Problem(key: "group.etcdEndpoints", message: "group.authority etcd needs at least one endpoint (G6)")
+        default:
+            break
+        }
     }
 }

@@ -13,9 +13,9 @@ struct EtcdGatewayTests {
         let cluster = try await EtcdCluster()
         defer { cluster.stop() }
         let gateway = EtcdGateway(endpoints: cluster.endpoints)
-        let first = try await gateway.grant(ttl: 5)
-        let second = try await gateway.grant(ttl: 5)
-        #expect(first.ttl >= 5 && first.id != second.id)
+        let first = try await gateway.grant(ttl: 60)
+        let second = try await gateway.grant(ttl: 60)
+        #expect(first.ttl >= 60 && first.id != second.id)
 
         // Two claims of one key, each only if it is absent: the first wins, the second reads the winner.
         let key = "/test/buckets/0001"
@@ -40,7 +40,7 @@ struct EtcdGatewayTests {
         #expect(!forged.succeeded)
 
         // Renewing answers the TTL again; an unknown lease answers 0.
-        #expect(try await gateway.keepAlive(first.id) >= 5)
+        #expect(try await gateway.keepAlive(first.id) >= 60)
         #expect(try await gateway.keepAlive(424_242) == 0)
 
         // Revoking the holder's lease deletes its key at once; the other claim then succeeds, at a higher revision.
@@ -81,9 +81,9 @@ struct EtcdGatewayTests {
         let cluster = try await EtcdCluster()
         defer { cluster.stop() }
         let gateway = EtcdGateway(endpoints: cluster.endpoints, requestTimeout: .seconds(1))
-        let lease = try await gateway.grant(ttl: 10)
+        let lease = try await gateway.grant(ttl: 60)
         cluster.kill(member: 0)
-        #expect(try await gateway.keepAlive(lease.id) >= 10)
+        #expect(try await gateway.keepAlive(lease.id) >= 60)
         let written = try await gateway.transaction(when: [], then: [.put("/f/k", value: [7], lease: lease.id)])
         #expect(written.succeeded)
         cluster.kill(member: 1)

@@ -58,7 +58,7 @@ struct PresenceTests {
                 buckets: Array(0..<8192), incarnation: 1_795_600_000_123,
                 floors: Dictionary(
                     uniqueKeysWithValues: (0..<8192).map {
-                        ($0, SequenceFloor(epoch: .max, ceiling: Ride.maxSequence))
+                        ($0, SequenceFloor(epoch: UInt64(Ride.maxSequence), ceiling: Ride.maxSequence))
                     })),
         ]
         #expect(notices[4].count <= RideStatusService<MQTTClient>.maximumReleaseNotice, "every bucket and floor fits")

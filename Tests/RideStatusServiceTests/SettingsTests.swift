@@ -102,7 +102,11 @@ struct SettingsTests {
             workingDirectory: "/nonexistent")
         #expect(fromFile.password == "from-the-file" && fromFile.warnings.isEmpty)
         let inURL = try WorkerSettings.load(
-            file: nil, environment: [:], overrides: [("broker.url", "mqtt://w:hunter2@b1:1883,mqtt://w:hunter2@b2")],
+            file: nil, environment: [:],
+            overrides: [
+                ("broker.url", "mqtt://w:hunter2@b1:1883,mqtt://w:hunter2@b2"), ("group.authority", "etcd"),
+                ("group.etcdEndpoints", "http://127.0.0.1:2379"),
+            ],
             executable: "/nonexistent", workingDirectory: "/nonexistent")
         #expect(inURL.warnings.count == 1 && inURL.warnings[0].contains("broker.passwordFile"))
         #expect(inURL.redactedBrokerURL == "mqtt://w:***@b1:1883,mqtt://w:***@b2")
@@ -192,5 +196,36 @@ extension SettingsTests {
             "../../config/worker.yaml")
         let undocumented = WorkerSettings.undocumentedKeys(in: try String(contentsOf: file, encoding: .utf8))
         #expect(undocumented.isEmpty, "not in config/worker.yaml: \(undocumented)")
+    }
+
+    @Test(
+        "G1, G6: several broker URLs with the broker as authority refuse to start, naming the setting; etcd needs endpoints"
+    )
+    func clusteredBrokerNeedsEtcd() throws {
+        let cluster = [("broker.url", "mqtt://n1:1883,mqtt://n2:1883")]
+        #expect(throws: WorkerSettings.Problem.self) {
+            try WorkerSettings.load(file: nil, environment: [:], overrides: cluster)
+        }
+        do {
+            _ = try WorkerSettings.load(file: nil, environment: [:], overrides: cluster)
+        } catch {
+            #expect("\(error)".contains("group.authority") && "\(error)".contains("G6"))
+        }
+        #expect(throws: WorkerSettings.Problem.self) {
+            try WorkerSettings.load(file: nil, environment: [:], overrides: [("group.authority", "etcd")])
+        }
+        #expect(throws: WorkerSettings.Problem.self) {
+            try WorkerSettings.load(file: nil, environment: [:], overrides: [("group.etcdEndpoints", "127.0.0.1:2379")])
+        }
+        let settings = try WorkerSettings.load(
+            file: nil, environment: [:],
+            overrides: cluster + [
+                ("group.authority", "etcd"), ("group.etcdEndpoints", "http://e1:2379, http://e2:2379"),
+                ("group.etcdLeaseTTL", "6"),
+            ])
+        #expect(settings.authority == .etcd && settings.etcdEndpoints == ["http://e1:2379", "http://e2:2379"])
+        #expect(settings.etcdLeaseTTL == 6 && settings.etcdPrefix == "/ridestatus/")
+        // One broker keeps the broker as its authority by default.
+        #expect(try WorkerSettings.load(file: nil, environment: [:]).authority == .broker)
     }
 }

@@ -25,9 +25,11 @@ struct BucketGrantsTests {
         #expect(!actions.contains { if case .serve = $0 { true } else { false } }, "nothing is served before a grant")
         #expect(grants.granted.isEmpty)
         // Each batch's grant carries its transaction's revision, plus the store's base.
-        let first = grants.claimAnswered(batches[0], granted: batches[0], revision: 5, now: 0.3)
+        let first = grants.claimAnswered(
+            batches[0], granted: Dictionary(uniqueKeysWithValues: batches[0].map { ($0, 5) }), lease: 7, now: 0.3)
         #expect(first.first == .serve(Dictionary(uniqueKeysWithValues: batches[0].map { ($0, 1005) })))
-        let second = grants.claimAnswered(batches[1], granted: batches[1], revision: 6, now: 0.3)
+        let second = grants.claimAnswered(
+            batches[1], granted: Dictionary(uniqueKeysWithValues: batches[1].map { ($0, 6) }), lease: 7, now: 0.3)
         #expect(second.first == .serve(Dictionary(uniqueKeysWithValues: batches[1].map { ($0, 1006) })))
         #expect(grants.granted.count == 256)
     }
@@ -37,15 +39,18 @@ struct BucketGrantsTests {
         var grants = BucketGrants(selfID: "w-b", configuration: .init(claimBatch: 128))
         _ = grants.start(now: 0)
         _ = grants.leaseGranted(id: 9, ttl: 10, sentAt: 0)
+        // Its own key not read back (an announce lost): written again, and nothing wanted until it is read.
+        #expect(grants.membersRead(["w-a"], now: 0) == [.announce(lease: 9)])
         let batches = Self.claims(grants.membersRead(["w-a", "w-b"], now: 0))
         #expect(!batches.isEmpty)
         // w-a still holds the first batch (it writes its rides' last states first): refused.
-        #expect(Self.claims(grants.claimAnswered(batches[0], granted: [], revision: 3, now: 0.1)).isEmpty)
+        #expect(Self.claims(grants.claimAnswered(batches[0], granted: [:], lease: 9, now: 0.1)).isEmpty)
         #expect(Self.claims(grants.tick(now: 0.3)).isEmpty, "not again before \(BucketGrants.claimRetry) s")
         #expect(Self.claims(grants.tick(now: 0.7)) == [batches[0]])
         // The members change while a claim is out: the won buckets no longer wanted go back at once, unserved.
         _ = grants.membersRead(["w-a"], now: 0.8)  // w-b's own key not read: it wants nothing
-        let late = grants.claimAnswered(batches[0], granted: batches[0], revision: 4, now: 0.9)
+        let late = grants.claimAnswered(
+            batches[0], granted: Dictionary(uniqueKeysWithValues: batches[0].map { ($0, 4) }), lease: 9, now: 0.9)
         #expect(late.contains(.giveBack(batches[0].sorted(), lease: 9)))
         #expect(!late.contains { if case .serve = $0 { true } else { false } })
         #expect(grants.granted.isEmpty)
@@ -57,13 +62,18 @@ struct BucketGrantsTests {
         _ = grants.start(now: 0)
         _ = grants.leaseGranted(id: 1, ttl: 10, sentAt: 0)
         for batch in Self.claims(grants.membersRead(["w-a"], now: 0)) {
-            _ = grants.claimAnswered(batch, granted: batch, revision: 2, now: 0)
+            _ = grants.claimAnswered(
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 1, now: 0)
         }
         let moving = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
         let actions = grants.membersRead(["w-a", "w-b"], now: 1.5)
         #expect(actions.contains(.stop(moving)))
         #expect(!actions.contains { if case .giveBack = $0 { true } else { false } }, "not before the stop is done")
-        #expect(grants.stopped(moving, now: 1.6).first == .giveBack(moving, lease: 1))
+        // Given back in transactions etcd takes: 128 keys each at most.
+        let given = grants.stopped(moving, now: 1.6).compactMap { action -> [Int]? in
+            if case .giveBack(let batch, 1) = action { batch } else { nil }
+        }
+        #expect(given.joined().sorted() == moving && given.allSatisfy { $0.count <= 128 } && given.count > 1)
         #expect(grants.granted.count == Ownership.bucketCount - moving.count)
     }
 
@@ -75,7 +85,8 @@ struct BucketGrantsTests {
         _ = grants.leaseGranted(id: 4, ttl: 9, sentAt: 0)
         #expect(grants.leaseLive(at: 7.9) && !grants.leaseLive(at: 8.0))
         for batch in Self.claims(grants.membersRead(["w-a"], now: 0.1)) {
-            _ = grants.claimAnswered(batch, granted: batch, revision: 2, now: 0.2)
+            _ = grants.claimAnswered(
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 4, now: 0.2)
         }
         #expect(grants.tick(now: 3.1).contains(.renewLease(4)), "renewed every third of the TTL")
         // Sent at 3.1, answered (late) at 5: valid until 3.1 + 9 - 1, not 5 + 9 - 1.
@@ -88,13 +99,30 @@ struct BucketGrantsTests {
         #expect(grants.granted.isEmpty && grants.lease == nil)
     }
 
+    @Test("G6: a claim answered after its lease lapsed grants nothing under the new lease (found by the simulation)")
+    func claimOfALapsedLease() {
+        var grants = BucketGrants(selfID: "w-a", configuration: .init(leaseTTL: 6, margin: 1))
+        _ = grants.start(now: 0)
+        _ = grants.leaseGranted(id: 1, ttl: 6, sentAt: 0)
+        let batch = Self.claims(grants.membersRead(["w-a"], now: 0.1))[0]
+        _ = grants.tick(now: 6)  // lapsed by the clock with the claim still out
+        _ = grants.leaseGranted(id: 2, ttl: 6, sentAt: 6)
+        #expect(
+            grants.claimAnswered(
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 9) }), lease: 1, now: 6.2) == [])
+        #expect(grants.granted.isEmpty)
+        // Under the new lease the buckets are claimed again once the members are read.
+        #expect(Self.claims(grants.membersRead(["w-a"], now: 6.3)).first == batch)
+    }
+
     @Test("G6: a renewal answering TTL 0 (the lease expired in etcd) stops every bucket")
     func renewalRefused() {
         var grants = BucketGrants(selfID: "w-a")
         _ = grants.start(now: 0)
         _ = grants.leaseGranted(id: 4, ttl: 10, sentAt: 0)
         for batch in Self.claims(grants.membersRead(["w-a"], now: 0.1)) {
-            _ = grants.claimAnswered(batch, granted: batch, revision: 2, now: 0.2)
+            _ = grants.claimAnswered(
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 4, now: 0.2)
         }
         let actions = grants.leaseRenewed(ttl: 0, sentAt: 3.4, now: 3.5)
         #expect(actions.first.map { if case .stopAll = $0 { true } else { false } } == true)
@@ -109,7 +137,8 @@ struct BucketGrantsTests {
         _ = grants.start(now: 0)
         _ = grants.leaseGranted(id: 4, ttl: 10, sentAt: 0)
         for batch in Self.claims(grants.membersRead(["w-a"], now: 0.1)) {
-            _ = grants.claimAnswered(batch, granted: batch, revision: 2, now: 0.2)
+            _ = grants.claimAnswered(
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 4, now: 0.2)
         }
         let actions = grants.suspend(reason: "broker lease lapsed", now: 1)
         #expect(actions.count == 2 && actions.last == .revoke(4))
@@ -125,7 +154,8 @@ struct BucketGrantsTests {
         var revision: Int64 = 1
         var leases: [Int64: (owner: String, expiresAt: Double)] = [:]
         var members: [String: Int64] = [:]
-        var buckets: [Int: Int64] = [:]
+        /// Each bucket's key: the lease it is bound to and the revision that wrote it.
+        var buckets: [Int: (lease: Int64, revision: Int64)] = [:]
         var nextLease: Int64 = 100
 
         mutating func expire(now: Double) {
@@ -134,7 +164,7 @@ struct BucketGrantsTests {
         mutating func drop(_ id: Int64) {
             leases[id] = nil
             members = members.filter { $0.value != id }
-            buckets = buckets.filter { $0.value != id }
+            buckets = buckets.filter { $0.value.lease != id }
             revision += 1
         }
     }
@@ -154,10 +184,10 @@ struct BucketGrantsTests {
     }
 
     /// Checked against a broken machine: counting a renewal from when its answer came back (margin 0) gave 6,797
-    /// and 14,345 bucket-steps served twice in seeds 2 and 6 of these twelve.
+    /// and 14,345 bucket-steps served twice in seeds 2 and 6 of these eight.
     @Test(
         "G6: with pauses past the TTL, a join and random delays, no two workers ever serve one bucket at once",
-        arguments: Array(1...12) as [UInt64])
+        arguments: Array(1...8) as [UInt64])
     func simulation(seed: UInt64) {
         var random = SeededRandom(seed: seed)
         func uniform(_ range: ClosedRange<Double>) -> Double {
@@ -223,17 +253,29 @@ struct BucketGrantsTests {
                 reply { $0.grants.membersRead(live, now: $1) }
             case .claim(let batch, let id):
                 guard store.leases[id] != nil else {
-                    reply { $0.grants.claimFailed(batch, now: $1) }
+                    reply { $0.grants.claimFailed(batch, lease: id, now: $1) }
                     break
                 }
-                // The executor's two steps: all or nothing, then the free ones of the batch.
+                // The executor's two steps: all or nothing, then the free ones of the batch; keys already bound to
+                // this lease (a claim whose answer was lost) count as won at their own revision.
+                var won: [Int: Int64] = [:]
+                for bucket in batch where store.buckets[bucket]?.lease == id {
+                    won[bucket] = store.buckets[bucket]!.revision
+                }
                 let free = batch.filter { store.buckets[$0] == nil }
                 store.revision += 1
-                for bucket in free { store.buckets[bucket] = id }
-                let revision = store.revision
-                reply { $0.grants.claimAnswered(batch, granted: free, revision: revision, now: $1) }
+                for bucket in free {
+                    store.buckets[bucket] = (id, store.revision)
+                    won[bucket] = store.revision
+                }
+                // One answer in ten is lost on its way back (a time limit): the worker cannot know what was written.
+                if random.next() % 10 == 0 {
+                    reply { $0.grants.claimFailed(batch, lease: id, now: $1) }
+                } else {
+                    reply { [won] in $0.grants.claimAnswered(batch, granted: won, lease: id, now: $1) }
+                }
             case .giveBack(let batch, let id):
-                for bucket in batch where store.buckets[bucket] == id { store.buckets[bucket] = nil }
+                for bucket in batch where store.buckets[bucket]?.lease == id { store.buckets[bucket] = nil }
                 store.revision += 1
                 reply { worker, _ in
                     worker.grants.gaveBack(batch)
@@ -281,8 +323,12 @@ struct BucketGrantsTests {
         // Twenty seconds with no pause: every bucket is served by exactly its owner among the four.
         let owners = Ownership(members: workers.map(\.grants.selfID))
         for worker in workers {
+            let expected = Set(owners.buckets(of: worker.grants.selfID))
+            let extra = worker.serving.subtracting(expected).count
+            let missing = expected.subtracting(worker.serving).count
             #expect(
-                worker.serving == Set(owners.buckets(of: worker.grants.selfID)), "\(worker.grants.selfID), seed \(seed)"
+                extra == 0 && missing == 0,
+                "\(worker.grants.selfID), seed \(seed): \(extra) extra, \(missing) missing; members \(worker.grants.members), granted \(worker.grants.granted.count), paused until \(worker.pausedUntil)"
             )
         }
     }

@@ -1,4 +1,5 @@
 public import Foundation
+import WorkerGroup
 
 // MARK: - Messages in: fixes (T1-T7, then P2-P5) and control messages (L1-L3, P1, P6-P8, 3.5)
 
@@ -105,11 +106,13 @@ extension RideEngine {
             booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
             // E1: the area's learned detour factor, stop share and speed while moving.
             let (index, area) = catalogArea(at: booking.pickupLocation.coordinate)
-            let ride = Ride(
+            var ride = Ride(
                 booking: booking, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
                 stopShare: learning.stopShare(for: area, at: now, configuration: configuration),
                 cruisePrior: learning.speed(for: area, at: now, configuration: configuration), areaIndex: index)
+            // G6: a new ride's first number is its bucket's grant's first (a fresh ride is never fenced).
+            if let epoch = grantEpochs?[Ownership.bucket(of: id)] { _ = ride.grant(epoch: epoch) }
             try checkPublishable(ride, now: now, reason: .invalidBooking)
             let slot = rideTable.insert(ride, for: id)
             counters.ridesStarted += 1

@@ -123,6 +123,9 @@ public struct RideEngine: Sendable {
     var vehicles = SlotTable<VehicleState>()
     /// L5: retained statuses read back during recovery, merged into their rides once every state is in.
     var retainedStatuses: [String: RetainedStatus] = [:]
+    /// G6: under an authority (etcd), the epoch of each bucket granted to this worker: a ride started here is
+    /// numbered under its bucket's grant (``Ride/grant(epoch:)``). nil in broker-only mode.
+    package var grantEpochs: [Int: UInt64]?
 
     struct VehicleState: Sendable {
         /// Slots in `rideTable`.

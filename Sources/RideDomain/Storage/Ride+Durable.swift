@@ -48,7 +48,7 @@ extension Ride {
         writer.key("sequenceCeiling")
         writer.integer(max(sequenceCeiling, sequence))
         writer.key("epoch")
-        writer.integer(Int(epoch))
+        writer.integer(Int(clamping: epoch))
         writer.dateIfPresent("lastIssuedAt", lastIssuedAt)
         if let completion {
             writer.key("completion")

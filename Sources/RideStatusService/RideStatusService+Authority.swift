@@ -1,0 +1,295 @@
+import EtcdGateway
+import Foundation
+import Locking
+import Logging
+import Metrics
+import RideDomain
+import WorkerGroup
+
+// MARK: - G6: bucket ownership granted by etcd (`group.authority: etcd`), for a group on a clustered broker
+
+extension RideStatusService {
+    /// The authority's part of the worker's state, under the service's lock.
+    struct AuthorityState {
+        var grants: BucketGrants
+        /// Buckets granted and handed to the handover, with their epochs (``Ride/grant(epoch:)`` numbers under them).
+        var served: [Int: UInt64] = [:]
+        /// Requests to etcd the machine asked for, sent by ``runAuthority()``.
+        var outbox: [BucketGrants.Action] = []
+    }
+
+    /// The group's keys in etcd, under `group.etcdPrefix`.
+    struct AuthorityKeys {
+        let prefix: String
+        var members: String { prefix + "members/" }
+        func member(_ id: String) -> String { members + id }
+        func bucket(_ bucket: Int) -> String { prefix + "buckets/" + Ownership.bucketName(bucket) }
+        var epochBase: String { prefix + "epochBase" }
+    }
+
+    /// This worker's monotonic time in seconds, the grant machine's clock (a lease counts on it, never on the wall).
+    var monotonicSeconds: Double {
+        let (seconds, attoseconds) = time.instant.components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+
+    /// Steps the grant machine under the lock: the handover follows its grants, and its requests to etcd go to the
+    /// outbox. The G6 gate (``GrantLease``) follows the lease.
+    func stepGrants(_ core: inout Core, _ body: (inout BucketGrants, Double) -> [BucketGrants.Action]) {
+        guard core.authority != nil else { return }
+        let clock = monotonicSeconds
+        let now = time.now
+        var pending = body(&core.authority!.grants, clock)
+        while !pending.isEmpty {
+            let action = pending.removeFirst()
+            switch action {
+            case .serve(let buckets):
+                core.authority!.served.merge(buckets) { $1 }
+                core.engine.grantEpochs = core.authority!.served
+                let granted = Set(core.authority!.served.keys)
+                carryOut(
+                    core.handover.machine.grantsChanged(granted, now: now.timeIntervalSince1970), now: now, core: &core)
+                logger.info(
+                    "buckets granted by etcd (G6)",
+                    metadata: [
+                        "buckets": "\(buckets.count)", "epoch": "\(buckets.values.max() ?? 0)",
+                        "buckets.held": "\(granted.count)",
+                    ])
+            case .stop(let buckets):
+                for bucket in buckets { core.authority!.served[bucket] = nil }
+                core.engine.grantEpochs = core.authority!.served
+                let granted = Set(core.authority!.served.keys)
+                carryOut(
+                    core.handover.machine.grantsChanged(granted, now: now.timeIntervalSince1970), now: now, core: &core)
+                pending += core.authority!.grants.stopped(buckets, now: clock)
+            case .stopAll(let reason):
+                let held = core.engine.activeRideCount
+                core.authority!.served = [:]
+                core.engine.grantEpochs = [:]
+                carryOut(
+                    core.handover.machine.grantsLapsed(
+                        nonce: HandoverState.newMarkerNonce(), now: now.timeIntervalSince1970), now: now, core: &core)
+                metrics.grantLapses.increment()
+                logger.warning(
+                    "every bucket stopped, nothing written: the etcd lease is not live, another worker may hold them (G6)",
+                    metadata: ["reason": "\(reason)", "rides.dropped": "\(held)"])
+            default:
+                core.authority!.outbox.append(action)
+            }
+        }
+        grantLease.set(validUntil: core.authority!.grants.lease?.validUntil)
+    }
+
+    /// G6: the worker's side of etcd: a lease, its member key, the members read, the claims and give-backs,
+    /// each request on its own task with a time limit; the machine's clock ticks every 200 ms. On shutdown the
+    /// lease is revoked, so the buckets move at once.
+    func runAuthority() async {
+        guard settings.authority == .etcd else { return }
+        let gateway = EtcdGateway(
+            endpoints: settings.etcdEndpoints, requestTimeout: .milliseconds(max(1000, settings.etcdLeaseTTL * 200)))
+        let keys = AuthorityKeys(prefix: settings.etcdPrefix)
+        guard let base = await readEpochBase(gateway: gateway, keys: keys) else { return }
+        core.withLock { core in
+            core.authority = AuthorityState(
+                grants: BucketGrants(
+                    selfID: identity.id,
+                    configuration: .init(leaseTTL: settings.etcdLeaseTTL, margin: 1, epochBase: base)))
+        }
+        logger.info(
+            "bucket ownership from etcd (G6)",
+            metadata: [
+                "endpoints": "\(settings.etcdEndpoints)", "prefix": "\(settings.etcdPrefix)",
+                "lease.ttl": "\(settings.etcdLeaseTTL)", "epoch.base": "\(base)",
+            ])
+        var reported: (progress: BucketGrants.Progress, at: Double)?
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                // Progress while the grants are on their way, every 5 s at most (a join moves thousands).
+                let (progress, members) = core.withLock {
+                    ($0.authority?.grants.progress, $0.authority?.grants.members)
+                }
+                if let progress, progress.granted != progress.wanted || progress.stopping > 0,
+                    monotonicSeconds - (reported?.at ?? -.infinity) >= 5, reported?.progress != progress
+                {
+                    reported = (progress, monotonicSeconds)
+                    logger.notice(
+                        "buckets on their way (G6): \(progress)", metadata: ["members": "\(members ?? [])"])
+                }
+                let requests = core.withLock { core in
+                    stepGrants(&core) { $0.tick(now: $1) }
+                    defer { core.authority?.outbox = [] }
+                    return core.authority?.outbox ?? []
+                }
+                for request in requests {
+                    group.addTask { await self.send(request, gateway: gateway, keys: keys) }
+                }
+                try? await time.sleep(for: .milliseconds(200))
+            }
+        }
+        // Leaving: the lease's end frees every bucket now rather than at its TTL.
+        if let lease = core.withLock({ $0.authority?.grants.lease?.id }) {
+            try? await gateway.revoke(lease)
+        }
+    }
+
+    /// One request to etcd, its answer stepped into the machine.
+    private func send(_ request: BucketGrants.Action, gateway: EtcdGateway, keys: AuthorityKeys) async {
+        let sentAt = monotonicSeconds
+        metrics.etcdRequests.increment()
+        do throws(EtcdError) {
+            switch request {
+            case .grantLease:
+                let lease = try await gateway.grant(ttl: Int64(settings.etcdLeaseTTL))
+                step { grants, _ in grants.leaseGranted(id: lease.id, ttl: lease.ttl, sentAt: sentAt) }
+            case .renewLease(let id):
+                let ttl = try await gateway.keepAlive(id)
+                step { $0.leaseRenewed(ttl: ttl, sentAt: sentAt, now: $1) }
+            case .announce(let lease):
+                _ = try await gateway.transaction(
+                    when: [], then: [.put(keys.member(identity.id), value: Array(identity.id.utf8), lease: lease)])
+            case .readMembers:
+                let pairs = try await gateway.range(prefix: keys.members).pairs
+                // A2: a key that does not name a worker is no member.
+                let members = pairs.compactMap { pair -> String? in
+                    let id = String(pair.key.dropFirst(keys.members.count))
+                    return Identifier.isValid(id) ? id : nil
+                }
+                step { $0.membersRead(Array(members.prefix(Self.maximumGroupSize)), now: $1) }
+            case .claim(let batch, let lease):
+                let won = try await claim(batch, lease: lease, gateway: gateway, keys: keys)
+                step { $0.claimAnswered(batch, granted: won, lease: lease, now: $1) }
+            case .giveBack(let batch, let lease):
+                try await giveBack(batch, lease: lease, gateway: gateway, keys: keys)
+                core.withLock { $0.authority?.grants.gaveBack(batch) }
+            case .revoke(let lease):
+                try await gateway.revoke(lease)
+            default:
+                break
+            }
+        } catch {
+            metrics.etcdFailures.increment()
+            logger.warning(
+                "etcd request failed (G6)", metadata: ["request": "\(Self.describe(request))", "error": "\(error)"])
+            switch request {
+            case .claim(let batch, let lease): step { $0.claimFailed(batch, lease: lease, now: $1) }
+            case .giveBack(let batch, let lease):
+                // Keys left bound to a live lease would hold their buckets for good: again, until they go or the
+                // lease does.
+                try? await time.sleep(for: .milliseconds(500))
+                let stillHeld = core.withLock { $0.authority?.grants.lease?.id == lease }
+                if stillHeld {
+                    await send(request, gateway: gateway, keys: keys)
+                } else {
+                    core.withLock { $0.authority?.grants.gaveBack(batch) }
+                }
+            case .revoke, .announce: break
+            default: step { $0.requestFailed(now: $1) }
+            }
+        }
+    }
+
+    private func step(_ body: (inout BucketGrants, Double) -> [BucketGrants.Action]) {
+        core.withLock { core in stepGrants(&core, body) }
+    }
+
+    /// A claim of `batch` under `lease`: every bucket at once if none is held, else (a second transaction) the
+    /// ones the first found free. Keys found bound to this lease already (a claim whose answer was lost) are won
+    /// too, at the revision that wrote them. Returns each bucket won with the revision of its grant.
+    private func claim(_ batch: [Int], lease: Int64, gateway: EtcdGateway, keys: AuthorityKeys)
+        async throws(EtcdError) -> [Int: Int64]
+    {
+        let value = Array(identity.id.utf8)
+        let first = try await gateway.transaction(
+            when: batch.map { .absent(keys.bucket($0)) },
+            then: batch.map { .put(keys.bucket($0), value: value, lease: lease) },
+            otherwise: batch.map { .get(keys.bucket($0)) })
+        if first.succeeded { return Dictionary(uniqueKeysWithValues: batch.map { ($0, first.revision) }) }
+        var won: [Int: Int64] = [:]
+        for (bucket, found) in zip(batch, first.ranges) {
+            if let pair = found.first, pair.lease == lease { won[bucket] = pair.modRevision }
+        }
+        let free = zip(batch, first.ranges).filter { $0.1.isEmpty }.map(\.0)
+        guard !free.isEmpty else { return won }
+        let second = try await gateway.transaction(
+            when: free.map { .absent(keys.bucket($0)) },
+            then: free.map { .put(keys.bucket($0), value: value, lease: lease) })
+        if second.succeeded { for bucket in free { won[bucket] = second.revision } }
+        return won
+    }
+
+    /// Deletes the keys of `batch` that are still bound to `lease`.
+    private func giveBack(_ batch: [Int], lease: Int64, gateway: EtcdGateway, keys: AuthorityKeys)
+        async throws(EtcdError)
+    {
+        let first = try await gateway.transaction(
+            when: batch.map { .boundTo(keys.bucket($0), lease: lease) }, then: batch.map { .delete(keys.bucket($0)) },
+            otherwise: batch.map { .get(keys.bucket($0)) })
+        guard !first.succeeded else { return }
+        let mine = zip(batch, first.ranges).filter { $0.1.first?.lease == lease }.map(\.0)
+        guard !mine.isEmpty else { return }
+        _ = try await gateway.transaction(
+            when: mine.map { .boundTo(keys.bucket($0), lease: lease) }, then: mine.map { .delete(keys.bucket($0)) })
+    }
+
+    /// G6: the base added to every grant's revision, kept in etcd (`{prefix}epochBase`) and written once by the
+    /// first worker of a store. Tried until etcd answers; nil only when the worker is stopping.
+    private func readEpochBase(gateway: EtcdGateway, keys: AuthorityKeys) async -> UInt64? {
+        var pause = Duration.milliseconds(250)
+        while !Task.isCancelled {
+            do throws(EtcdError) {
+                let answer = try await gateway.transaction(
+                    when: [.absent(keys.epochBase)], then: [.put(keys.epochBase, value: Array("0".utf8), lease: 0)],
+                    otherwise: [.get(keys.epochBase)])
+                if answer.succeeded { return 0 }
+                let text = answer.ranges.first?.first.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
+                guard let base = UInt64(text), base <= SequenceNumbering.maxEpoch else {
+                    logger.error(
+                        "etcd's epoch base does not read as a whole number: no bucket is served until it does (G6, A2)",
+                        metadata: ["key": "\(keys.epochBase)", "value": "\(text.prefix(40))"])
+                    try? await time.sleep(for: .seconds(5))
+                    continue
+                }
+                return base
+            } catch {
+                logger.error(
+                    "etcd does not answer: no bucket is served until it does (G6)",
+                    metadata: ["endpoints": "\(settings.etcdEndpoints)", "error": "\(error)", "retry.in": "\(pause)"])
+                try? await time.sleep(for: pause)
+                pause = min(pause * 2, .seconds(10))
+            }
+        }
+        return nil
+    }
+
+    private static func describe(_ request: BucketGrants.Action) -> String {
+        switch request {
+        case .claim(let batch, _): "claim of \(batch.count) buckets"
+        case .giveBack(let batch, _): "give-back of \(batch.count) buckets"
+        default: "\(request)"
+        }
+    }
+}
+
+/// G6: the etcd lease's end by the worker's monotonic clock, as the publishing side reads it: a status or
+/// state of a granted ride goes out only before it (``ActionExecutor``), even in the moment between a pause's
+/// end and the grant machine's next tick.
+final class GrantLease: Sendable {
+    /// nil: no authority (broker-only mode): nothing is gated here.
+    private let validUntil = Locked<Double?>(nil)
+    private let enabled: Bool
+    private let clock: @Sendable () -> Double
+
+    init(enabled: Bool, clock: @escaping @Sendable () -> Double) {
+        self.enabled = enabled
+        self.clock = clock
+    }
+
+    func set(validUntil time: Double?) { validUntil.withLock { $0 = time ?? -.infinity } }
+
+    /// Whether a ride's status or state may go out now.
+    var isLive: Bool {
+        guard enabled else { return true }
+        let until = validUntil.withLock { $0 } ?? -.infinity
+        return clock() < until
+    }
+}
