@@ -20,6 +20,13 @@ struct GroupEtcdTests {
         ]
     }
 
+    /// `ridestatus_etcd_requests_total` of a worker.
+    static func etcdRequests(_ worker: WorkerProcess) -> Double {
+        httpGet(host: worker.metricsHost, port: worker.metricsPort, path: "/metrics")?.body
+            .split(separator: "\n").first { $0.hasPrefix("ridestatus_etcd_requests_total ") }
+            .flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+    }
+
     @Test(
         "G6, G1, G3, C5: 3 workers granted by etcd; SIGKILL one, SIGSTOP another past its lease: every ride back under a newer epoch, no sequence goes back"
     )
@@ -57,6 +64,14 @@ struct GroupEtcdTests {
             }
 
             // SIGKILL the owner of the most rides: the others take them over once its etcd lease ends (G3).
+            // The load on etcd once the grants are in (every bucket held): requests per second, all three workers.
+            let before = workers.map(Self.etcdRequests)
+            try await Task.sleep(for: .seconds(5))
+            let steady = zip(workers.map(Self.etcdRequests), before).map { $0 - $1 }.reduce(0, +) / 5
+            print("etcd requests per second, 3 workers holding 8,192 buckets, steady: \(steady)")
+            #expect(
+                steady < 30, "G6: the steady load on etcd is a few requests a second a worker, not a poll per bucket")
+
             let counts = Dictionary(grouping: rides, by: { ownership.owner(ofRide: $0)! })
             let busiest = counts.max { $0.value.count < $1.value.count }!.key
             let killed = workers.first { $0.workerID == busiest }!
@@ -87,6 +102,7 @@ struct GroupEtcdTests {
                 let seen = GroupEndToEndTests.seen(observer.timedMessages).filter { $0.at > pausedAt }
                 return rides.allSatisfy { ride in seen.last { $0.ride == ride }?.worker == staying.workerID }
             }
+            let beforeJoin = [paused, staying].map(Self.etcdRequests)
             paused.process?.signal(SIGCONT)
             let resumedAt = Date()
             // It rejoins: the group of two splits the rides again (by the rendezvous of the two).
@@ -95,6 +111,11 @@ struct GroupEtcdTests {
                 let seen = GroupEndToEndTests.seen(observer.timedMessages).filter { $0.at > resumedAt }
                 return rides.allSatisfy { ride in seen.last { $0.ride == ride }?.worker == two.owner(ofRide: ride) }
             }
+            let joinSeconds = Date().timeIntervalSince(resumedAt)
+            let joinRequests = zip([paused, staying].map(Self.etcdRequests), beforeJoin).map { $0 - $1 }.reduce(0, +)
+            print(
+                "etcd requests during the paused worker's rejoin: \(Int(joinRequests)) in \(String(format: "%.1f", joinSeconds)) s (\(Int(joinRequests / joinSeconds)) a second)"
+            )
             try await Task.sleep(for: .seconds(2 * interval))
             feeding.cancel()
 
