@@ -12,6 +12,20 @@ struct BucketGrantsTests {
         actions.compactMap { if case .claim(let buckets, _) = $0 { buckets } else { nil } }
     }
 
+    /// A lone worker's machine holding all 8,192 buckets under `lease` (granted at revision 2).
+    static func holdingAll(_ id: String = "w-a", lease: Int64, configuration: BucketGrants.Configuration = .init())
+        -> BucketGrants
+    {
+        var grants = BucketGrants(selfID: id, configuration: configuration)
+        _ = grants.start(now: 0)
+        _ = grants.leaseGranted(id: lease, ttl: Int64(configuration.leaseTTL), sentAt: 0)
+        for batch in claims(grants.membersRead([id], now: 0.1)) {
+            _ = grants.claimAnswered(
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: lease, now: 0.2)
+        }
+        return grants
+    }
+
     @Test("G6: a lone worker claims all 8,192 buckets in batches of 128 and serves each only once granted")
     func loneWorker() {
         var grants = BucketGrants(selfID: "w-a", configuration: .init(epochBase: 1000))
@@ -58,13 +72,7 @@ struct BucketGrantsTests {
 
     @Test("G6: a member that joins makes the holder stop those buckets, then give them back")
     func joinStopsThenGivesBack() {
-        var grants = BucketGrants(selfID: "w-a")
-        _ = grants.start(now: 0)
-        _ = grants.leaseGranted(id: 1, ttl: 10, sentAt: 0)
-        for batch in Self.claims(grants.membersRead(["w-a"], now: 0)) {
-            _ = grants.claimAnswered(
-                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 1, now: 0)
-        }
+        var grants = Self.holdingAll(lease: 1)
         let moving = Ownership(members: ["w-a", "w-b"]).buckets(of: "w-b")
         let actions = grants.membersRead(["w-a", "w-b"], now: 1.5)
         #expect(actions.contains(.stop(moving)))
@@ -117,13 +125,7 @@ struct BucketGrantsTests {
 
     @Test("G6: a renewal answering TTL 0 (the lease expired in etcd) stops every bucket")
     func renewalRefused() {
-        var grants = BucketGrants(selfID: "w-a")
-        _ = grants.start(now: 0)
-        _ = grants.leaseGranted(id: 4, ttl: 10, sentAt: 0)
-        for batch in Self.claims(grants.membersRead(["w-a"], now: 0.1)) {
-            _ = grants.claimAnswered(
-                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 4, now: 0.2)
-        }
+        var grants = Self.holdingAll(lease: 4)
         let actions = grants.leaseRenewed(ttl: 0, sentAt: 3.4, now: 3.5)
         #expect(actions.first.map { if case .stopAll = $0 { true } else { false } } == true)
         #expect(grants.granted.isEmpty)
@@ -133,13 +135,7 @@ struct BucketGrantsTests {
         "G5, G6: a worker that lost the broker stops every bucket and revokes its lease, and claims nothing until resumed"
     )
     func brokerLostRevokes() {
-        var grants = BucketGrants(selfID: "w-a")
-        _ = grants.start(now: 0)
-        _ = grants.leaseGranted(id: 4, ttl: 10, sentAt: 0)
-        for batch in Self.claims(grants.membersRead(["w-a"], now: 0.1)) {
-            _ = grants.claimAnswered(
-                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 2) }), lease: 4, now: 0.2)
-        }
+        var grants = Self.holdingAll(lease: 4)
         let actions = grants.suspend(reason: "broker lease lapsed", now: 1)
         #expect(actions.count == 2 && actions.last == .revoke(4))
         #expect(grants.tick(now: 2) == [])
