@@ -101,6 +101,11 @@ extension WorkerMetrics {
         "ridestatus_connects_total": "Connections to the broker made (the first and every reconnect).",
         "ridestatus_lease_lapses_total":
             "G5: times the lease with the broker lapsed (a pause, a stall, a lost connection): what was queued was dropped and the rides waited for a confirmation.",
+        "ridestatus_grant_lapses_total":
+            "G6: times the etcd lease lapsed (by this worker's clock, unknown to etcd, or given up with the broker's lease): every bucket stopped, nothing written.",
+        "ridestatus_etcd_requests_total": "G6: requests sent to etcd (leases, members, claims, give-backs).",
+        "ridestatus_etcd_failures_total":
+            "G6: requests to etcd that failed: no member answered in time, or etcd refused.",
         "ridestatus_reconnects": "Reconnects of the current process so far.",
         "ridestatus_mqtt_dropped_messages": "Messages libmosquitto dropped for lack of room in its queue.",
         "ridestatus_mqtt_publish_room":
