@@ -41,7 +41,6 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
                 let epoch = state?.epoch ?? engine.epoch(of: status.rideIdentifier) ?? 1
                 published = publish(status, state: state, gap: gap, epoch: epoch) || published
             case .clear(let ride, let epoch):
-                guard grantLease.isLive else { continue }
                 clear(ride, epoch: epoch)
                 recentClears.withLock { $0.note(ride, epoch: epoch, at: now) }
                 logger.info("ride ended (L2)", metadata: ["ride.id": "\(ride)"])
@@ -68,6 +67,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
 
     /// L2: the ride's retained status and state, cleared.
     func clear(_ ride: String, epoch: UInt64) {
+        guard grantLease.isLive else { return }  // G6: another worker may hold the ride now
         let owner = ownership(epoch: epoch)
         try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner)
         try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
@@ -115,6 +115,7 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     /// L5, G3: the ride's durable state, retained, under its epoch (a release, a rewrite, an upgrade's move).
     /// - Parameter purpose: what the write is for, in the log line if it fails.
     func writeState(of ride: Ride, purpose: String = "rewrite") {
+        guard grantLease.isLive else { return }  // G6: another worker may hold the ride now
         do {
             try transport.publish(
                 topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true,

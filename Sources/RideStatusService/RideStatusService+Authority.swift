@@ -84,9 +84,7 @@ extension RideStatusService {
     /// each request on its own task with a time limit; the machine's clock ticks every 200 ms. On shutdown the
     /// lease is revoked, so the buckets move at once.
     func runAuthority() async {
-        guard settings.authority == .etcd else { return }
-        let gateway = EtcdGateway(
-            endpoints: settings.etcdEndpoints, requestTimeout: .milliseconds(max(1000, settings.etcdLeaseTTL * 200)))
+        guard let gateway = etcdGateway else { return }
         let keys = AuthorityKeys(prefix: settings.etcdPrefix)
         guard let base = await readEpochBase(gateway: gateway, keys: keys) else { return }
         core.withLock { core in
@@ -102,7 +100,9 @@ extension RideStatusService {
                 "lease.ttl": "\(settings.etcdLeaseTTL)", "epoch.base": "\(base)",
             ])
         var reported: (progress: BucketGrants.Progress, at: Double)?
-        await withTaskGroup(of: Void.self) { group in
+        // Discarding: the requests' tasks are forgotten as they end (a task group would keep each one, hundreds a
+        // second during a rejoin, until the worker stops).
+        await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 // Progress while the grants are on their way, every 5 s at most (a join moves thousands).
                 let (progress, members) = core.withLock {
@@ -126,9 +126,27 @@ extension RideStatusService {
                 try? await time.sleep(for: .milliseconds(200))
             }
         }
-        // Leaving: the lease's end frees every bucket now rather than at its TTL.
-        if let lease = core.withLock({ $0.authority?.grants.lease?.id }) {
-            try? await gateway.revoke(lease)
+    }
+
+    /// G3, G6 on SIGTERM: before the service's tasks are cancelled (a cancelled request is dropped at once), this
+    /// worker stops holding anything and revokes its lease, so that its buckets move now rather than at the TTL's
+    /// end. Waits at most the gateway's time limit.
+    func leaveAuthority() async {
+        guard settings.authority == .etcd else { return }
+        let lease = core.withLock { core -> Int64? in
+            let id = core.authority?.grants.lease?.id
+            stepGrants(&core) { $0.suspend(reason: "this worker is leaving", now: $1) }
+            core.authority?.outbox = []
+            return id
+        }
+        guard let lease, let gateway = etcdGateway else { return }
+        do throws(EtcdError) {
+            try await gateway.revoke(lease)
+            logger.info("etcd lease revoked: this worker's buckets move now (G3, G6)", metadata: ["lease": "\(lease)"])
+        } catch {
+            logger.warning(
+                "the etcd lease could not be revoked: this worker's buckets move when it ends (G6)",
+                metadata: ["lease": "\(lease)", "error": "\(error)"])
         }
     }
 
@@ -143,7 +161,7 @@ extension RideStatusService {
                 step { grants, _ in grants.leaseGranted(id: lease.id, ttl: lease.ttl, sentAt: sentAt) }
             case .renewLease(let id):
                 let ttl = try await gateway.keepAlive(id)
-                step { $0.leaseRenewed(ttl: ttl, sentAt: sentAt, now: $1) }
+                step { $0.leaseRenewed(id, ttl: ttl, sentAt: sentAt, now: $1) }
             case .announce(let lease):
                 _ = try await gateway.transaction(
                     when: [], then: [.put(keys.member(identity.id), value: Array(identity.id.utf8), lease: lease)])
@@ -160,7 +178,7 @@ extension RideStatusService {
                 step { $0.claimAnswered(batch, granted: won, lease: lease, now: $1) }
             case .giveBack(let batch, let lease):
                 try await giveBack(batch, lease: lease, gateway: gateway, keys: keys)
-                core.withLock { $0.authority?.grants.gaveBack(batch) }
+                core.withLock { $0.authority?.grants.gaveBack(batch, lease: lease) }
             case .revoke(let lease):
                 try await gateway.revoke(lease)
             default:
@@ -177,13 +195,13 @@ extension RideStatusService {
                 // lease does.
                 try? await time.sleep(for: .milliseconds(500))
                 let stillHeld = core.withLock { $0.authority?.grants.lease?.id == lease }
-                if stillHeld {
+                if stillHeld, !Task.isCancelled {
                     await send(request, gateway: gateway, keys: keys)
                 } else {
-                    core.withLock { $0.authority?.grants.gaveBack(batch) }
+                    core.withLock { $0.authority?.grants.gaveBack(batch, lease: lease) }
                 }
             case .revoke, .announce: break
-            default: step { $0.requestFailed(now: $1) }
+            default: step { $0.requestFailed(request, now: $1) }
             }
         }
     }
@@ -203,17 +221,29 @@ extension RideStatusService {
             when: batch.map { .absent(keys.bucket($0)) },
             then: batch.map { .put(keys.bucket($0), value: value, lease: lease) },
             otherwise: batch.map { .get(keys.bucket($0)) })
+        // A2: an answer that does not say which revision wrote what, key by key, grants nothing.
+        guard first.revision > 0 else { throw .malformed("a claim answered without a revision") }
         if first.succeeded { return Dictionary(uniqueKeysWithValues: batch.map { ($0, first.revision) }) }
-        var won: [Int: Int64] = [:]
-        for (bucket, found) in zip(batch, first.ranges) {
-            if let pair = found.first, pair.lease == lease { won[bucket] = pair.modRevision }
+        guard first.ranges.count == batch.count else {
+            throw .malformed("a claim of \(batch.count) buckets answered \(first.ranges.count) reads")
         }
-        let free = zip(batch, first.ranges).filter { $0.1.isEmpty }.map(\.0)
+        var won: [Int: Int64] = [:]
+        var free: [Int] = []
+        for (bucket, found) in zip(batch, first.ranges) {
+            guard let pair = found.first else {
+                free.append(bucket)
+                continue
+            }
+            guard pair.key == keys.bucket(bucket) else {
+                throw .malformed("a claim's read of \(keys.bucket(bucket)) answered \(pair.key)")
+            }
+            if pair.lease == lease, pair.modRevision > 0 { won[bucket] = pair.modRevision }
+        }
         guard !free.isEmpty else { return won }
         let second = try await gateway.transaction(
             when: free.map { .absent(keys.bucket($0)) },
             then: free.map { .put(keys.bucket($0), value: value, lease: lease) })
-        if second.succeeded { for bucket in free { won[bucket] = second.revision } }
+        if second.succeeded, second.revision > 0 { for bucket in free { won[bucket] = second.revision } }
         return won
     }
 

@@ -1,3 +1,4 @@
+import EtcdGateway
 import Foundation
 import Locking
 public import Logging
@@ -44,6 +45,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let reportInterval: Duration
     /// G6: the etcd lease's end, which every status and state publish checks (always open in broker-only mode).
     let grantLease: GrantLease
+    /// G6: etcd's gateway when `group.authority` is etcd; nil in broker-only mode.
+    let etcdGateway: EtcdGateway?
 
     struct Core {
         var engine: RideEngine
@@ -107,6 +110,11 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
         logger[metadataKey: "worker.id"] = .string(identity.id)
         self.logger = logger
         decoder = InputDecoder(maxPayloadBytes: settings.ride.maxPayloadBytes)
+        etcdGateway =
+            settings.authority == .etcd && !settings.etcdEndpoints.isEmpty
+            ? EtcdGateway(
+                endpoints: settings.etcdEndpoints,
+                requestTimeout: .milliseconds(max(1000, settings.etcdLeaseTTL * 200))) : nil
         grantLease = GrantLease(enabled: settings.authority == .etcd) {
             let (seconds, attoseconds) = time.instant.components
             return Double(seconds) + Double(attoseconds) * 1e-18
@@ -235,6 +243,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 identity.presence(online: false, incarnation: transport.incarnation, now: time.now),
                 retain: true)
             let flushed = await transport.flush(timeout: .seconds(3))
+            // G6: the lease goes before the tasks are cancelled, so that its revoke is not cancelled with them.
+            await leaveAuthority()
             subscriptions.finish()
             controlSubscriptions.continuation.finish()
             applier.cancel()

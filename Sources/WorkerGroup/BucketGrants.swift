@@ -144,28 +144,40 @@ public struct BucketGrants: Sendable {
 
     /// The authority granted a lease of `ttl` seconds for the request sent at `sentAt`.
     public mutating func leaseGranted(id: Int64, ttl: Int64, sentAt: Double) -> [Action] {
+        // Only the one lease asked for is taken: a second grant (a request sent again after a failure whose first
+        // try reached etcd) would leave keys bound to a lease nobody renews.
+        let asked = askedForLease
         askedForLease = false
-        guard active else { return [.revoke(id)] }
+        guard active, asked, lease == nil else { return [.revoke(id)] }
         lease = (id, sentAt + Double(ttl) - configuration.margin)
         lastRenewal = sentAt
         return [.announce(lease: id), .readMembers]
     }
 
     /// The lease's renewal sent at `sentAt` answered `ttl` seconds; 0: the lease is gone.
-    public mutating func leaseRenewed(ttl: Int64, sentAt: Double, now: Double) -> [Action] {
+    public mutating func leaseRenewed(_ renewed: Int64, ttl: Int64, sentAt: Double, now: Double) -> [Action] {
+        guard let held = lease, held.id == renewed else { return [] }  // a renewal of a lease lapsed since
         renewing = false
-        guard let held = lease else { return [] }
         guard ttl > 0 else { return lapse(reason: "etcd no longer knows lease \(held.id) (it expired)", now: now) }
+        // Past its end by this worker's clock the lease has lapsed, whatever a late answer says: the publishing
+        // side stopped at that end (a clear it held back must not be forgotten by a lease that goes on).
+        guard now < held.validUntil else {
+            return lapse(
+                reason: "lease \(held.id) ran out by this worker's clock before its renewal came back", now: now)
+        }
         lease = (held.id, max(held.validUntil, sentAt + Double(ttl) - configuration.margin))
         return tick(now: now)
     }
 
     /// A request to the authority failed (no member answered in time): the lease runs out by the clock unless a
     /// later request succeeds.
-    public mutating func requestFailed(now: Double) -> [Action] {
-        askedForLease = false
-        renewing = false
-        readingMembers = false
+    public mutating func requestFailed(_ request: Action, now: Double) -> [Action] {
+        switch request {
+        case .grantLease: askedForLease = false
+        case .renewLease(let id) where id == lease?.id: renewing = false
+        case .readMembers: readingMembers = false
+        default: break
+        }
         return tick(now: now)
     }
 
@@ -228,6 +240,7 @@ public struct BucketGrants: Sendable {
         for bucket in batch {
             claiming.remove(bucket)
             uncertain.insert(bucket)
+            refusedAt[bucket] = now  // tried again after the same pause as a refusal: etcd may be electing
         }
         return tick(now: now)
     }
@@ -242,7 +255,8 @@ public struct BucketGrants: Sendable {
     }
 
     /// These buckets' keys are deleted (or were not bound to this lease any more).
-    public mutating func gaveBack(_ buckets: [Int]) {
+    public mutating func gaveBack(_ buckets: [Int], lease given: Int64) {
+        guard lease?.id == given else { return }  // an earlier lease's: its keys ended with it
         for bucket in buckets { givingBack.remove(bucket) }
     }
 

@@ -160,6 +160,8 @@ struct GroupEtcdTests {
             }
             let logs = workers.map(\.logText).joined()
             #expect(logs.contains("buckets granted by etcd (G6)"))
+            // G3, G6: a SIGTERM revokes the lease before the worker's tasks end (a cancelled request never goes).
+            #expect(logs.components(separatedBy: "etcd lease revoked").count - 1 == 2, "both leavers revoked")
             #expect(!logs.contains("input rejected"), "nothing a worker wrote is refused")
         }
     }

@@ -98,7 +98,7 @@ struct BucketGrantsTests {
         }
         #expect(grants.tick(now: 3.1).contains(.renewLease(4)), "renewed every third of the TTL")
         // Sent at 3.1, answered (late) at 5: valid until 3.1 + 9 - 1, not 5 + 9 - 1.
-        _ = grants.leaseRenewed(ttl: 9, sentAt: 3.1, now: 5)
+        _ = grants.leaseRenewed(4, ttl: 9, sentAt: 3.1, now: 5)
         #expect(grants.leaseLive(at: 11.0) && !grants.leaseLive(at: 11.1))
         // A pause past that: the first tick after it stops everything and asks for a new lease.
         let actions = grants.tick(now: 20)
@@ -126,7 +126,7 @@ struct BucketGrantsTests {
     @Test("G6: a renewal answering TTL 0 (the lease expired in etcd) stops every bucket")
     func renewalRefused() {
         var grants = Self.holdingAll(lease: 4)
-        let actions = grants.leaseRenewed(ttl: 0, sentAt: 3.4, now: 3.5)
+        let actions = grants.leaseRenewed(4, ttl: 0, sentAt: 3.4, now: 3.5)
         #expect(actions.first.map { if case .stopAll = $0 { true } else { false } } == true)
         #expect(grants.granted.isEmpty)
     }
@@ -140,6 +140,14 @@ struct BucketGrantsTests {
         #expect(actions.count == 2 && actions.last == .revoke(4))
         #expect(grants.tick(now: 2) == [])
         #expect(grants.resume(now: 3) == [.grantLease])
+        // Suspended again with that request out: its grant is revoked when it comes, and the next resume asks anew.
+        _ = grants.suspend(reason: "broker lease lapsed again", now: 3.1)
+        #expect(grants.leaseGranted(id: 5, ttl: 10, sentAt: 3) == [.revoke(5)])
+        #expect(grants.resume(now: 4) == [.grantLease])
+        // A second grant for one request (the first try reached etcd, its answer was lost) is revoked too.
+        _ = grants.leaseGranted(id: 6, ttl: 10, sentAt: 4)
+        #expect(grants.leaseGranted(id: 7, ttl: 10, sentAt: 4) == [.revoke(7)])
+        #expect(grants.lease?.id == 6)
     }
 
     // MARK: - Simulation
@@ -219,8 +227,21 @@ struct BucketGrantsTests {
             let index = request.worker
             let owner = workers[index].grants.selfID
             let back = now + uniform(0.01...0.4)
+            // One answer in twenty of the lease's and the members' requests is lost (a time limit): the request
+            // failed as far as the worker knows, whatever the store did.
+            let action = request.action
+            var losable = false
+            switch action {
+            case .grantLease, .renewLease, .readMembers: losable = true
+            default: break
+            }
+            let lost = losable && random.next() % 20 == 0
             func reply(_ apply: @escaping (inout Worker, Double) -> [Action]) {
-                workers[index].inbox.append((back, apply))
+                if lost {
+                    workers[index].inbox.append((back, { $0.grants.requestFailed(action, now: $1) }))
+                } else {
+                    workers[index].inbox.append((back, apply))
+                }
             }
             switch request.action {
             case .grantLease:
@@ -238,7 +259,7 @@ struct BucketGrantsTests {
                     ttl = Int64(configuration.leaseTTL)
                 }
                 let sentAt = request.sentAt
-                reply { $0.grants.leaseRenewed(ttl: ttl, sentAt: sentAt, now: $1) }
+                reply { $0.grants.leaseRenewed(id, ttl: ttl, sentAt: sentAt, now: $1) }
             case .announce(let id):
                 if store.leases[id] != nil {
                     store.members[owner] = id
@@ -274,7 +295,7 @@ struct BucketGrantsTests {
                 for bucket in batch where store.buckets[bucket]?.lease == id { store.buckets[bucket] = nil }
                 store.revision += 1
                 reply { worker, _ in
-                    worker.grants.gaveBack(batch)
+                    worker.grants.gaveBack(batch, lease: id)
                     return []
                 }
             case .revoke(let id):
