@@ -105,6 +105,17 @@ public final class ChildProcess: Sendable {
         if isRunning { Glibc.kill(pid, signal) }
     }
 
+    /// Ends the child: `signal` (after a SIGCONT, so that a stopped child can act on it), then SIGKILL if it has not
+    /// exited within `grace` seconds. The one way the test clusters (NATS, etcd) stop a member.
+    public func end(with signal: Int32, grace: Double) {
+        self.signal(SIGCONT)
+        self.signal(signal)
+        if !waitForExit(timeout: grace) {
+            self.signal(SIGKILL)
+            waitForExit(timeout: 3)
+        }
+    }
+
     /// Polls until the child exits or `timeout` seconds pass; returns whether it exited.
     @discardableResult
     public func waitForExit(timeout: Double) -> Bool {

@@ -121,12 +121,7 @@ public final class EtcdCluster: Sendable {
         guard let process = processes.withLock({ $0[index] }) else { return }
         guard signal == SIGTERM || signal == SIGKILL else { return process.signal(signal) }
         processes.withLock { $0[index] = nil }
-        process.signal(SIGCONT)
-        process.signal(signal)
-        if !process.waitForExit(timeout: 5) {
-            process.signal(SIGKILL)
-            _ = process.waitForExit(timeout: 3)
-        }
+        process.end(with: signal, grace: 5)
     }
 
     private func waitUntilHealthy(_ waiting: [Member], timeout: Double) async throws {

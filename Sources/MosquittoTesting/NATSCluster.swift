@@ -143,11 +143,7 @@ public final class NATSCluster: Sendable {
     private func kill(_ index: Int, signal: Int32) {
         guard let process = processes.withLock({ $0[index] }) else { return }
         processes.withLock { $0[index] = nil }
-        process.signal(signal)
-        if !process.waitForExit(timeout: 3) {
-            process.signal(SIGKILL)
-            _ = process.waitForExit(timeout: 3)
-        }
+        process.end(with: signal, grace: 3)
     }
 
     private func waitUntilReady(_ waiting: [Node], timeout: Double) async throws {

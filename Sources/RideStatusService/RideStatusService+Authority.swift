@@ -28,10 +28,7 @@ extension RideStatusService {
     }
 
     /// This worker's monotonic time in seconds, the grant machine's clock (a lease counts on it, never on the wall).
-    var monotonicSeconds: Double {
-        let (seconds, attoseconds) = time.instant.components
-        return Double(seconds) + Double(attoseconds) * 1e-18
-    }
+    var monotonicSeconds: Double { time.seconds }
 
     /// Steps the grant machine under the lock: the handover follows its grants, and its requests to etcd go to the
     /// outbox. The G6 gate (``GrantLease``) follows the lease.

@@ -115,10 +115,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             ? EtcdGateway(
                 endpoints: settings.etcdEndpoints,
                 requestTimeout: .milliseconds(max(1000, settings.etcdLeaseTTL * 200))) : nil
-        grantLease = GrantLease(enabled: settings.authority == .etcd) {
-            let (seconds, attoseconds) = time.instant.components
-            return Double(seconds) + Double(attoseconds) * 1e-18
-        }
+        grantLease = GrantLease(enabled: settings.authority == .etcd) { time.seconds }
         core = Locked(
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),

@@ -31,6 +31,12 @@ public struct WorkerTime: Sendable {
     /// The time on the clock now, from an arbitrary origin: for intervals only.
     public var instant: Duration { monotonic() }
 
+    /// ``instant`` in seconds: the clock of the pure machines that take time as a number (G6's grants).
+    public var seconds: Double {
+        let (whole, attoseconds) = monotonic().components
+        return Double(whole) + Double(attoseconds) * 1e-18
+    }
+
     /// Returns after `duration` on the clock; throws `CancellationError` if the task is cancelled first.
     public func sleep(for duration: Duration) async throws { try await sleeper(duration) }
 }
