@@ -341,6 +341,7 @@ let package = Package(
                 "RideStatusKit",
                 "WorkerGroup",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings

@@ -197,14 +197,18 @@ struct RidePushCommand: AsyncParsableCommand {
         let connection = BrokerConnection(client: client, service: service, logger: logger)
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: connection), .init(service: service),
-                    .init(service: http, failureTerminationBehavior: .gracefullyShutdownGroup),
+                // Started in this order, ended in reverse at SIGTERM: the registration API first, then the push
+                // service's parts (its core before what the core feeds), the broker connection last.
+                services: [.init(service: connection)] + service.services + [
+                    .init(service: http, failureTerminationBehavior: .gracefullyShutdownGroup)
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        // The HTTP clients are shut down however the group ended: one left running traps in its deinit.
+        var failure: (any Error)?
+        do { try await group.run() } catch { failure = error }
         try? await apns?.shutdown()
         try? await fcm?.shutdown()
+        if let failure { throw failure }
     }
 
     /// A file a key names, read whole; a missing one is a problem naming the key.

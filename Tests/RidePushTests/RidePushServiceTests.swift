@@ -3,6 +3,7 @@ import Logging
 import RidePush
 import RidePushService
 import RideStatusKit
+import ServiceLifecycle
 import Testing
 import WorkerGroup
 
@@ -41,30 +42,15 @@ struct RidePushServiceTests {
 
         // Once the task runs, it takes what waits (each undecodable here: counted and logged, not pushed).
         let topics = ["rides/r1/status", "rides/r2/status"]
-        let running = Task { try await service.run() }
+        let running = Task {
+            try await ServiceGroup(configuration: .init(services: service.services, logger: Logger(label: "push-test")))
+                .run()
+        }
         defer { running.cancel() }
         try await Self.waitUntil { topics.allSatisfy { service.statusWaiting(topic: $0) == nil } }
         // A status that comes after the task took the last one waits again, on its own, and is taken.
         service.received(topic: "rides/r1/status", payload: Array("1000".utf8))
         try await Self.waitUntil { service.statusWaiting(topic: "rides/r1/status") == nil }
-    }
-
-    @Test("G1, A2: a push member's presence reads as the workers read theirs: an incarnation a day ahead is refused")
-    func presenceChecks() {
-        let now = Date(timeIntervalSince1970: 1_800_000_000)
-        func payload(_ incarnation: Int) -> [UInt8] {
-            Presence(state: .online, since: now, version: "v", incarnation: incarnation, at: now).encoded()
-        }
-        let started = 1_800_000_000_000  // this host's clock, in milliseconds: a connection's incarnation
-        #expect(RidePushService.sighting(payload(started), now: now)??.incarnation == UInt64(started))
-        #expect(RidePushService.sighting(payload(started + 86_000_000), now: now)??.online == true, "a clock ahead")
-        #expect(RidePushService.sighting(payload(started + 86_401_000), now: now) == nil, "more than a day ahead")
-        #expect(RidePushService.sighting(payload(-1), now: now) == nil)
-        #expect(RidePushService.sighting(Array("{\"state\":\"here\"}".utf8), now: now) == nil)
-        guard case .some(.none) = RidePushService.sighting([], now: now) else {
-            Issue.record("an empty presence is a deleted one, not one that does not read")
-            return
-        }
     }
 
     /// Polls `condition` until it holds, failing after 60 s: in a full parallel run on 2 cores other suites hold the cooperative pool for seconds (16.9 s once).

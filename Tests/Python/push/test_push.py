@@ -419,10 +419,16 @@ def main():
             print(f"test_push: failed; the processes' logs are kept in {kept}", file=sys.stderr)
             raise
         finally:
-            if push:
-                push.stop()
-            stack.stop()
-            standin.stop()
+            # Every process ends, whatever the first stop says: one left running would hold the test's output open.
+            stops = ([push.stop] if push else []) + [stack.stop, standin.stop]
+            failures = []
+            for stop in stops:
+                try:
+                    stop()
+                except BaseException as error:  # noqa: BLE001 - reported below, after the rest stopped
+                    failures.append(error)
+            if failures:
+                raise failures[0]
 
 
 if __name__ == "__main__":
