@@ -348,7 +348,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetSimTests",
-            dependencies: ["FleetSim", "FleetModel", "RideDomain"],
+            dependencies: ["FleetSim", "FleetModel", "RideDomain", "RideWatch"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -15,6 +15,7 @@ The share token comes in a file (mode 600), never on the command line, where `ps
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import ssl
@@ -30,8 +31,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STANDINS = os.path.join(ROOT, "Tests", "Python", "standins", "push_standins.py")
 BUNDLE = "com.example.rides"
-IPHONE = "d0" * 32
-ANDROID = "demo-android-1:APA91b-demo"
+# New devices each run: the registrations of an earlier run are retained in the broker (KEEP=1 keeps its rides),
+# and pushes for their rides must not read as this run's ride's.
+IPHONE = secrets.token_hex(32)
+ANDROID = f"demo-android-{secrets.token_hex(4)}:APA91b-demo"
 
 
 def free_port():
@@ -56,6 +59,13 @@ def keys(folder):
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode(),
     }
     return apns_key, account
+
+
+def ride_of(push, rides):
+    """The ride a push is for: FCM's data names it; an APNs push goes to an activity's token, registered for one ride."""
+    if push["service"] == "fcm":
+        return push["payload"]["message"]["data"].get("ride", "?")
+    return rides.get(push.get("token"), "a device of another run")
 
 
 def describe(push):
@@ -169,7 +179,7 @@ def main():
         except OSError:
             continue
         for push in pushes[seen:]:
-            say(f"{time.strftime('%H:%M:%S')} {args.ride}: {describe(push)}")
+            say(f"{time.strftime('%H:%M:%S')} {ride_of(push, {IPHONE: args.ride})}: {describe(push)}")
         seen = len(pushes)
 
 

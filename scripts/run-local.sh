@@ -16,7 +16,8 @@ vehicles="${VEHICLES:-50}"
 # old grid city.
 driving="${DRIVING:-classes}"
 keep="${KEEP:-0}"
-bin=.build/release
+# The executables: `make run` passes its build's folder (debug unless RELEASE=1).
+bin="${BIN_DIR:-.build/debug}"
 run_dir=var/run
 
 # Output may go to a pipe that closes (`make run | tee`, a closed terminal): never die of SIGPIPE mid-cleanup.

@@ -16,12 +16,22 @@
   L.control.scale().addTo(map);
   let vehicle = null, pickup = null, dropOff = null, framed = false, ended = false;
 
+  // Without a basemap the markers float on grey: say so on the map, as the fleet map does.
+  function offlineNote(value) {
+    const note = document.createElement("div");
+    note.className = "offline-note";
+    note.id = "offline-note";
+    note.textContent = value;
+    document.getElementById("map").appendChild(note);
+  }
+
   fetch("/map-config.json").then((r) => r.json()).then((config) => {
-    if (config.tileURL) {
-      L.tileLayer(config.tileURL, { attribution: config.tileAttribution, maxZoom: 19, referrerPolicy: "no-referrer" })
-        .addTo(map);
-    }
-  }).catch(() => {});
+    if (!config.tileURL) { offlineNote("no basemap here: the car, the pickup and the drop-off only"); return; }
+    let failed = 0;
+    L.tileLayer(config.tileURL, { attribution: config.tileAttribution, maxZoom: 19, referrerPolicy: "no-referrer" })
+      .on("tileerror", () => { if (++failed === 4) offlineNote("basemap tiles unreachable: the car, the pickup and the drop-off only"); })
+      .addTo(map);
+  }).catch(() => offlineNote("no map configuration"));
 
   function text(id, value) { document.getElementById(id).textContent = value; }
 

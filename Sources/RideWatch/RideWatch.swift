@@ -113,6 +113,28 @@ struct RideWatchCommand: AsyncParsableCommand {
         return worker.isEmpty || worker.contains("/") ? nil : String(worker)
     }
 
+    static let etaWidth = 32
+
+    /// The ETA column: a bar of the leg so far and the seconds left, P before the pickup, D to the drop-off. At the
+    /// pickup the approach is done and the trip not begun: a full bar, not the drop-off's empty one.
+    static func etaColumn(phase: String, remaining: Double?, total: Double?) -> String {
+        let width = 20
+        func bar(_ filled: Int) -> String {
+            "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
+        }
+        let column: String
+        if phase == RidePhase.pickup.rawValue {
+            column = bar(width) + " at pickup"
+        } else if let remaining {
+            let filled = Int((1 - min(1, remaining / max(total ?? 1, 1))) * Double(width))
+            let leg = ["received", "confirmed", "approachingPickup"].contains(phase) ? "P" : "D"
+            column = bar(filled) + " \(leg) " + String(format: "%4ds", Int(remaining))
+        } else {
+            column = bar(0) + "      -"
+        }
+        return column.padding(toLength: etaWidth, withPad: " ", startingAt: 0)
+    }
+
     func render(_ snapshot: [(String, RideRow)], workers: [String: Bool], deadLetters: [String: Int]?) {
         var screen = "\u{1B}[H\u{1B}[2J"
         let online = workers.filter(\.value).keys.sorted()
@@ -139,19 +161,19 @@ struct RideWatchCommand: AsyncParsableCommand {
             .map { "\($0): \(counts[$0] ?? 0)" }.joined(separator: "  ") + "\n\n"
         screen +=
             "sorted by \(sort.rawValue); \u{1B}[33mstale\u{1B}[0m, \u{1B}[31mno status for over \(Int(Self.overdueAfter)) s\u{1B}[0m\n"
-        screen += "RIDE         PHASE              ETA                         AGE   GAP   SEQ  WORKER\n"
+        screen +=
+            "RIDE         PHASE              "
+            + "ETA (P pickup, D drop-off)".padding(toLength: Self.etaWidth, withPad: " ", startingAt: 0)
+            + "   AGE   GAP   SEQ  WORKER\n"
         for (ride, row) in snapshot.prefix(rows) {
-            let remaining = row.eta.map { max(0, $0.timeIntervalSinceNow) }
-            let total = max(row.firstEta ?? 1, 1)
-            let filled = remaining.map { Int((1 - min(1, $0 / total)) * 20) } ?? 0
-            let bar = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled) + "]"
-            let eta = remaining.map { String(format: "%4ds", Int($0)) } ?? "    -"
+            let eta = Self.etaColumn(
+                phase: row.phase, remaining: row.eta.map { max(0, $0.timeIntervalSinceNow) }, total: row.firstEta)
             let age = Date().timeIntervalSince(row.receivedAt)
             let gap = row.gap.map { String(format: "%4.1fs", $0) } ?? "   - "
             let phase = row.phase.padding(toLength: 18, withPad: " ", startingAt: 0)
             let name = ride.padding(toLength: 12, withPad: " ", startingAt: 0)
             let line =
-                "\(name) \(phase) \(bar) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")"
+                "\(name) \(phase) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")"
             let colour = age > Self.overdueAfter ? "\u{1B}[31m" : row.stale ? "\u{1B}[33m" : ""
             screen += colour.isEmpty ? line + "\n" : colour + line + "\u{1B}[0m\n"
         }

@@ -59,6 +59,12 @@ def check_share_link(driver, stack, bin_dir, private_key, output, close):
                lambda: abs((driver.execute_script("return window.sharedRide.position()") or [0])[0] - nearer[0]) < 1e-4,
                5)
     assert driver.execute_script("return window.sharedRide.markers()") == 3, "the vehicle, the pickup, the drop-off"
+    legend = driver.find_element(By.ID, "share-legend").text.lower()
+    assert all(word in legend for word in ("car", "pickup", "drop-off")), f"the markers' legend: {legend!r}"
+    # The stack runs without a basemap (http.tileURL empty): the page says so rather than show grey.
+    wait_until("the note that there is no basemap",
+               lambda: "basemap" in driver.execute_script(
+                   "const n = document.getElementById('offline-note'); return n ? n.textContent : ''"), 5)
     requested = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     token_path = link[len(base):]
     allowed = (token_path + "/status", token_path + "/live", "/leaflet/", "/share.js", "/map.css", "/map-config.json")
