@@ -35,7 +35,7 @@ public enum DrivingClass: String, CaseIterable, Sendable {
 
     /// How much longer a trip takes at `hour` of the week (0: Monday 00:00) than at night: a weekday's rush hours
     /// 1.5 (07:00 to 10:00) and 1.6 (16:00 to 19:00), its day 1.2, its evening 1.1, a weekend's day 1.15. Not from
-    /// issue 31's trips (their windows carry no time of day): the shape of published city congestion indices,
+    /// the recorded city trips (their windows carry no time of day): the shape of published city congestion indices,
     /// where rush hour adds a half to the travel time of the night. `make bench-eta-rhythm` drives by it.
     public static func congestion(hour: Int) -> Double {
         let day = hour / 24

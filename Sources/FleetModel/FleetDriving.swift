@@ -6,7 +6,7 @@ public import WorkerGroup
 public enum FleetDriving: String, CaseIterable, Sendable {
     /// Grid legs on slow and fast streets, red lights; a fix every tick, always with `speed`.
     case grid
-    /// Each vehicle drives one class, in the shares of issue 31's 22 recorded trips: 5 arterial, 9 urban, 8
+    /// Each vehicle drives one class, in the shares of the 22 recorded city trips: 5 arterial, 9 urban, 8
     /// mixed; a fix every 1 to 5 s (the vehicle's own, each jittered), half the vehicles without `speed`.
     case classes
     /// Every vehicle one class, sampled as ``classes``.

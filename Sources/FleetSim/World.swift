@@ -18,7 +18,7 @@ let simulatedOptions = ["Compact", "Comfort", "SUV"]
 
 /// The simulated fleet: each vehicle idles, gets a ride, drives a realistic street trip (FleetModel's
 /// `StreetTrip`: grid legs on slow and fast streets, red lights, braking and accelerating; or with
-/// `--driving classes` issue 31's classes of real driving, `DrivingClass`, sampled every 1 to 5 s, half without
+/// `--driving classes` the classes of real driving of the recorded city trips, `DrivingClass`, sampled every 1 to 5 s, half without
 /// `speed`) to the pickup, waits,
 /// drives to the drop-off, and the ride is stopped. A fifth of the fleet stays available and never takes a
 /// ride, so quotes show live pickup estimates; a fifth of rides stop short of the pickup (the driver pulls
@@ -289,7 +289,7 @@ struct World {
         let noisy = vehicle.position.moved(
             metres: Double.random(in: 0...3, using: &random), bearing: Double.random(in: 0..<360, using: &random))
         let payload: String
-        // Without `speed` (T7 derives one from the fixes), as the recorded trips of issue 31.
+        // Without `speed` (T7 derives one from the fixes), as the recorded city trips.
         let speed = vehicle.profile.reportsSpeed
         if vehicle.ownTracks {
             let velocity = speed ? #","vel":\#(Int(vehicle.speed * 3.6))"# : ""

@@ -4,12 +4,12 @@ import Foundation
 import RideDomain
 import WorkerGroup
 
-/// `ride-bench eta` (`make bench-eta`): how right the worker's ETAs are (E1, issues 15 and 31). Replays trips
+/// `ride-bench eta` (`make bench-eta`): how right the worker's ETAs are (E1). Replays trips
 /// through the ride domain with the real timing of their fixes: the worker's status every `updateInterval`
 /// gives an estimated pickup (while the car drives to the pickup) and drop-off (during the ride), compared with
-/// when the car really arrived. Trips come in classes calibrated to issue 31's 22 recorded city trips
+/// when the car really arrived. Trips come in classes calibrated to 22 recorded city trips
 /// (``DrivingClass``: arterial, urban, mixed; fixes every 1 to 5 s, half without `speed`, every booking outside
-/// any service area), the old grid city (``StreetTrip``, the yardstick that misled issue 15's tuning) and any
+/// any service area), the old grid city (``StreetTrip``, the yardstick that once misled the tuning) and any
 /// recorded trips in `--trips-folder` (GPX, or CSV of time,latitude,longitude, timed as recorded). Each class is
 /// reported apart, beside, in the same run: naive (great-circle distance at a constant 30 km/h), the oracle (the
 /// exact rest of the leg's road at that leg's own mean speed, stops included), ideal E1 (E1's form with the
@@ -17,7 +17,7 @@ import WorkerGroup
 /// leg's own speed while moving, plus the class's standing seconds per metre: the oracle knows where the stops
 /// still to come fall, which no estimator can) and the road alone (the exact rest of the road at the class's
 /// speed while moving, plus its standing seconds per metre: all an estimator could know of the future with a
-/// perfect map and nothing of this trip's own pace). Not a test: figures, with issue 31's targets named.
+/// perfect map and nothing of this trip's own pace). Not a test: figures, with their targets named.
 struct ETABenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eta", abstract: "ETA error by horizon: the worker's estimator against the naive one.")
@@ -423,7 +423,7 @@ struct ETABenchmark: ParsableCommand {
                 100 * interval.upperBound))
         let against = samples.filter { $0.jump == .againstRule }.count
         verdicts.append("jumps against E1's rule \(against) (none: \(against == 0 ? "meets" : "MISSES"))")
-        print("  issue 31: " + verdicts.joined(separator: "; "))
+        print("  targets: " + verdicts.joined(separator: "; "))
         // Whether the error targets hold for two yardsticks on this class: the same verdicts. Ideal E1 is E1's form
         // told the leg's own mean speed and detour, which no estimator knows in advance: a target it misses is out
         // of reach of E1's form even with the right constant speed and detour. Road alone is the exact road at the

@@ -26,7 +26,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     @Option(help: "Active rides in the cadence phase.") var cadenceRides = 10_000
     @Option(help: "Seconds the cadence phase is observed.") var cadenceSeconds = 20.0
     @Option(help: "The worker's update interval, seconds (C1).") var interval = 5.0
-    @Option(help: "Bookings per second that start the cadence rides (issue 12: fleet intake is 5,000 a second).")
+    @Option(help: "Bookings per second that start the cadence rides (the target: fleet intake is 5,000 a second).")
     var bookingRate = 5000.0
     @Option(help: "The worker's rides.sequenceBlock (statuses per durable-state write; 1: before every status).")
     var sequenceBlock: Int?
@@ -198,7 +198,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         let intake = (ContinuousClock.now - firstBooking).seconds
         print(
             String(
-                format: "  all %d rides active %.1f s after the first of their bookings (issue 12: within 30 s: %@)",
+                format: "  all %d rides active %.1f s after the first of their bookings (target within 30 s: %@)",
                 expected + cadenceRides, intake, intake <= 30 ? "meets" : "ABOVE"))
         let rssAfter = worker.residentBytes()
         observer.resetGaps(prefix: "r-cad-", lateAbove: interval + 0.5)
@@ -242,7 +242,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         let target = interval + 0.5
         print(
             String(
-                format: "  %d active rides: maximum cadence gap %.2f s over %d rides (issue 12: <= %.1f s: %@)",
+                format: "  %d active rides: maximum cadence gap %.2f s over %d rides (target <= %.1f s: %@)",
                 expected + cadenceRides, maxGap, counted, target, maxGap <= target ? "meets" : "ABOVE"))
         print(
             String(
@@ -291,7 +291,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "  worker resident memory: %.1f MiB with %d rides, %.1f MiB with %d (%.0f bytes per added ride; issue 12: <= 1,536)",
+                    "  worker resident memory: %.1f MiB with %d rides, %.1f MiB with %d (%.0f bytes per added ride; target <= 1,536)",
                 Double(rssBefore) / 1_048_576, expected, Double(rssAfter) / 1_048_576, expected + cadenceRides,
                 Double(rssAfter - rssBefore) / Double(cadenceRides)))
         if freezeSeconds > 0 {
@@ -312,7 +312,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
     /// Degrees with 7 decimals (about 1 cm), as trackers send them.
     func degrees(_ value: Double) -> String { String(format: "%.7f", value) }
 
-    /// Drain (issue 12, intake at the broker's rate): `drainFixes` fixes per load ride, then one
+    /// Drain (intake at the broker's rate): `drainFixes` fixes per load ride, then one
     /// `arrivedAtPickup` per ride, queue at the broker for two QoS 1 sessions at once: the worker's (stopped
     /// with SIGSTOP) and a bare `mosquitto_sub`'s (a persistent session, offline). Each then drains the same
     /// queue alone, so neither competes with the other for the 2 cores: first the worker (continued), done
@@ -373,7 +373,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
             String(
                 format: "    worker rate / bare subscriber rate over %d rounds: median %.1f%%, range %.1f%% to %.1f%%",
                 ratios.count, 100 * median, 100 * sorted.first!, 100 * sorted.last!)
-                + " (issue 12: >= 95%: \(verdict))" + (failed > 0 ? "; \(failed) rounds not measured" : ""))
+                + " (target >= 95%: \(verdict))" + (failed > 0 ? "; \(failed) rounds not measured" : ""))
     }
 
     /// One round of the drain on the rides `r-{prefix}-N` and their vehicles `v-{prefix}-N`; the worker's rate
@@ -484,7 +484,7 @@ struct EndToEndBenchmark: AsyncParsableCommand {
         return ratio
     }
 
-    /// The broker frozen (SIGSTOP) with every ride active: the worker's memory during the freeze (issue 12:
+    /// The broker frozen (SIGSTOP) with every ride active: the worker's memory during the freeze (target:
     /// flat), then the time until every cadence ride has published a status issued after the thaw (C4), and
     /// whether any subscriber saw a sequence go back (C5).
     func freeze(worker: Worker, broker: TestBroker, observer: StatusObserver, rides: Int) async throws {

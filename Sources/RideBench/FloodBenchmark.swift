@@ -7,7 +7,7 @@ import RideDomain
 import WorkerGroup
 
 /// `ride-bench flood` (`make bench-flood`): garbage on the worker's vehicle and control topics while healthy
-/// rides run (issue 11, 3.5, I2). Measures the worker's resident memory through the flood, the healthy rides'
+/// rides run (3.5, I2). Measures the worker's resident memory through the flood, the healthy rides'
 /// largest cadence gap, and the dead letters per reason in every one-second window; fails if the worker
 /// dies, memory keeps growing, a healthy ride misses its cadence or a window holds more than the limit.
 struct FloodBenchmark: AsyncParsableCommand {

@@ -6,7 +6,7 @@ import MQTTClient
 import MosquittoTesting
 import RideDomain
 
-/// `ride-bench group` (`make bench-group`, issues 13 and 28): rides shared by a group of release workers on one
+/// `ride-bench group` (`make bench-group`, G1-G4): rides shared by a group of release workers on one
 /// mosquitto, each ride's vehicle reporting a fix every `--fix-every` seconds. One worker holds every ride first
 /// (the baseline); two more join (rides moved by the joins); the group runs steady (the cost of membership: CPU
 /// and broker messages a second, against the baseline, same run); then one worker is SIGKILLed and another

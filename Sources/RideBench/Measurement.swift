@@ -78,7 +78,7 @@ func waitFor(_ what: String, timeout: Double, _ condition: () -> Bool) async thr
 /// A connected client of the harness with a clean session. It sends no Receive Maximum (MQTT 5's default,
 /// 65,535): the harness observes every status of 100,000 rides at QoS 1, and with the client's default of 100
 /// the broker's fan-out to this one observer held back its acknowledgements to the worker; the largest cadence
-/// gap measured 6.1 to 7.3 s with it and 5.49 to 5.55 s without (this machine, 2026-11-25; 5.17 s with the
+/// gap measured 6.1 to 7.3 s with it and 5.49 to 5.55 s without (this machine; 5.17 s with the
 /// observer at QoS 0). The harness measures the worker, not one slow subscriber.
 func connect(_ broker: TestBroker, _ id: String, _ logger: Logger, buffer: Int = 10_000) async throws -> MQTTClient {
     var configuration = MQTTConfiguration(

@@ -4,7 +4,7 @@ import Logging
 import MQTTClient
 import MosquittoTesting
 
-/// Vehicle subscriptions at fleet scale (L3, issue 12): `filters` subscriptions made one at a time, each
+/// Vehicle subscriptions at fleet scale (L3): `filters` subscriptions made one at a time, each
 /// waiting for its SUBACK (what the worker did before), against the same number in one batch (packets of 256
 /// filters, all sent before any SUBACK is awaited), each on a fresh mosquitto, in the same run.
 struct SubscribeBenchmark: AsyncParsableCommand {

@@ -31,7 +31,7 @@ struct InstructionCount: ParsableCommand {
     var trackLength = RideConfiguration().trackLength
     @Flag(help: "Book every ride by a catalog option's name (3.4, P5: the catalog's fixed or metered pricing).")
     var catalog = false
-    @Flag(help: "Fixes without `speed`, as issue 31's recorded trips (T7 derives one; E1's pace counts by distance).")
+    @Flag(help: "Fixes without `speed`, as the recorded city trips (T7 derives one; E1's pace counts by distance).")
     var withoutSpeed = false
 
     /// A catalog like `config/ride-options.yaml`'s: a fixed-price Compact and a metered Comfort with a

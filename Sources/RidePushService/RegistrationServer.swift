@@ -5,7 +5,7 @@ public import RideAccess
 import RidePush
 public import ServiceLifecycle
 
-/// `ride-push`'s HTTP side: devices register and leave, proving their ride with a share token (issue 30's ride
+/// `ride-push`'s HTTP side: devices register and leave, proving their ride with a share token (the share links' ride
 /// token, verified with the same key set as the workers' `http.shareKeys`); operators read `/metrics` and
 /// `/healthz`.
 ///

@@ -22,7 +22,7 @@ public struct RideStatus: Sendable, Hashable, Codable {
     public var estimatedPickupEndDate: Date?
     public var estimatedDropOffDate: Date?
     /// The 90th percentile of the arrival at the pickup (before `pickup`) and at the drop-off (before
-    /// `completed`), from how late the worker's cars came (issue 31; beyond `INRideStatus`); never before the
+    /// `completed`), from how late the worker's cars came (beyond `INRideStatus`); never before the
     /// estimate. Nil from a worker that gives no range.
     public var estimatedPickupDateLatest: Date?
     public var estimatedDropOffDateLatest: Date?

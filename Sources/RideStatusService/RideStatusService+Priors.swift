@@ -4,7 +4,7 @@ import Logging
 import MQTTClient
 import RideDomain
 
-// MARK: - Priors shared by the group (E1, issue 31)
+// MARK: - Priors shared by the group (E1)
 
 extension RideStatusService {
     /// E1, A2: one area's priors from the broker: another worker's, or this worker's own from an earlier run

@@ -38,7 +38,7 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
     let wakeup: Wakeup
     /// The worker's clock and wall time: it reads no other (``WorkerTime``).
     let time: WorkerTime
-    /// When this service was made: priors it shares from then on come back as its own echo (E1, issue 31).
+    /// When this service was made: priors it shares from then on come back as its own echo (E1).
     let startedAt: Date
     /// How often counters and gauges are reported, whatever the load: a saturated cadence is exactly when
     /// an operator looks at `/metrics`.

@@ -131,7 +131,7 @@ extension WorkerMetrics {
         "ridestatus_active_rides": "Rides active on this worker.",
         "ridestatus_rides": "Rides active on this worker, by phase (P1-P8).",
         "ridestatus_eta_range_coverage":
-            "Share of statuses whose car arrived by their latest time (E1's range, issue 31; target 0.85 to 0.95), by leg and the estimate's horizon: each ride's statuses in a horizon judged by the first one's latest time.",
+            "Share of statuses whose car arrived by their latest time (E1's range; target 0.85 to 0.95), by leg and the estimate's horizon: each ride's statuses in a horizon judged by the first one's latest time.",
         "ridestatus_group_members": "Live workers in this worker's view of the group, itself included (G1).",
         "ridestatus_handover_rides_total":
             "Rides taken over, released or fenced in handovers (G3, G4), or lifted above the numbers of another worker that served them too (C5).",

@@ -84,7 +84,7 @@ public struct Topics: Sendable, Equatable {
     public var releasedFilter: String { "\(serviceName)/workers/+/released" }
     /// Every worker's presence (G1).
     public var presenceFilter: String { "\(serviceName)/workers/+" }
-    /// Every area's shared priors (E1, issue 31).
+    /// Every area's shared priors (E1).
     public var priorsFilter: String { "\(serviceName)/priors/+" }
     /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
     public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
@@ -108,7 +108,7 @@ public struct Topics: Sendable, Equatable {
         case presence(worker: String)
         /// A worker's release notice (G3).
         case released(worker: String)
-        /// An area's priors shared by a worker (E1, issue 31), under their ``AreaPriors/key(area:)``.
+        /// An area's priors shared by a worker (E1), under their ``AreaPriors/key(area:)``.
         case priors(key: String)
         case unknown
     }

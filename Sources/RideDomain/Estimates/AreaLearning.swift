@@ -17,7 +17,7 @@ public import Foundation
 ///   moving over the last five minutes of moving (which may reach back into the leg before), once at least
 ///   ``shortestCruise`` seconds of moving weigh in it; bounded to ``speeds``.
 ///
-/// - By hour of week (issue 31, `rides.hoursOfWeek`): each leg also teaches the stop share and the speed of its
+/// - By hour of week (`rides.hoursOfWeek`): each leg also teaches the stop share and the speed of its
 ///   hour of the week in the area's time zone (the catalog's `timeZone`, else `rides.timeZone`), Monday 00:00 to
 ///   01:00 being hour 0. An hour's values are the mean of its legs until the learning's memory is full
 ///   (``memory(_:rate:)``), then an exponentially weighted one at the area's rate. A ride reads them shrunk

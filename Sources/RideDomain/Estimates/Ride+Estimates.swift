@@ -27,7 +27,7 @@ public struct Estimator: Sendable {
     }
 }
 
-// MARK: - The pace (E1's smoothed speed, issue 31)
+// MARK: - The pace (E1's smoothed speed)
 
 extension Ride {
     /// Seconds between two fixes up to which a tracker's own `speed` stands for the whole interval; over it
@@ -54,7 +54,7 @@ extension Ride {
 
     /// E1: the speed while moving expected on average over the next `horizon` seconds, when the pace
     /// now is `pace` and the cruise `cruise`: the difference is expected to fade over ``speedCorrelation``
-    /// seconds, so a near arrival follows the pace (the last 30 s of driving, as issue 31 asks) and a far one
+    /// seconds, so a near arrival follows the pace (the last 30 s of driving) and a far one
     /// the cruise (what a minute's stretch of fast or slow road says of the next three is little).
     /// The mean over the horizon of an exponential fade: cruise + (pace - cruise) x (t / h)(1 - e^(-h / t)).
     public static func expectedSpeed(pace: Double, cruise: Double, horizon: Double) -> Double {
@@ -62,7 +62,7 @@ extension Ride {
         // (1 - e^(-y)) / y for y = h / t, by the rational function (1 + y/6) / (1 + 2y/3 + y^2/6): equal at 0 and
         // in its first two derivatives, 1/y far out, and within 10 % between (0.7 % at y = 1, 5.2 % at 3): the speed
         // it gives is within 2 % of the difference between pace and cruise of the exact fade's. `make
-        // bench-instructions`: `exp` here cost 1 % more instructions per fix, over issue 31's budget of 5 %.
+        // bench-instructions`: `exp` here cost 1 % more instructions per fix, over E1's budget of 5 %.
         let faded = horizon / speedCorrelation
         let fade = (1 + faded / 6) / (1 + faded * (2.0 / 3 + faded / 6))
         return cruise + (pace - cruise) * fade
@@ -70,7 +70,7 @@ extension Ride {
 
     /// e^(-x) for the cruise's decay. Between fixes up to ``paceGap`` apart x = seconds / ``cruiseMemory`` is at
     /// most 0.05, where three terms of the series are within 3e-7 of it; `exp` beyond. `make bench-instructions`:
-    /// `exp` here cost about 1 % of a fix's instructions (issue 31's budget is 5 % for all of E1's pace).
+    /// `exp` here cost about 1 % of a fix's instructions (the budget is 5 % for all of E1's pace).
     static func decay(_ x: Double) -> Double {
         x <= 0.05 ? 1 - x * (1 - x / 2 * (1 - x / 3)) : exp(-x)
     }
@@ -117,7 +117,7 @@ extension Ride {
             countPace(speed: reportedSpeed, over: fix.timestamp.timeIntervalSince(previous.timestamp), configuration)
             anchorTime = fix.timestamp
             // Outside the ride the point counted last follows the fixes, with no distance to compute (most fixes
-            // carry a speed: this keeps E1 within issue 31's budget of 5 % more instructions per fix); a gap or a
+            // carry a speed: this keeps E1 within its budget of 5 % more instructions per fix); a gap or a
             // fix without a speed then counts from the last fix, and the ride's first distance starts there.
             guard phase == .ongoing else {
                 (anchorLatitude, anchorLongitude) = (fix.coordinate.latitude, fix.coordinate.longitude)

@@ -47,7 +47,7 @@ public struct RideConfiguration: Sendable, Equatable {
     /// average, not by its length (`make bench-eta`, mixed trips 120-240 s out: 120 s was 3 to 5 s worse).
     public var stopShareTimeConstant: Double = 300
     /// E1: the share of time standing a ride starts from before its own stops are counted: the recorded
-    /// city trips of issue 31 stood 0 to 45 % of the time, 15 % across them.
+    /// recorded city trips stood 0 to 45 % of the time, 15 % across them.
     public var typicalStopShare: Double = 0.15
     /// E1: how far each leg driven to its end moves its area's learned stop share and speed while moving
     /// (``AreaLearning``); 0 turns learning off.

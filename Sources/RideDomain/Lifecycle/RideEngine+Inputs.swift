@@ -215,7 +215,7 @@ extension RideEngine {
         if resolved.fare == nil, let area = catalog.area(containing: booking.pickupLocation.coordinate),
             let table = option.fares[area.name]
         {
-            // P5, issue 15: the option's whole pricing in the area, for the party's tier; a fixed price is the
+            // P5: the option's whole pricing in the area, for the party's tier; a fixed price is the
             // quote's for this pickup and drop-off, made now, so the rider pays what was quoted.
             let trip = RideOptionQuoter.trip(
                 from: booking.pickupLocation.coordinate, to: booking.dropOffLocation.coordinate,

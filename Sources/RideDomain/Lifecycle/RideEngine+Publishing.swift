@@ -270,7 +270,7 @@ extension RideEngine {
     /// interval (at most 1 s) sooner, so bursts of bookings even out (``CadenceScheduler``). A share of the
     /// interval (C4's spread) is levelled within half of itself, so it never comes due at once.
     ///
-    /// A fifth, not a tenth as before 2026-11-26: at 100,000 rides the crowds a burst of bookings leaves
+    /// A fifth, not a tenth: with a tenth, at 100,000 rides the crowds a burst of bookings leaves
     /// (`make bench-scale`: 27,000 statuses in one second, 9,000 in another, the broker's limit about 25,000)
     /// took most of a minute to even out within half a second, and a status in a crowded second came late.
     /// A ride's first status may move its second by half an interval: it has no place in the interval yet, and

@@ -3,7 +3,7 @@ public import Foundation
 /// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
 /// Methods return whether the phase or the completion status changed (which publishes at once, C2).
 public struct Ride: Sendable, Equatable {
-    // Every active ride keeps one of these (issue 3: at most 1 KB each with 100,000 rides). What rarely
+    // Every active ride keeps one of these (at most 1 KB each with 100,000 rides: `make bench-scale`). What rarely
     // changes sits in shared boxes; optional times and measurements take one word each (CompactStorage.swift).
     // The durable state keeps its own shape (Ride+Durable.swift).
 

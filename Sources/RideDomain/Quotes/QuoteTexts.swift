@@ -1,6 +1,6 @@
 import Foundation
 
-/// The quote's own words (3.4, issue 15): line-item titles, party sizes and capacity disclaimers, in the
+/// The quote's own words (3.4): line-item titles, party sizes and capacity disclaimers, in the
 /// catalog's locales, with English as the fallback. What the catalog itself says (surcharge and discount
 /// titles, disclaimers, selection prompts) is localized in the catalog (`localizedTitles`,
 /// `localizedDisclaimers`, `localizedSelectionPrompts`). Templates name their values in braces.

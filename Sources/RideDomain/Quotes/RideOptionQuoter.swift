@@ -272,7 +272,7 @@ extension FareTable {
         return Quote(lineItems: items, total: items.reduce(Decimal(0)) { $0 + $1.price })
     }
 
-    /// The fare of a ride booked by a catalog option's name (P5, issue 15): this table's terms for the party's
+    /// The fare of a ride booked by a catalog option's name (P5): this table's terms for the party's
     /// tier, and for a fixed-price option the price the quote gave for `metres` and `seconds`.
     public func fare(
         currency: String, capacity: Int, partySize: Int, fixedFor trip: (metres: Double, seconds: Double)?

@@ -56,7 +56,7 @@ public struct RideStatus: Sendable, Equatable, Codable {
     public var estimatedPickupDate: Date?
     public var estimatedPickupEndDate: Date?
     public var estimatedDropOffDate: Date?
-    /// E1's range (issue 31, beyond the contract: `docs/CONTRACT-NOTES.md`): the 90th percentile of the
+    /// E1's range (beyond the contract: `docs/CONTRACT-NOTES.md`): the 90th percentile of the
     /// arrival at the pickup, before `pickup`, and at the drop-off, before `completed`; never before the
     /// estimate.
     public var estimatedPickupDateLatest: Date?

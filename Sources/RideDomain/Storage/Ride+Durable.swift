@@ -7,8 +7,8 @@ import Foundation
 // (since 4: a restart continues above it, so the state need not be written with every status), the
 // ownership `epoch` (since 5, G2; absent, it is 1) and the ride's E1 `detourFactor` (since 6, G3: a new owner
 // keeps the factor the ride started with, so its ETA does not jump at a handover), and E1's pace in two parts
-// (since 7, issue 31: `smoothedSpeed` is the speed while moving, `stopShare` the share of time standing; an older
-// `smoothedSpeed`, stops averaged in, is read as the moving speed), and E1's cruise (since 8, issue 31:
+// (since 7: `smoothedSpeed` is the speed while moving, `stopShare` the share of time standing; an older
+// `smoothedSpeed`, stops averaged in, is read as the moving speed), and E1's cruise (since 8:
 // `cruiseMetres` and `cruiseSeconds`, the decayed moving sums, and `cruisePrior`, the area's learned speed the ride
 // started with, so a far ETA does not jump at a handover; absent, the new owner starts them again). It is written
 // on every change that matters and once per `sequenceBlock` statuses, so it goes through the allocation-free
@@ -253,7 +253,7 @@ extension LastValidStatus {
         var estimatedPickupDate: Date?
         var estimatedPickupEndDate: Date?
         var estimatedDropOffDate: Date?
-        /// Absent before shape 7 (E1's range, issue 31).
+        /// Absent before shape 7 (E1's range).
         var estimatedPickupDateLatest: Date?
         var estimatedDropOffDateLatest: Date?
         var sequence: Int

@@ -28,7 +28,7 @@ public struct Coordinate: Sendable, Equatable, Codable {
     /// Metres to a nearby `other` on the equirectangular projection at their mean latitude: within 0.1 % of
     /// ``distance(to:)`` up to 10 km apart below 80 degrees of latitude, at one cosine and one square root
     /// instead of haversine's nine calls. E1's pace and P5's distance count it on every fix: with haversine
-    /// there, a fix without `speed` cost 7 % more instructions than before issue 31 (`make bench-instructions`),
+    /// there, a fix without `speed` cost 7 % more instructions than before E1's pace counted by distance (`make bench-instructions`),
     /// over that issue's budget of 5 %.
     public func nearbyDistance(to other: Coordinate) -> Double {
         let radius = 6_371_008.8
