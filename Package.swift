@@ -114,7 +114,7 @@ let package = Package(
         .target(
             name: "RideAccess",
             dependencies: [
-                "RideDomain", .product(name: "JWTKit", package: "jwt-kit"),
+                "RideStatusKit", .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -141,7 +141,7 @@ let package = Package(
         // MARK: Pure ride domain (no I/O, no C, no MQTT), folders by the contract's sections
         .target(
             name: "RideDomain",
-            dependencies: ["Locking", "RideJSON", "WorkerGroup"],
+            dependencies: ["Locking", "RideJSON", "RideStatusKit", "WorkerGroup"],
             swiftSettings: swiftSettings
         ),
 

@@ -58,13 +58,15 @@ HARMLESS = {"createRole": "already exists", "createClient": "already exists", "d
             "deleteRole": "not found", "getClient": "not found", "removeClientRole": "not found"}
 # Devices per rider or vehicle at most (--devices): remove-rider removes NAME~2 ... NAME~MAX_DEVICES too.
 MAX_DEVICES = 8
-# I1: what a ride or vehicle identifier may be; also keeps wildcards out of roles and paths out of DIR.
-IDENTIFIER = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+# I1: what a ride or vehicle identifier may be; also keeps wildcards out of roles and paths out of DIR. The worker's
+# rule is RideStatusKit's `Identifier`; IdentifierRuleTests checks that this one agrees with it.
+IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 
 
 def valid(name):
-    if not IDENTIFIER.match(name) or name in (".", ".."):
-        sys.exit(f"broker-accounts: '{name}' is not an identifier (I1: 1 to 64 of A-Z a-z 0-9 . _ : -)")
+    if not IDENTIFIER.fullmatch(name):
+        sys.exit(f"broker-accounts: '{name}' is not an identifier (I1: 1 to 64 of A-Z a-z 0-9 . _ : -, "
+                 "the first alphanumeric)")
     return name
 
 

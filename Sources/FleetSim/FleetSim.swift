@@ -6,6 +6,7 @@ import Locking
 import Logging
 import MQTTClient
 import RideDomain
+import RideStatusKit
 
 /// `fleet-sim`: vehicles that drive street-like paths at 1 Hz and a dispatch that books rides for them.
 /// Deterministic for a given seed (apart from wall-clock timestamps).

@@ -1,6 +1,6 @@
 public import Foundation
 import JWTKit
-import RideDomain
+import RideStatusKit
 
 /// Share links: a token that names one ride and an expiry, signed with Ed25519 under a key id, so
 /// that dispatch signs with its private key and the workers hold only the public keys (a JWKS file,

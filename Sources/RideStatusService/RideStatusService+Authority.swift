@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import RideDomain
 import WorkerGroup
+import RideStatusKit
 
 // MARK: - G6: bucket ownership granted by etcd (`group.authority: etcd`), for a group on a clustered broker
 

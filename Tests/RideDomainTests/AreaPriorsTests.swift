@@ -2,6 +2,7 @@ import Foundation
 import MosquittoTesting
 import RideDomain
 import Testing
+import enum RideStatusKit.Identifier
 
 /// E1 (issue 31): what an area learned, shared with the group as a retained message and read back under A2.
 @Suite("Shared priors: E1's learned values per area, read back under A2")

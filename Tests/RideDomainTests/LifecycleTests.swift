@@ -2,6 +2,7 @@ import Foundation
 import RideDomain
 import Testing
 import WorkerGroup
+import enum RideStatusKit.Identifier
 
 @Suite("Lifecycle L1-L7 (domain side)")
 struct LifecycleTests {

@@ -1,4 +1,5 @@
 import Foundation
+public import RideStatusKit
 import WorkerGroup
 
 /// The topic names of the contract (section 2), under configurable prefixes. The one source of truth for
@@ -273,23 +274,8 @@ public struct Rejection: Error, Equatable, Sendable {
     }
 }
 
-/// Identifiers (`rideIdentifier`, `vehicleId`): 1 to 64 of `A-Z a-z 0-9 . _ : -`, the first alphanumeric (I1).
-public enum Identifier {
-    public static func isValid(_ text: some StringProtocol) -> Bool {
-        // Checked on every fix (its vehicle id): a native string's bytes in place, not its iterator.
-        if let valid = text.utf8.withContiguousStorageIfAvailable(isValid(bytes:)) { return valid }
-        return isValid(bytes: Array(text.utf8))
-    }
-
-    private static func isValid(bytes: some Collection<UInt8>) -> Bool {
-        guard (1...64).contains(bytes.count), let first = bytes.first, isAlphanumeric(first) else { return false }
-        return bytes.allSatisfy { isAlphanumeric($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D }
-    }
-
-    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-    }
-
+/// I1's rule is the kit's (``RideStatusKit/Identifier``); the domain adds its rejection.
+extension Identifier {
     /// The identifier, or an `invalidIdentifier` rejection that never echoes the raw text into a topic.
     public static func validated(_ text: String, field: String) throws(Rejection) -> String {
         guard isValid(text) else {

@@ -1,4 +1,5 @@
 public import Foundation
+import RideStatusKit
 
 /// E1: one service area's learned priors as the workers of a group share them, retained on
 /// `{serviceName}/priors/{key}` (``Topics/priors(key:)``), so that a worker that restarts, or another worker of

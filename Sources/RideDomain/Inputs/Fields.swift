@@ -1,4 +1,5 @@
 import Foundation
+import RideStatusKit
 
 extension InputDecoder {
     // MARK: Nested shapes

@@ -1,4 +1,5 @@
 public import Foundation
+import RideStatusKit
 
 extension InputDecoder {
     // MARK: Control messages (3.2 and section 2)

@@ -1,4 +1,5 @@
 public import Foundation
+import RideStatusKit
 
 // MARK: - Statuses out: the cadence (C1, C4), queries (L7), recovery (L5), stops (L2) and dead letters (3.5)
 

@@ -1,4 +1,5 @@
 public import Foundation
+import RideStatusKit
 
 /// A request on `ride-options/request` (3.4).
 public struct RideOptionsRequest: Sendable, Equatable {

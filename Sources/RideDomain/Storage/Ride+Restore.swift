@@ -1,5 +1,6 @@
 package import Foundation
 package import WorkerGroup
+import RideStatusKit
 
 // MARK: - Restoring durable state (L5, A2)
 
