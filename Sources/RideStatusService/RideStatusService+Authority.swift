@@ -4,8 +4,8 @@ import Locking
 import Logging
 import Metrics
 import RideDomain
-import WorkerGroup
 import RideStatusKit
+import WorkerGroup
 
 // MARK: - G6: bucket ownership granted by etcd (`group.authority: etcd`), for a group on a clustered broker
 

@@ -1,6 +1,6 @@
 package import Foundation
-package import WorkerGroup
 import RideStatusKit
+package import WorkerGroup
 
 // MARK: - Restoring durable state (L5, A2)
 
