@@ -5,6 +5,8 @@ import Logging
 import MQTTClient
 import RideDomain
 
+import enum RideStatusKit.Rule
+
 /// Carries out the engine's ``RideAction``s: publishes, clears, subscription changes, dead letters and the
 /// log lines that name the rule. Called while the service holds the engine's lock, so the statuses of a
 /// ride leave in sequence order (C5); nothing here waits on the network.

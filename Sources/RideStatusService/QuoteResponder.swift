@@ -2,6 +2,8 @@ import Foundation
 import MQTTClient
 import RideDomain
 
+import struct RideStatusKit.DeadLetter
+
 /// Answers requests (3.4 quotes, and the replies of `status/get`) on the requester's Response Topic (A1).
 /// Pricing needs no lock: it works on a copy of the quoter (copy-on-write, no copy of the fleet index).
 struct QuoteResponder<Transport: WorkerTransport>: Sendable {

@@ -6,6 +6,8 @@ import RideDomain
 import RideJSON
 import WorkerGroup
 
+import struct RideStatusKit.DeadLetter
+
 // MARK: - Handover (G3, G4): the service carries out what the pure `Handover` machine decides
 
 extension RideStatusService {

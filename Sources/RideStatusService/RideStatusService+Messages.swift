@@ -6,6 +6,8 @@ import MQTTClient
 import RideDomain
 import WorkerGroup
 
+import struct RideStatusKit.DeadLetter
+
 // MARK: - Connection events: recovery (L5) and republish after reconnect (C4)
 
 extension RideStatusService {

@@ -4,6 +4,8 @@ import Logging
 import MQTTClient
 import RideDomain
 
+import struct RideStatusKit.DeadLetter
+
 // MARK: - Priors shared by the group (E1)
 
 extension RideStatusService {

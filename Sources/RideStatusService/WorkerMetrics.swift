@@ -2,6 +2,8 @@ import CoreMetrics
 import Metrics
 import RideDomain
 
+import struct RideStatusKit.DeadLetter
+
 /// The worker's metrics through swift-metrics; the executable picks the backend (Prometheus text).
 package struct WorkerMetrics: Sendable {
     let connects = Counter(label: "ridestatus_connects_total")

@@ -2,6 +2,8 @@ import Foundation
 import MosquittoTesting
 import RideDomain
 import Testing
+
+import struct RideStatusKit.DeadLetter
 import enum RideStatusKit.Identifier
 
 /// E1 (issue 31): what an area learned, shared with the group as a retained message and read back under A2.
@@ -62,7 +64,7 @@ struct AreaPriorsTests {
     @Test(
         "A2: priors read from the broker that break a check are refused with the reason of fresh input",
         arguments: [
-            (#"[1]"#, RejectionReason.malformedJSON),
+            (#"[1]"#, DeadLetter.Reason.malformedJSON),
             (#"{"area":"berlin""#, .malformedJSON),
             (#"{"worker":"w-2","at":"2026-11-22T09:50:00.000Z","detourFactor":1.1,"rides":4,"legs":2}"#, .missingField),
             (
@@ -114,7 +116,7 @@ struct AreaPriorsTests {
                 .invalidField
             ),
         ])
-    func refusals(payload: String, reason: RejectionReason) {
+    func refusals(payload: String, reason: DeadLetter.Reason) {
         #expect(throws: Rejection.self) {
             try AreaPriors.decode(
                 bytes(payload), key: Self.berlinKey, decoder: InputDecoder(), now: t0, futureTolerance: 5)

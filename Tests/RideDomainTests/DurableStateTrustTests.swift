@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.DeadLetter
+
 /// A2, L5: the worker's own durable state, read back from the broker, passes the checks fresh input does.
 @Suite("A2: durable state is checked like fresh input")
 struct DurableStateTrustTests {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import WorkerGroup
 
+import struct RideStatusKit.DeadLetter
+
 @testable import RideDomain
 
 /// C5, L5: the durable state is written on changes that matter and once per sequence block, not with every
@@ -502,7 +504,7 @@ struct DurableStateWritesTests {
             change(&object)
             return Array(try JSONSerialization.data(withJSONObject: object))
         }
-        let cases: [(String, [UInt8], RejectionReason, String)] = [
+        let cases: [(String, [UInt8], DeadLetter.Reason, String)] = [
             ("not JSON", bytes("{"), .malformedJSON, "I2"),
             ("another ride", try edited { $0["rideIdentifier"] = "r-2" }, .identifierMismatch, "I3"),
             ("sequence too large", try edited { $0["sequence"] = 1e300 }, .invalidField, "C5"),

@@ -1,6 +1,8 @@
 import Foundation
 import RideDomain
 
+import struct RideStatusKit.DeadLetter
+
 /// A fixed clock origin: 2026-11-22T09:50:00Z.
 let t0 = Date(timeIntervalSince1970: 1_795_341_000)
 
@@ -77,7 +79,7 @@ extension [RideAction] {
     var deadLetters: [DeadLetter] {
         compactMap { if case .deadLetter(let letter) = $0 { return letter } else { return nil } }
     }
-    var reasons: [RejectionReason] { deadLetters.map(\.reason) }
+    var reasons: [DeadLetter.Reason] { deadLetters.map(\.reason) }
 }
 
 /// A point `metres` from `origin` towards `target`.

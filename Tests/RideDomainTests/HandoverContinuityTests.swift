@@ -2,6 +2,8 @@ import Foundation
 import PropertyBased
 import Testing
 
+import struct RideStatusKit.DeadLetter
+
 @testable import RideDomain
 
 /// What the rider sees survives a change of owner (G3, V5, L5): the state a new owner reads carries a known

@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 import WorkerGroup
+
+import struct RideStatusKit.DeadLetter
 import enum RideStatusKit.Identifier
 
 @Suite("Inputs: I1-I3 and the reason codes of 3.5")

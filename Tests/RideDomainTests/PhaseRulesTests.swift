@@ -3,6 +3,8 @@ import RideDomain
 import Testing
 import WorkerGroup
 
+import struct RideStatusKit.DeadLetter
+
 /// Drives `vehicle` from `from` to `to` at `speed` m/s with one fix a second; returns the arrival time.
 @discardableResult
 func drive(

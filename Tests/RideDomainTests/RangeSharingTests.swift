@@ -3,6 +3,8 @@ import MosquittoTesting
 import RideDomain
 import Testing
 
+import struct RideStatusKit.DeadLetter
+
 /// E1's range shared by the group (issue 31): each area's percentile per leg and horizon travels in the area's
 /// retained priors, so that a restarted worker or a new owner draws the latest times the group drew instead of
 /// starting again from the prior of 1.5.
@@ -187,7 +189,7 @@ struct RangeSharingTests {
             let heard = engine.receivePriors(
                 key: key, topic: "ridestatus/priors/\(key)", payload: payload, now: t0, worker: "w-2", since: t0)
             let refusal = try #require(heard.refusal, "\(ranges)")
-            let reason: RejectionReason = ranges.hasSuffix(#""ratio":1.2}"#) ? .missingField : .invalidField
+            let reason: DeadLetter.Reason = ranges.hasSuffix(#""ratio":1.2}"#) ? .missingField : .invalidField
             #expect(refusal.reason == reason && refusal.detail.contains("A2"), "\(refusal.detail)")
             #expect(heard.adopted == nil)
             #expect(engine.ranges == before, "refused: nothing adopted, not even the good cell beside a bad one")

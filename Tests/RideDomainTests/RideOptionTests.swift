@@ -4,6 +4,8 @@ import RideDomain
 import Testing
 import WorkerGroup
 
+import struct RideStatusKit.DeadLetter
+
 /// A catalog like `config/ride-options.yaml`, built in code so the domain tests need no YAML.
 func testCatalog() -> RideOptionCatalog {
     func ring(_ pairs: [(Double, Double)]) -> [Coordinate] {
@@ -334,7 +336,7 @@ struct RideOptionTests {
     func badAvailability() {
         var quoter = RideOptionQuoter(catalog: catalog)
         let decoder = InputDecoder()
-        let cases: [(String, RejectionReason)] = [
+        let cases: [(String, DeadLetter.Reason)] = [
             ("{nope", .malformedJSON),
             (#"{"rideOptionName":"Compact"}"#, .missingField),
             (#"{"available":"yes"}"#, .invalidField),
@@ -367,7 +369,7 @@ struct RideOptionTests {
     @Test("3.4: malformed requests are rejections with a reason code")
     func malformedRequests() {
         let decoder = InputDecoder()
-        let cases: [(String, RejectionReason)] = [
+        let cases: [(String, DeadLetter.Reason)] = [
             ("", .malformedJSON),
             (#"{"dropOffLocation":{"latitude":52.5,"longitude":13.4}}"#, .missingField),
             (

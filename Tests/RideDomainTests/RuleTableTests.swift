@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import enum RideStatusKit.Rule
+
 /// The rule index stays true: `Rule` names exactly the contract's ids, every folder the table in `Rule.swift`
 /// names exists, every rule is cited by a test (but those other open work is building), and the contract's
 /// copy in `docs/` is the contract's source where that sits beside the checkout.
@@ -35,7 +37,7 @@ struct RuleTableTests {
 
     @Test("every folder Rule.swift's table names exists")
     func tableFoldersExist() throws {
-        let table = try Self.text("Sources/RideDomain/Contract/Rule.swift")
+        let table = try Self.text("Sources/RideStatusKit/Rule.swift")
         let folders = try Self.matches(#"`([A-Za-z/+.]+/)`"#, in: table)
         #expect(folders.count >= 8)
         for folder in folders {

@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import enum RideStatusKit.Rule
+
 @Suite("Status validity V1-V7 and the JSON of 3.3")
 struct StatusValidityTests {
     func validStatus() throws -> RideStatus {

@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.DeadLetter
+
 /// The telemetry fast path against the general decoder (T1, T6, I2, I3): both must give the same fix or
 /// the same rejection for every payload.
 @Suite("Telemetry fast path: differential test against the general decoder")

@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.DeadLetter
+
 @Suite("Telemetry acceptance: T1-T7")
 struct TelemetryRulesTests {
     let start = pickup.moved(metres: 3000, bearing: 90)

@@ -2,6 +2,9 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.DeadLetter
+import enum RideStatusKit.Rule
+
 /// A3: a driver event on the vehicle's own topic applies only while that vehicle is the ride's assigned vehicle;
 /// otherwise it changes nothing and is dead-lettered `notAssignedVehicle`. P3-P5 and P8 hold as for dispatch's
 /// events on `rides/{ride}/event`.
@@ -40,7 +43,7 @@ struct VehicleEventTests {
         #expect(refused.statuses.isEmpty, "nothing published")
         #expect(refused.deadLetters.first?.topic == "fleet/vehicles/v-2/event")
         #expect(refused.deadLetters.first?.detail.contains("A3") == true)
-        #expect(RejectionReason.notAssignedVehicle.rule == .A3)
+        #expect(DeadLetter.Reason.notAssignedVehicle.rule == .A3)
         #expect(harness.engine.rides["r-1"] == before, "the ride is exactly as it was")
         // A ride booked with no vehicle yet: no vehicle may move it.
         harness.start(ride: "r-2", vehicle: nil, at: t0)
@@ -80,7 +83,7 @@ struct VehicleEventTests {
         #expect(vehicleEvent(&harness, "arrivedAtDropOff", from: "v-1", at: at).reasons == [.eventNotAllowed], "P8")
         #expect(vehicleEvent(&harness, "arrivedAtDropOff", from: "v-2", at: at).reasons == [.notAssignedVehicle])
         #expect(vehicleEvent(&harness, "warp", from: "v-1", at: at).reasons == [.invalidField])
-        let cases: [(String, [UInt8], RejectionReason)] = [
+        let cases: [(String, [UInt8], DeadLetter.Reason)] = [
             ("fleet/vehicles/v-1/event", bytes(#"{"type":"arrivedAtPickup"}"#), .missingField),
             (
                 "fleet/vehicles/v-1/event", bytes(#"{"rideIdentifier":"bad id!","type":"arrivedAtPickup"}"#),

@@ -29,7 +29,7 @@ struct PresenceTests {
 
     @Test("A2, G1: a presence that does not read is refused with the field named")
     func refusals() {
-        let cases: [(String, RejectionReason)] = [
+        let cases: [(String, DeadLetter.Reason)] = [
             ("not json", .malformedJSON), ("[1]", .malformedJSON), (#"{"since":"x"}"#, .missingField),
             (#"{"state":"sleeping"}"#, .invalidField), (#"{"state":"online","incarnation":-1}"#, .invalidField),
             (#"{"state":"online","incarnation":1.5}"#, .invalidField),

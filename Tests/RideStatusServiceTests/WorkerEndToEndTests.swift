@@ -4,6 +4,8 @@ import MosquittoTesting
 import RideDomain
 import Testing
 
+import struct RideStatusKit.DeadLetter
+
 /// The built worker against a real mosquitto started on a free loopback port, observed by MQTT clients.
 @Suite("ride-status-worker end to end", .serialized)
 struct WorkerEndToEndTests {
@@ -255,7 +257,7 @@ struct WorkerEndToEndTests {
                 try await Task.sleep(for: .milliseconds(100))
             }
             let now = Date()
-            let battery: [(String, String, RejectionReason)] = [
+            let battery: [(String, String, DeadLetter.Reason)] = [
                 ("rides/r-ok/start", String(repeating: "x", count: 17_000), .payloadTooLarge),
                 ("rides/r-ok/event", "{not json", .malformedJSON),
                 ("rides/r-ok/event", "[1,2]", .malformedJSON),

@@ -238,37 +238,12 @@ public enum ControlKind: String, CaseIterable, Sendable {
     case start, assign, event, cancel, stop
 }
 
-/// The stable reason codes of section 3.5.
-public enum RejectionReason: String, CaseIterable, Sendable, Codable {
-    case payloadTooLarge, malformedJSON, missingField, invalidField, invalidIdentifier, identifierMismatch
-    case invalidCoordinates, nullIsland, timestampInFuture, timestampTooOld, impossibleSpeed, poorAccuracy
-    case unknownRide, eventNotAllowed, invalidBooking
-    /// A3: a driver event from a vehicle that is not the ride's assigned vehicle.
-    case notAssignedVehicle
-
-    /// The contract rule a rejection of this kind enforces, for log lines.
-    public var rule: Rule {
-        switch self {
-        case .payloadTooLarge, .malformedJSON: return .I2
-        case .invalidIdentifier: return .I1
-        case .identifierMismatch: return .I3
-        case .invalidCoordinates, .nullIsland: return .T1
-        case .timestampInFuture, .timestampTooOld: return .T2
-        case .impossibleSpeed: return .T4
-        case .poorAccuracy: return .T5
-        case .eventNotAllowed: return .P8
-        case .notAssignedVehicle: return .A3
-        case .missingField, .invalidField, .unknownRide, .invalidBooking: return .deadLetters
-        }
-    }
-}
-
-/// A rejected input: a stable reason and a human-readable detail. Never thrown as a crash.
+/// A rejected input: a stable reason (3.5's codes, the kit's) and a human-readable detail. Never thrown as a crash.
 public struct Rejection: Error, Equatable, Sendable {
-    public var reason: RejectionReason
+    public var reason: DeadLetter.Reason
     public var detail: String
 
-    public init(_ reason: RejectionReason, _ detail: String) {
+    public init(_ reason: DeadLetter.Reason, _ detail: String) {
         self.reason = reason
         self.detail = detail
     }

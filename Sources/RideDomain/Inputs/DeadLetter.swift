@@ -1,32 +1,25 @@
 public import Foundation
+public import RideStatusKit
 
-/// A rejected input as published on the dead-letter topic (3.5).
-public struct DeadLetter: Sendable, Equatable {
-    public var topic: String
-    public var reason: RejectionReason
-    public var detail: String
-    public var receivedAt: Date
-    public var payloadBytes: Int
-    /// The first 256 bytes, as UTF-8 when they are, else base64.
-    package var payloadPrefix: String
-
+/// A rejected input as published on the dead-letter topic (3.5): the kit's ``RideStatusKit/DeadLetter``, made
+/// from a rejection and written with the domain's writer.
+extension DeadLetter {
     public init(topic: String, rejection: Rejection, payload: [UInt8], receivedAt: Date) {
-        self.topic = topic
-        self.reason = rejection.reason
-        self.detail = rejection.detail
-        self.receivedAt = receivedAt
-        self.payloadBytes = payload.count
         let prefix = Array(payload.prefix(256))
-        if let text = String(validating: prefix, as: UTF8.self) {
-            payloadPrefix = text
-        } else if let text = (1...3).lazy.compactMap({ String(validating: prefix.dropLast($0), as: UTF8.self) }).first,
+        let text: String
+        if let utf8 = String(validating: prefix, as: UTF8.self) {
+            text = utf8
+        } else if let utf8 = (1...3).lazy.compactMap({ String(validating: prefix.dropLast($0), as: UTF8.self) }).first,
             payload.count > 256
         {
             // A multi-byte character cut at byte 256 is still UTF-8 text.
-            payloadPrefix = text
+            text = utf8
         } else {
-            payloadPrefix = Data(prefix).base64EncodedString()
+            text = Data(prefix).base64EncodedString()
         }
+        self.init(
+            topic: topic, reason: rejection.reason, detail: rejection.detail, receivedAt: receivedAt,
+            payloadBytes: payload.count, payloadPrefix: text)
     }
 
     public func encoded() -> [UInt8] {
@@ -56,13 +49,13 @@ public struct DeadLetter: Sendable, Equatable {
 /// window (15 in one second was measured under a flood).
 package struct DeadLetterLimiter: Sendable {
     /// Per reason, the times of its last `limit` dead letters, oldest first.
-    private var recent: [RejectionReason: [Date]] = [:]
+    private var recent: [DeadLetter.Reason: [Date]] = [:]
     public let limit: Int
 
     public init(perSecond: Double) { limit = perSecond.isFinite ? max(1, Int(perSecond)) : 1 }
 
     /// Whether a dead letter of `reason` may be sent at `now` (and, if so, records it).
-    public mutating func allow(_ reason: RejectionReason, now: Date) -> Bool {
+    public mutating func allow(_ reason: DeadLetter.Reason, now: Date) -> Bool {
         var times = recent[reason, default: []]
         if times.count >= limit {
             // Any window of one second holds at most `limit` when the one sent `limit` letters ago has left it.

@@ -1,4 +1,5 @@
 public import Foundation
+import RideStatusKit
 import WorkerGroup
 
 // MARK: - Messages in: fixes (T1-T7, then P2-P5) and control messages (L1-L3, P1, P6-P8, 3.5)
@@ -176,7 +177,7 @@ extension RideEngine {
     /// V4-V6 at intake: a booking (or an assignment) whose next status would fail validation is refused
     /// with the rule's detail, rather than taken in to publish nothing: V7 has no valid status to fall back
     /// on for a new ride, so it would stay silent until L4 removes it.
-    func checkPublishable(_ ride: Ride, now: Date, reason: RejectionReason) throws(Rejection) {
+    func checkPublishable(_ ride: Ride, now: Date, reason: DeadLetter.Reason) throws(Rejection) {
         var trial = ride
         let status = trial.nextStatus(
             now: now, configuration: configuration, ranges: ranges, area: areaName(ride.areaIndex))

@@ -1,4 +1,5 @@
 public import Foundation
+public import RideStatusKit
 package import WorkerGroup
 
 /// What the owner of a ``RideEngine`` must do. The engine itself does no I/O.
@@ -26,7 +27,7 @@ public struct RideCounters: Sendable, Equatable {
     public var fixesDuplicate = 0
     public var fixesWithoutRide = 0
     public var fixesIgnored = 0
-    public var rejections: [RejectionReason: Int] = [:]
+    public var rejections: [DeadLetter.Reason: Int] = [:]
     public var deadLettersSuppressed = 0
     public var statusesPublished = 0
     /// Durable-state writes asked for (C5, L5): one per change that matters and per sequence block.

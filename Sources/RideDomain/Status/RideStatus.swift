@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+public import RideStatusKit
 
 /// `INRidePhase` without `unknown`, in the order a ride moves through it (never backwards).
 public enum RidePhase: String, Sendable, Codable, CaseIterable, Comparable {

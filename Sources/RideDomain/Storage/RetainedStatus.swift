@@ -1,4 +1,5 @@
 package import Foundation
+import RideStatusKit
 
 // MARK: - The retained status read back at recovery (L5, C5, A2)
 

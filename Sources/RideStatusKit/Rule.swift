@@ -1,9 +1,11 @@
 /// The contract's numbered rules (`docs/PROTOCOL.md`, section 4), as values rather than strings: a log
 /// line, a dead letter's detail and a test name all cite the same ids. Where each rule's code lives:
 ///
+/// The ids and the reason codes are RideStatusKit's, the contract's one vocabulary; the code that enforces each rule:
+///
 /// | Rules | Folder of `Sources/RideDomain` |
 /// |---|---|
-/// | I1-I3, section 3 payloads, 3.5 dead letters | `Inputs/` (decoding), `Contract/` (topics, reasons) |
+/// | I1-I3, section 3 payloads, 3.5 dead letters | `Inputs/` (decoding), `Contract/` (topics); I1's rule and the reason codes: `Sources/RideStatusKit/` |
 /// | T1-T7 | `Telemetry/` |
 /// | P1-P8 | `Phases/` (`Ride.swift`), applied by `Lifecycle/RideEngine.swift` |
 /// | E1, E2 | `Estimates/` |
@@ -34,4 +36,22 @@ public enum Rule: String, CaseIterable, Sendable, CustomStringConvertible {
     case deadLetters = "3.5"
 
     public var description: String { rawValue }
+}
+
+extension DeadLetter.Reason {
+    /// The contract rule a rejection of this kind enforces, for log lines.
+    public var rule: Rule {
+        switch self {
+        case .payloadTooLarge, .malformedJSON: return .I2
+        case .invalidIdentifier: return .I1
+        case .identifierMismatch: return .I3
+        case .invalidCoordinates, .nullIsland: return .T1
+        case .timestampInFuture, .timestampTooOld: return .T2
+        case .impossibleSpeed: return .T4
+        case .poorAccuracy: return .T5
+        case .eventNotAllowed: return .P8
+        case .notAssignedVehicle: return .A3
+        case .missingField, .invalidField, .unknownRide, .invalidBooking: return .deadLetters
+        }
+    }
 }
