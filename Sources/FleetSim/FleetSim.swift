@@ -68,7 +68,7 @@ struct FleetSimCommand: AsyncParsableCommand {
         // Quote replies (3.4) come back on this simulator's own topic under the reply prefix (A1); they are
         // handed to the world each tick.
         // Under the account's own reply prefix when it signs in (the ACL lets it read only replies/{account}/#).
-        let replyTopic = "\(Topics().replyPrefix)/\(access.username.map { "\($0)/" } ?? "")\(clientID)/quotes"
+        let replyTopic = "\(RideTopics().replyPrefix)/\(access.username.map { "\($0)/" } ?? "")\(clientID)/quotes"
         try await client.subscribe(replyTopic, qos: .atLeastOnce)
         let inbox = QuoteInbox()
         let reader = Task {

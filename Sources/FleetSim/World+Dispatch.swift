@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import RideJSON
 
+import struct RideStatusKit.RideTopics
+
 // MARK: - The simulated dispatcher: quotes (3.4) and bookings
 
 extension World {

@@ -3,6 +3,8 @@ import Foundation
 import RideDomain
 import WorkerGroup
 
+import struct RideStatusKit.RideTopics
+
 struct OutgoingMessage {
     var topic: String
     var payload: [UInt8]
@@ -59,7 +61,7 @@ struct World {
 
     var random: SeededRandom
     var vehicles: [Vehicle] = []
-    let topics = Topics()
+    let topics = RideTopics()
     let center: Coordinate
     let radius: Double
     let cancelRate: Double

@@ -1,10 +1,13 @@
-/// The contract's topic names (section 2) under its configurable prefixes (the worker's `topics.*` settings).
-/// The defaults are the contract's.
+/// The contract's topic names (section 2) under its configurable prefixes (the worker's `topics.*` settings), and
+/// the workers' and ride-push's own topics under `serviceName`. The defaults are the contract's. The one table of
+/// topics: the worker, ride-push, the simulator, the live view and (by a test) the broker's roles use it; the
+/// worker adds its fast parser and the bucketed state topics (`RideTopics+Worker.swift` in RideDomain).
 public struct RideTopics: Sendable, Hashable {
     public var fleetPrefix: String
     public var ridesPrefix: String
     public var serviceName: String
     public var rideOptionsPrefix: String
+    /// A1: replies go only to Response RideTopics under this prefix.
     public var replyPrefix: String
 
     public init(
@@ -48,6 +51,43 @@ public struct RideTopics: Sendable, Hashable {
     public func presence(worker: String) -> String { "\(serviceName)/workers/\(worker)" }
     /// Every worker's presence.
     public var presenceFilter: String { "\(serviceName)/workers/+" }
+    /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
+    public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
+    /// Every vehicle's driver events (A3): a control subscription like `rides/+/event`.
+    public var vehicleEventFilter: String { "\(fleetPrefix)/vehicles/+/event" }
+    /// Dispatch's messages about every ride, one filter per kind (3.2).
+    public var controlFilters: [String] { Control.allCases.map { "\(ridesPrefix)/+/\($0.rawValue)" } }
+    /// Every ride's status requests (L7).
+    public var statusRequestFilter: String { "\(ridesPrefix)/+/status/get" }
+
+    // MARK: The workers' private topics (retained; the broker's worker role alone reads and writes them)
+
+    /// The durable state of one ride (L5) under its ownership bucket's name (G1, G3), so that a worker taking over a
+    /// bucket reads only that bucket's rides: `{serviceName}/state/{bucket}/{ride}`.
+    public func state(bucketName: String, ride: String) -> String { "\(serviceName)/state/\(bucketName)/\(ride)" }
+    /// The durable states of one bucket's rides (G3: what a new owner of the bucket reads).
+    public func stateFilter(bucketName: String) -> String { "\(serviceName)/state/\(bucketName)/+" }
+    /// The durable state's topic in releases before groups (`{serviceName}/state/{ride}`): still read at start,
+    /// and cleared once the ride's state is written under its bucket.
+    public func legacyState(ride: String) -> String { "\(serviceName)/state/\(ride)" }
+    /// The durable states of releases before groups (one level: `{serviceName}/state/{ride}`).
+    public var legacyStateFilter: String { "\(serviceName)/state/+" }
+    /// Every ride's durable state under its bucket (G3: a load of many buckets at once).
+    public var bucketedStateFilter: String { "\(serviceName)/state/+/+" }
+    /// Every ride's durable state, in both layouts (bucketed and the legacy one).
+    public var stateFilter: String { "\(serviceName)/state/#" }
+    /// G3: a worker's notice that it has written the last states of the buckets it lists and stopped serving them.
+    public func released(worker: String) -> String { "\(serviceName)/workers/\(worker)/released" }
+    /// Every worker's release notices (G3).
+    public var releasedFilter: String { "\(serviceName)/workers/+/released" }
+    /// G5: a worker's lease pings and lease marker (private to it: it alone reads them).
+    public func leaseMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/lease" }
+    /// G3: a worker's load markers (private to it).
+    public func loadMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/load" }
+    /// E1: one service area's learned priors, retained and private to the workers: `{serviceName}/priors/{key}`.
+    public func priors(key: String) -> String { "\(serviceName)/priors/\(key)" }
+    /// Every area's shared priors (E1).
+    public var priorsFilter: String { "\(serviceName)/priors/+" }
 
     /// A `ride-push` process's presence, retained, with a will: the processes share the rides by
     /// `WorkerGroup`'s ownership over these members, as the workers do over theirs.

@@ -5,6 +5,7 @@ import Logging
 import MQTTClient
 import RideDomain
 
+import struct RideStatusKit.RideTopics
 import enum RideStatusKit.Rule
 
 /// Carries out the engine's ``RideAction``s: publishes, clears, subscription changes, dead letters and the
@@ -12,7 +13,7 @@ import enum RideStatusKit.Rule
 /// ride leave in sequence order (C5); nothing here waits on the network.
 struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     let transport: Transport
-    let topics: Topics
+    let topics: RideTopics
     /// G2: the `worker` user property of every status and state publish.
     let workerID: String
     let metrics: WorkerMetrics

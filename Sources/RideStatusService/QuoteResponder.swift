@@ -3,12 +3,13 @@ import MQTTClient
 import RideDomain
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideTopics
 
 /// Answers requests (3.4 quotes, and the replies of `status/get`) on the requester's Response Topic (A1).
 /// Pricing needs no lock: it works on a copy of the quoter (copy-on-write, no copy of the fleet index).
 struct QuoteResponder<Transport: WorkerTransport>: Sendable {
     let transport: Transport
-    let topics: Topics
+    let topics: RideTopics
     let decoder: InputDecoder
     let metrics: WorkerMetrics
     let time: WorkerTime

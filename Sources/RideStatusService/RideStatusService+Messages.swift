@@ -7,6 +7,7 @@ import RideDomain
 import WorkerGroup
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideTopics
 
 // MARK: - Connection events: recovery (L5) and republish after reconnect (C4)
 
@@ -345,7 +346,7 @@ extension RideStatusService {
 
     /// Handles one message, its topic parsed once by the caller; returns whether it caused a status publish.
     @discardableResult
-    func handle(_ message: MQTTMessage, parsed: Topics.Parsed, now: Date, core: inout Core) -> Bool {
+    func handle(_ message: MQTTMessage, parsed: RideTopics.Parsed, now: Date, core: inout Core) -> Bool {
         switch parsed {
         case .control(_, let ride) where !servesNow(ride, core: core):
             // G1: another worker's ride, or one on its way here (or fenced off here, its bucket maybe coming

@@ -10,6 +10,8 @@ public import ServiceLifecycle
 import SettingsLayers
 import WorkerGroup
 
+import struct RideStatusKit.RideTopics
+
 /// The ride-status worker as a `Service`: wires a broker connection to the ride domain. A short
 /// composition of parts with one job each:
 /// - ``WorkerLifecycle``: connecting, recovering (L5), ready, draining (L8), a pure state machine;

@@ -16,7 +16,7 @@ import ServiceLifecycle
 /// what does not is logged and never shown.
 final class ShareFeed<Transport: WorkerTransport>: Sendable {
     private let transport: Transport
-    private let topics: Topics
+    private let topics: RideTopics
     private let time: WorkerTime
     private let logger: Logger
     private let state = Locked(State())
@@ -55,7 +55,7 @@ final class ShareFeed<Transport: WorkerTransport>: Sendable {
         var until: Date
     }
 
-    init(transport: Transport, topics: Topics, time: WorkerTime, logger: Logger) {
+    init(transport: Transport, topics: RideTopics, time: WorkerTime, logger: Logger) {
         self.transport = transport
         self.topics = topics
         self.time = time

@@ -12,7 +12,7 @@ import SettingsLayers
 struct WorkerIdentity: Sendable {
     let id: String
     let version: String
-    let topics: Topics
+    let topics: RideTopics
 
     /// `worker.id`, else the id kept in the state directory, else a new one saved there.
     init(settings: WorkerSettings, version: String) throws {

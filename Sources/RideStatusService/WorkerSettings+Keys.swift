@@ -5,6 +5,8 @@ import RideAccess
 import RideDomain
 import SettingsLayers
 
+import struct RideStatusKit.RideTopics
+
 // MARK: - The key table: each key in the file's spelling, how its text is read, and its unit
 
 extension WorkerSettings {

@@ -5,6 +5,8 @@ public import RideAccess
 public import RideDomain
 public import SettingsLayers
 
+public import struct RideStatusKit.RideTopics
+
 /// Everything the worker is configured with. Sources, later ones winning: built-in defaults (the
 /// contract's, from ``RideConfiguration``), `config/worker.yaml`, `RIDESTATUS_*` environment variables,
 /// command-line flags. Every key is documented in `config/worker.yaml`.
@@ -73,7 +75,7 @@ public struct WorkerSettings: Sendable {
     public var etcdPrefix = "/ridestatus/"
     /// G6: the TTL of each worker's etcd lease, in seconds: a dead worker's buckets move after at most this.
     public var etcdLeaseTTL = 10
-    public var topics = Topics()
+    public var topics = RideTopics()
     public var ride = RideConfiguration()
     /// The ride-option catalog file (3.4); empty turns quotes off.
     public var rideOptionsCatalogPath = WorkerSettings.defaultCatalogPath

@@ -3,6 +3,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 @testable import FleetSim
 
 /// fleet-sim's simulated fleet (issue 31's classes of real driving, `--driving classes`), stepped a second at a

@@ -5,6 +5,7 @@ import Testing
 
 import struct RideStatusKit.DeadLetter
 import enum RideStatusKit.Identifier
+import struct RideStatusKit.RideTopics
 
 /// E1 (issue 31): what an area learned, shared with the group as a retained message and read back under A2.
 @Suite("Shared priors: E1's learned values per area, read back under A2")
@@ -26,7 +27,7 @@ struct AreaPriorsTests {
         #expect(AreaPriors.key(area: "grid") == "fb539f7243dbb831")
         #expect(AreaPriors.key(area: "Paris Centre/Nord") == "5fcecbf23bb574a5")
         #expect(Identifier.isValid(AreaPriors.key(area: "Paris Centre/Nord")), "I1")
-        let topics = Topics()
+        let topics = RideTopics()
         #expect(topics.priors(key: Self.berlinKey) == "ridestatus/priors/\(Self.berlinKey)")
         #expect(topics.parse(topics.priors(key: Self.berlinKey)) == .priors(key: Self.berlinKey))
         #expect(topics.priorsFilter == "ridestatus/priors/+")

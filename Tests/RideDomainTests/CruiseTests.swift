@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 @testable import RideDomain
 
 /// E1 (issue 31): the cruise, the speed while moving over five minutes shrunk toward the speed the ride's area

@@ -2,6 +2,7 @@ import Foundation
 import RideDomain
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideTopics
 
 /// A fixed clock origin: 2026-11-22T09:50:00Z.
 let t0 = Date(timeIntervalSince1970: 1_795_341_000)
@@ -36,7 +37,7 @@ func fixJSON(
 /// A ride engine plus helpers that send contract messages at chosen times.
 struct Harness {
     var engine: RideEngine
-    let topics = Topics()
+    let topics = RideTopics()
 
     init(configuration: RideConfiguration = RideConfiguration()) {
         engine = RideEngine(configuration: configuration)

@@ -5,6 +5,7 @@ import WorkerGroup
 
 import struct RideStatusKit.DeadLetter
 import enum RideStatusKit.Identifier
+import struct RideStatusKit.RideTopics
 
 @Suite("Inputs: I1-I3 and the reason codes of 3.5")
 struct InputRulesTests {
@@ -136,7 +137,7 @@ struct InputRulesTests {
 
     @Test("A1: replies only to topic names under the reply prefix, never onto a contract topic")
     func replyTopics() {
-        let topics = Topics()
+        let topics = RideTopics()
         #expect(topics.replyTopicProblem("replies/app-7/status") == nil)
         #expect(topics.replyTopicProblem("replies/x") == nil)
         for refused in [
@@ -147,7 +148,7 @@ struct InputRulesTests {
             #expect(topics.replyTopicProblem(refused)?.detail.contains("A1") == true)
         }
         #expect(topics.replyTopicProblem(nil)?.reason == .missingField)
-        var custom = Topics()
+        var custom = RideTopics()
         custom.replyPrefix = "clients/answers"
         #expect(custom.replyTopicProblem("clients/answers/a") == nil)
         #expect(custom.replyTopicProblem("replies/a") != nil)

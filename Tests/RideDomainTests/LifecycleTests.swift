@@ -2,7 +2,9 @@ import Foundation
 import RideDomain
 import Testing
 import WorkerGroup
+
 import enum RideStatusKit.Identifier
+import struct RideStatusKit.RideTopics
 
 @Suite("Lifecycle L1-L7 (domain side)")
 struct LifecycleTests {
@@ -248,7 +250,7 @@ struct LifecycleTests {
 
     @Test("topics: the contract's names and parsing")
     func topics() {
-        let topics = Topics()
+        let topics = RideTopics()
         #expect(topics.position(vehicle: "v-1") == "fleet/vehicles/v-1/position")
         #expect(topics.status(ride: "r-1") == "rides/r-1/status")
         #expect(topics.parse("rides/r-1/status/get") == .statusRequest(ride: "r-1"))
@@ -273,7 +275,7 @@ struct LifecycleTests {
         ] {
             #expect(topics.parse(unknown) == .unknown, "\(unknown)")
         }
-        let custom = Topics(fleetPrefix: "acme/fleet", ridesPrefix: "acme/rides")
+        let custom = RideTopics(fleetPrefix: "acme/fleet", ridesPrefix: "acme/rides")
         #expect(custom.parse("acme/fleet/vehicles/v-9/position") == .position(vehicle: "v-9"))
         #expect(custom.parse("acme/rides/r-9/stop") == .control(.stop, ride: "r-9"))
         #expect(custom.parse("fleet/vehicles/v-9/position") == .unknown)
@@ -295,8 +297,8 @@ struct LifecycleTests {
     func topicsRoundTrip() {
         var random = SeededRandom(seed: 12)
         let alphabet = Array("ABCXYZabcxyz0189._:-")
-        let custom = Topics(fleetPrefix: "acme/fleet", ridesPrefix: "x", serviceName: "rs", rideOptionsPrefix: "q")
-        for topics in [Topics(), custom] {
+        let custom = RideTopics(fleetPrefix: "acme/fleet", ridesPrefix: "x", serviceName: "rs", rideOptionsPrefix: "q")
+        for topics in [RideTopics(), custom] {
             #expect(topics.parse(topics.rideOptionsRequest) == .rideOptionsRequest)
             for _ in 0..<500 {
                 let length = Int.random(in: 0..<64, using: &random)
@@ -310,7 +312,7 @@ struct LifecycleTests {
                 #expect(topics.parse(topics.legacyState(ride: id)) == .state(ride: id, legacy: true))
                 #expect(topics.parse(topics.presence(worker: id)) == .presence(worker: id))
                 #expect(topics.parse(topics.released(worker: id)) == .released(worker: id))
-                for kind in ControlKind.allCases {
+                for kind in RideTopics.Control.allCases {
                     #expect(topics.parse(topics.control(kind, ride: id)) == .control(kind, ride: id))
                 }
             }

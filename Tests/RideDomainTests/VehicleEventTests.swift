@@ -3,6 +3,7 @@ import RideDomain
 import Testing
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideTopics
 import enum RideStatusKit.Rule
 
 /// A3: a driver event on the vehicle's own topic applies only while that vehicle is the ride's assigned vehicle;
@@ -105,7 +106,7 @@ struct VehicleEventTests {
 
     @Test("A3: the topic is parsed as a vehicle's event, and its filter is one level per vehicle")
     func topics() {
-        let topics = Topics()
+        let topics = RideTopics()
         #expect(topics.parse("fleet/vehicles/v-7/event") == .vehicleEvent(vehicle: "v-7"))
         #expect(topics.vehicleEvent(vehicle: "v-7") == "fleet/vehicles/v-7/event")
         #expect(topics.vehicleEventFilter == "fleet/vehicles/+/event")

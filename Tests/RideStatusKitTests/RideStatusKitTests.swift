@@ -197,34 +197,32 @@ struct RideStatusKitTests {
 
     // MARK: One source of truth
 
-    @Test("3.5, P1-P8, 2: the kit's reason codes, phases and topic names are the worker's")
-    func sameFactsAsTheWorker() {
-
+    @Test("2, P1-P8: one topic table: every topic the kit builds, the worker's parser reads back as what it names")
+    func oneTopicTable() {
         #expect(RideStatusKit.RidePhase.allCases.map(\.rawValue) == RideDomain.RidePhase.allCases.map(\.rawValue))
-        #expect(RideTopics.Control.allCases.map(\.rawValue) == ControlKind.allCases.map(\.rawValue))
-        for (kit, domain) in [
-            (RideTopics(), Topics()),
-            (
-                RideTopics(fleetPrefix: "f", ridesPrefix: "r", serviceName: "s", rideOptionsPrefix: "o"),
-                Topics(fleetPrefix: "f", ridesPrefix: "r", serviceName: "s", rideOptionsPrefix: "o")
-            ),
+        for topics in [
+            RideTopics(),
+            RideTopics(fleetPrefix: "f", ridesPrefix: "r", serviceName: "s", rideOptionsPrefix: "o", replyPrefix: "p"),
         ] {
-            #expect(kit.position(vehicle: "v-1") == domain.position(vehicle: "v-1"))
-            #expect(kit.availability(vehicle: "v-1") == domain.availability(vehicle: "v-1"))
-            #expect(kit.vehicleEvent(vehicle: "v-1") == domain.vehicleEvent(vehicle: "v-1"), "A3")
-            #expect(kit.status(ride: "r-1") == domain.status(ride: "r-1"))
-            #expect(kit.statusRequest(ride: "r-1") == domain.statusRequest(ride: "r-1"))
-            #expect(kit.statusFilter == domain.statusFilter)
-            #expect(kit.deadLetter == domain.deadLetter)
-            #expect(kit.presence(worker: "w-1") == domain.presence(worker: "w-1"))
-            #expect(kit.presenceFilter == domain.presenceFilter)
-            #expect(kit.rideOptionsRequest == domain.rideOptionsRequest)
-            for kind in ControlKind.allCases {
-                #expect(
-                    kit.control(RideTopics.Control(rawValue: kind.rawValue)!, ride: "r-1")
-                        == domain.control(kind, ride: "r-1"))
+            #expect(topics.parse(topics.position(vehicle: "v-1")) == .position(vehicle: "v-1"))
+            #expect(topics.parse(topics.availability(vehicle: "v-1")) == .availability(vehicle: "v-1"))
+            #expect(topics.parse(topics.vehicleEvent(vehicle: "v-1")) == .vehicleEvent(vehicle: "v-1"), "A3")
+            for kind in RideTopics.Control.allCases {
+                #expect(topics.parse(topics.control(kind, ride: "r-1")) == .control(kind, ride: "r-1"))
             }
-            #expect(kit.ride(ofStatusTopic: domain.status(ride: "r-9")) == "r-9")
+            #expect(topics.parse(topics.status(ride: "r-1")) == .status(ride: "r-1"))
+            #expect(topics.parse(topics.statusRequest(ride: "r-1")) == .statusRequest(ride: "r-1"))
+            #expect(topics.parse(topics.rideOptionsRequest) == .rideOptionsRequest)
+            #expect(topics.parse(topics.presence(worker: "w-1")) == .presence(worker: "w-1"))
+            #expect(topics.parse(topics.released(worker: "w-1")) == .released(worker: "w-1"))
+            #expect(topics.parse(topics.priors(key: "berlin")) == .priors(key: "berlin"))
+            #expect(topics.parse(topics.state(ride: "r-1")) == .state(ride: "r-1"), "L5, G3: under its own bucket")
+            #expect(topics.parse(topics.legacyState(ride: "r-1")) == .state(ride: "r-1", legacy: true))
+            #expect(topics.parse(topics.deadLetter) == .unknown, "the worker's output, never its input")
+            #expect(
+                topics.parse(topics.pushMember("m")) == .unknown && topics.parse(topics.reply(client: "c")) == .unknown)
+            #expect(topics.ride(ofStatusTopic: topics.status(ride: "r-9")) == "r-9")
+            #expect(topics.replyTopicProblem(topics.reply(client: "c")) == nil, "A1")
         }
         #expect(RideTopics().ride(ofStatusTopic: "rides/a/b/status") == nil)
         #expect(RideTopics().ride(ofStatusTopic: "fleet/vehicles/v/position") == nil)

@@ -5,6 +5,8 @@ import MosquittoTesting
 import RideDomain
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 /// Issue 14 against a real mosquitto running the accounts and ACL that `scripts/broker-security.py` makes from
 /// `config/security/accounts.yaml`: each role does its job and nothing more.
 @Suite("Broker security: roles and ACLs on mosquitto (issue 14)", .serialized)
@@ -155,20 +157,20 @@ struct BrokerSecurityTests {
 
             // Nobody but the worker writes ride state or statuses: a deletion and a forged status are dropped.
             try? await dispatch.publish(
-                topic: Topics().state(ride: "r-1"), payload: [], qos: .atLeastOnce, retain: true)
+                topic: RideTopics().state(ride: "r-1"), payload: [], qos: .atLeastOnce, retain: true)
             try? await dispatch.publish(
                 topic: "rides/r-1/status", payload: Array(#"{"rideIdentifier":"r-1","sequence":1000000000000}"#.utf8),
                 qos: .atLeastOnce, retain: true)
             // E1 (issue 31): forged priors, retained where a restart reads them back; and, as the control that the
             // restarted worker reads priors at all, a colleague's under the workers' own account.
             try? await dispatch.publish(
-                topic: Topics().priors(key: AreaPriors.key(area: "")),
+                topic: RideTopics().priors(key: AreaPriors.key(area: "")),
                 payload: Array(
                     #"{"area":"","worker":"w-forger","at":"\#(Timestamps.format(Date()))","detourFactor":1.9,"rides":500,"legs":0}"#
                         .utf8), qos: .atLeastOnce, retain: true)
             let colleague = try await Self.client(broker, user: "worker", password: try accounts.password("worker"))
             try await colleague.publish(
-                topic: Topics().priors(key: AreaPriors.key(area: "berlin")),
+                topic: RideTopics().priors(key: AreaPriors.key(area: "berlin")),
                 payload: Array(
                     #"{"area":"berlin","worker":"w-colleague","at":"\#(Timestamps.format(Date()))","detourFactor":1.25,"rides":30,"legs":0}"#
                         .utf8), qos: .atLeastOnce, retain: true)

@@ -5,6 +5,8 @@ import RideStatusTesting
 import Testing
 import WorkerGroup
 
+import struct RideStatusKit.RideTopics
+
 @testable import RideStatusService
 
 /// The handover's wiring in the service (G1, G3, G4), on the in-memory broker: which rides a worker serves
@@ -44,7 +46,7 @@ struct GroupInMemoryTests {
         let broker = running.broker
         let ride = Self.ride(ownedBy: "w-mem", among: ["w-mem", "w-other"], prefix: prefix)
         broker.publish("rides/\(ride)/start", booking(ride: ride, vehicle: vehicle))
-        let topic = Topics().state(ride: ride)
+        let topic = RideTopics().state(ride: ride)
         do {
             try await running.waitFor("its state") { broker.retained(topic) != nil }
         } catch {
@@ -197,7 +199,7 @@ struct GroupInMemoryTests {
         let running = try Running(interval: 0.2, clock: ManualClock())
         try await running.ready()
         running.broker.publish("rides/r-f/start", booking(ride: "r-f", vehicle: nil))
-        let topic = Topics().state(ride: "r-f")
+        let topic = RideTopics().state(ride: "r-f")
         try await running.waitFor("the state") { running.broker.retained(topic) != nil }
         func retained() -> String { String(decoding: running.broker.retained(topic)?.payload ?? [], as: UTF8.self) }
         let own = retained()
@@ -246,7 +248,7 @@ struct GroupInMemoryTests {
         let bucket = Ownership.bucket(of: first)
         let second = (0...).lazy.map { "r-two-\($0)" }.first { Ownership.bucket(of: $0) == bucket }!
         broker.publish("rides/\(second)/start", booking(ride: second, vehicle: "v-2"))
-        let secondTopic = Topics().state(ride: second)
+        let secondTopic = RideTopics().state(ride: second)
         try await running.waitFor("its state") { broker.retained(secondTopic) != nil }
         broker.publish(topic, try Self.takenOver(broker, topic: topic), retain: true)
         broker.publish("ridestatus/workers/w-other/released", #"{"buckets":[\#(bucket)],"incarnation":1}"#)
@@ -383,7 +385,7 @@ struct GroupInMemoryTests {
         let bucket = Ownership.bucket(of: first)
         let second = (0...).lazy.map { "r-lg-\($0)" }.first { Ownership.bucket(of: $0) == bucket }!
         broker.publish("rides/\(second)/start", booking(ride: second, vehicle: "v-f2"))
-        let secondTopic = Topics().state(ride: second)
+        let secondTopic = RideTopics().state(ride: second)
         try await running.waitFor("its state") { broker.retained(secondTopic) != nil }
         // w-other took both rides over under epoch 2 (ceiling 500) while its view lacked this worker, and now
         // releases their bucket: its notice, with the bucket's floor of 5000, comes before its states.
@@ -511,7 +513,7 @@ struct GroupInMemoryTests {
 
         let broker = InMemoryBroker()
         broker.publish("ridestatus/workers/w-other", Self.presence("online", incarnation: 1), retain: true)
-        broker.publish(Topics().state(ride: ride), written.durableState(), retain: true)
+        broker.publish(RideTopics().state(ride: ride), written.durableState(), retain: true)
         broker.publish("rides/\(ride)/status", try #require(last).encoded(), retain: true)
         let running = try Running(interval: 0.3, broker: broker)
         try await running.ready()

@@ -4,12 +4,14 @@ import MosquittoTesting
 import RideDomain
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 /// E1 (issue 31): what an area taught a worker, shared through a real mosquitto as a retained message and read
 /// back under A2.
 @Suite("E1 priors shared through the broker", .serialized)
 struct PriorsEndToEndTests {
     /// The rides' area in the shipped catalog (`config/ride-options.yaml`, which the worker reads by default).
-    static let topic = Topics().priors(key: AreaPriors.key(area: "berlin"))
+    static let topic = RideTopics().priors(key: AreaPriors.key(area: "berlin"))
 
     @Test(
         "E1, A2 (issue 31): a completed ride's lesson is shared retained; after a restart new rides start from it; forged priors are dead letters naming A2"
@@ -70,15 +72,15 @@ struct PriorsEndToEndTests {
 
             // Forged priors beside the genuine ones: an area hashing to another key, and a factor out of range.
             try await observer.publish(
-                Topics().priors(key: "0000000000000001"),
+                RideTopics().priors(key: "0000000000000001"),
                 #"{"area":"","worker":"w-x","at":"\#(Timestamps.format(Date()))","detourFactor":1.2,"rides":3,"legs":0}"#,
                 retain: true)
             try await observer.publish(
-                Topics().priors(key: AreaPriors.key(area: "nowhere")),
+                RideTopics().priors(key: AreaPriors.key(area: "nowhere")),
                 #"{"area":"nowhere","worker":"w-x","at":"\#(Timestamps.format(Date()))","detourFactor":9,"rides":3,"legs":0}"#,
                 retain: true)
             observer.clear()
-            let states = try await Observer(broker, filters: [Topics().state(ride: "r-2")])
+            let states = try await Observer(broker, filters: [RideTopics().state(ride: "r-2")])
             try await worker.start()
             try await observer.publish("rides/r-2/start", booking(ride: "r-2", vehicle: "v-2"))
             let state = try await states.waitFor("r-2's durable state") { !$0.isEmpty }

@@ -5,12 +5,14 @@ import RideDomain
 import RideStatusTesting
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 @testable import RideStatusService
 
 /// E1 (issue 31): the service's side of the shared priors, on the in-memory broker.
 @Suite("Shared priors in the service")
 struct PriorsInMemoryTests {
-    static let topic = Topics().priors(key: AreaPriors.key(area: ""))
+    static let topic = RideTopics().priors(key: AreaPriors.key(area: ""))
 
     @Test(
         "E1: a retained prior is read before the first ride; what the worker learns is shared at its graceful shutdown, not a minute later"

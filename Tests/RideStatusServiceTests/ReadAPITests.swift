@@ -4,6 +4,8 @@ import RideDomain
 import RideJSON
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 @testable import RideStatusService
 
 /// The read API's paging, filters and answers, and the live map's feed, over a real ``RideEngine`` (no server:

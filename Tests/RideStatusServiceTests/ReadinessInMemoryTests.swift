@@ -5,6 +5,8 @@ import RideStatusService
 import RideStatusTesting
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 /// L8 and L6 on the in-memory broker, whose transport can hold SUBACKs back: the retained `online` and
 /// `/readyz` come only once the broker has taken every control and request subscription, on the first
 /// connection and on every later one, so a booking published the instant `online` appears is never lost.
@@ -13,7 +15,7 @@ struct ReadinessInMemoryTests {
     typealias Running = ServiceInMemoryTests.Running
 
     static let presenceTopic = "ridestatus/workers/w-mem"
-    static let controls = Topics().controlFilters + ["rides/+/status/get", "ride-options/request"]
+    static let controls = RideTopics().controlFilters + ["rides/+/status/get", "ride-options/request"]
 
     /// The `online` presences the worker published so far, by incarnation.
     func births(_ running: Running) -> [Double] {

@@ -9,6 +9,8 @@ import Synchronization
 import Testing
 import WorkerGroup
 
+import struct RideStatusKit.RideTopics
+
 @testable import RideStatusService
 
 /// The service's own logic in process, on the in-memory broker: recovery, reconnects, the cadence's
@@ -111,7 +113,7 @@ struct ServiceInMemoryTests {
         func handled() async throws {
             let topic = "replies/probe/\(UUID().uuidString)"
             broker.publish(
-                Topics().rideOptionsRequest, Array("{}".utf8),
+                RideTopics().rideOptionsRequest, Array("{}".utf8),
                 properties: MQTTProperties(responseTopic: topic, correlationData: [1]))
             let deadline = Date().addingTimeInterval(30)
             while !broker.published.contains(where: { $0.topic == topic }) {
@@ -133,7 +135,7 @@ struct ServiceInMemoryTests {
             actions.compactMap { if case .publish(_, let ride, _) = $0 { ride } else { nil } }.first)
         for _ in 0..<40 { _ = state.nextStatus(now: Date(), configuration: RideConfiguration()) }
         let broker = InMemoryBroker()
-        broker.publish(Topics().state(ride: "r-1"), state.durableState(), retain: true)
+        broker.publish(RideTopics().state(ride: "r-1"), state.durableState(), retain: true)
 
         let running = try Running(broker: broker)
         try await running.ready()
@@ -189,7 +191,7 @@ struct ServiceInMemoryTests {
         #expect(engine.counters.statesWritten == stateWrites, "no state write within the block")
         let last = try #require(engine.ride("r-1")?.location)
         let broker = InMemoryBroker()
-        broker.publish(Topics().state(ride: "r-1"), state, retain: true)
+        broker.publish(RideTopics().state(ride: "r-1"), state, retain: true)
         broker.publish("rides/r-1/status", status, retain: true)
 
         let running = try Running(broker: broker)
@@ -221,12 +223,12 @@ struct ServiceInMemoryTests {
         try await running.advance(.milliseconds(300))
         // Rides' messages only: the presence heartbeat (G1, every 10 s) goes whatever the room, and under
         // ThreadSanitizer this test runs long enough for one to fall here (a CI run caught it).
-        let presences = "\(Topics().serviceName)/workers/"
+        let presences = "\(RideTopics().serviceName)/workers/"
         func ridesPublished() -> Int {
             // Not the presences, nor the replies to the probes of ``Running/handled()``.
             running.broker.published.filter {
                 !$0.topic.hasPrefix(presences) && !$0.topic.hasPrefix("replies/")
-                    && $0.topic != Topics().rideOptionsRequest
+                    && $0.topic != RideTopics().rideOptionsRequest
             }.count
         }
         let before = ridesPublished()
@@ -248,7 +250,7 @@ struct ServiceInMemoryTests {
         running.broker.publish("rides/r-21/start", booking(ride: "r-21", vehicle: nil))
         try await running.advance(.seconds(0.5))
         #expect(running.statuses("r-21").isEmpty)
-        #expect(!running.broker.published.contains { $0.topic == Topics().state(ride: "r-21") })
+        #expect(!running.broker.published.contains { $0.topic == RideTopics().state(ride: "r-21") })
         // Room again: every ride publishes, once, its newest status, in sequence order (C5); the booking
         // that waited writes its state before its first status.
         let counts = Dictionary(uniqueKeysWithValues: rides.map { ($0, running.statuses($0).count) })
@@ -257,7 +259,7 @@ struct ServiceInMemoryTests {
             rides.allSatisfy { running.statuses($0).count > counts[$0]! } && !running.statuses("r-21").isEmpty
         }
         let r21 = running.broker.published.map(\.topic).filter { $0.hasSuffix("/r-21") || $0.hasSuffix("/r-21/status") }
-        #expect(r21.prefix(2) == [Topics().state(ride: "r-21"), "rides/r-21/status"], "\(r21)")
+        #expect(r21.prefix(2) == [RideTopics().state(ride: "r-21"), "rides/r-21/status"], "\(r21)")
         for ride in rides {
             let sequences = running.statuses(ride).compactMap { $0["sequence"]?.doubleValue }
             #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count, "\(ride): \(sequences)")
@@ -328,15 +330,15 @@ struct ServiceInMemoryTests {
         let running = try Running()
         try await running.ready()
         running.broker.publish("rides/r-1/start", booking(ride: "r-1", vehicle: nil))
-        try await running.waitFor("the state") { running.broker.retained(Topics().state(ride: "r-1")) != nil }
-        let own = try #require(running.broker.retained(Topics().state(ride: "r-1"))?.payload)
-        running.broker.publish(Topics().state(ride: "r-1"), [], retain: true)
+        try await running.waitFor("the state") { running.broker.retained(RideTopics().state(ride: "r-1")) != nil }
+        let own = try #require(running.broker.retained(RideTopics().state(ride: "r-1"))?.payload)
+        running.broker.publish(RideTopics().state(ride: "r-1"), [], retain: true)
         try await running.waitFor("the state written again") {
-            running.broker.retained(Topics().state(ride: "r-1"))?.payload == own
+            running.broker.retained(RideTopics().state(ride: "r-1"))?.payload == own
         }
-        running.broker.publish(Topics().state(ride: "r-1"), #"{"forged":true}"#, retain: true)
+        running.broker.publish(RideTopics().state(ride: "r-1"), #"{"forged":true}"#, retain: true)
         try await running.waitFor("the forgery replaced") {
-            running.broker.retained(Topics().state(ride: "r-1"))?.payload == own
+            running.broker.retained(RideTopics().state(ride: "r-1"))?.payload == own
         }
         await running.stop()
     }

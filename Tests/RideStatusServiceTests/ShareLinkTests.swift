@@ -6,6 +6,8 @@ import RideDomain
 import RideStatusTesting
 import Testing
 
+import struct RideStatusKit.RideTopics
+
 @testable import RideAccess
 @testable import RideStatusService
 
@@ -189,7 +191,7 @@ struct ShareLinkTests {
         let broker = InMemoryBroker()
         let clock = ManualClock(origin: Self.now)
         let feed = ShareFeed(
-            transport: broker.transport(), topics: Topics(), time: clock.workerTime,
+            transport: broker.transport(), topics: RideTopics(), time: clock.workerTime,
             logger: Logger(label: "share", factory: { _ in SwiftLogNoOpLogHandler() }))
         /// Everything the stream yields until it ends, or what came within a second.
         func drain(_ stream: AsyncStream<[UInt8]>) async -> (frames: [String], ended: Bool) {

@@ -5,6 +5,7 @@ import RideDomain
 import Testing
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideTopics
 
 /// The built worker against a real mosquitto started on a free loopback port, observed by MQTT clients.
 @Suite("ride-status-worker end to end", .serialized)
@@ -145,12 +146,12 @@ struct WorkerEndToEndTests {
             try await observer.publish("rides/r-g2/start", booking(ride: "r-g2", vehicle: "v-g2"))
             try await observer.waitFor("two statuses and a state") { messages in
                 messages.filter { $0.topic == "rides/r-g2/status" }.count >= 2
-                    && messages.contains { $0.topic == Topics().state(ride: "r-g2") }
+                    && messages.contains { $0.topic == RideTopics().state(ride: "r-g2") }
             }
             try await observer.publish("rides/r-g2/stop", "")
             try await observer.waitFor("the end of the ride (L2)") { messages in
                 messages.contains { $0.topic == "rides/r-g2/status" && $0.payload.isEmpty }
-                    && messages.contains { $0.topic == Topics().state(ride: "r-g2") && $0.payload.isEmpty }
+                    && messages.contains { $0.topic == RideTopics().state(ride: "r-g2") && $0.payload.isEmpty }
             }
             let published = observer.messages.filter {
                 $0.topic.hasSuffix("r-g2/status") || $0.topic.hasSuffix("/r-g2")
@@ -367,7 +368,7 @@ struct WorkerEndToEndTests {
             try await observer.waitFor("confirmed") { _ in !observer.statuses("r-good").isEmpty }
             await worker.kill()
             // The worker's own state, read back from a broker anyone may have written to.
-            let state = try await Observer(broker, filters: [Topics().state(ride: "r-good")])
+            let state = try await Observer(broker, filters: [RideTopics().state(ride: "r-good")])
             let stored = try await state.waitFor("the good ride's state") { !$0.isEmpty }
             let text = String(decoding: try #require(stored.first).payload, as: UTF8.self)
             await state.stop()
@@ -388,7 +389,7 @@ struct WorkerEndToEndTests {
                 ("r-other", text),
             ]
             for (ride, payload) in hostile {
-                try await observer.publish(Topics().state(ride: ride), payload, retain: true)
+                try await observer.publish(RideTopics().state(ride: ride), payload, retain: true)
             }
             observer.clear()
             for _ in 0..<2 {
@@ -423,19 +424,19 @@ struct WorkerEndToEndTests {
             try await observer.waitFor("statuses") { _ in observer.statuses("r-del").count >= 2 }
             #expect(!worker.logText.contains("changed on the broker"), "its own state writes never come back to it")
             // A zero-length retained message deletes the retained state.
-            try await observer.publish(Topics().state(ride: "r-del"), "", retain: true)
+            try await observer.publish(RideTopics().state(ride: "r-del"), "", retain: true)
             let deadline = Date().addingTimeInterval(5)
             while !worker.logText.contains("changed on the broker by another client (A2)") && Date() < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
             // The log line comes just before the write: the reader may subscribe before the write arrives, and then
             // sees it live (not flagged retained). Once it has, a second reader must find it retained.
-            let reader = try await Observer(broker, filters: [Topics().state(ride: "r-del")])
+            let reader = try await Observer(broker, filters: [RideTopics().state(ride: "r-del")])
             try await reader.waitFor("the state written again") { messages in
                 messages.contains { !$0.payload.isEmpty }
             }
             await reader.stop()
-            let second = try await Observer(broker, filters: [Topics().state(ride: "r-del")])
+            let second = try await Observer(broker, filters: [RideTopics().state(ride: "r-del")])
             let retained = try await second.waitFor("the state retained again") { messages in
                 messages.contains { $0.retain && !$0.payload.isEmpty }
             }
@@ -459,21 +460,21 @@ struct WorkerEndToEndTests {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in
             let worker = try WorkerProcess(broker: broker, workerID: "w-co", interval: 1)
             try await worker.start()
-            let observer = try await Observer(broker, filters: ["rides/+/status", Topics().state(ride: "r-co")])
+            let observer = try await Observer(broker, filters: ["rides/+/status", RideTopics().state(ride: "r-co")])
             try await observer.publish("rides/r-co/start", booking(ride: "r-co", vehicle: "v-co"))
             try await observer.waitFor("statuses") { _ in observer.statuses("r-co").count >= 2 }
             let states = try await observer.waitFor("its state") { messages in
-                messages.contains { $0.topic == Topics().state(ride: "r-co") && !$0.payload.isEmpty }
+                messages.contains { $0.topic == RideTopics().state(ride: "r-co") && !$0.payload.isEmpty }
             }
             let own = String(
-                decoding: try #require(states.last { $0.topic == Topics().state(ride: "r-co") }).payload,
+                decoding: try #require(states.last { $0.topic == RideTopics().state(ride: "r-co") }).payload,
                 as: UTF8.self)
             let ceiling = try #require(try JSONParser.parse(Array(own.utf8))["sequenceCeiling"]?.doubleValue)
             #expect(ceiling < 500)
             // Another worker that took the ride over from the same read, under the same epoch, reserved up to 500.
             let foreign = own.replacingOccurrences(
                 of: #""sequenceCeiling":\#(Int(ceiling))"#, with: #""sequenceCeiling":500"#)
-            try await observer.publish(Topics().state(ride: "r-co"), foreign, retain: true)
+            try await observer.publish(RideTopics().state(ride: "r-co"), foreign, retain: true)
             try await observer.waitFor("the next status above 500") { _ in
                 observer.statuses("r-co").contains { ($0["sequence"]?.doubleValue ?? 0) > 500 }
             }
@@ -697,7 +698,7 @@ struct WorkerEndToEndTests {
             observer.clear()
             // Ride A's status, driver's phone included, onto ride B's status topic: refused.
             for target in [
-                "rides/r-b1/status", Topics().state(ride: "r-b1"), "fleet/vehicles/v-x/position", "replies/+",
+                "rides/r-b1/status", RideTopics().state(ride: "r-b1"), "fleet/vehicles/v-x/position", "replies/+",
             ] {
                 try await observer.publish(
                     "rides/r-a1/status/get", "{}",

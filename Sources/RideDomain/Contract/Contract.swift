@@ -2,27 +2,9 @@ import Foundation
 public import RideStatusKit
 import WorkerGroup
 
-/// The topic names of the contract (section 2), under configurable prefixes. The one source of truth for
-/// every topic the worker, the simulator and the live view use.
-public struct Topics: Sendable, Equatable {
-    public var fleetPrefix: String
-    public var ridesPrefix: String
-    public var serviceName: String
-    public var rideOptionsPrefix: String
-    /// A1: replies go only to Response Topics under this prefix.
-    public var replyPrefix: String
-
-    public init(
-        fleetPrefix: String = "fleet", ridesPrefix: String = "rides", serviceName: String = "ridestatus",
-        rideOptionsPrefix: String = "ride-options", replyPrefix: String = "replies"
-    ) {
-        self.fleetPrefix = fleetPrefix
-        self.ridesPrefix = ridesPrefix
-        self.serviceName = serviceName
-        self.rideOptionsPrefix = rideOptionsPrefix
-        self.replyPrefix = replyPrefix
-    }
-
+/// The worker's side of the one topic table (``RideStatusKit/RideTopics``): the state topics under a ride's own
+/// bucket, A1's check of a Response Topic, and the parser every message goes through.
+extension RideTopics {
     /// A1: where a reply to a request (L7, 3.4) may go: a topic name (no wildcard, no NUL) under
     /// `{replyPrefix}/`, never onto a topic of the contract. Otherwise the rejection to dead-letter.
     public func replyTopicProblem(_ responseTopic: String?) -> Rejection? {
@@ -41,56 +23,12 @@ public struct Topics: Sendable, Equatable {
         return nil
     }
 
-    public func position(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/position" }
-    public func control(_ kind: ControlKind, ride: String) -> String { "\(ridesPrefix)/\(ride)/\(kind.rawValue)" }
-    public func status(ride: String) -> String { "\(ridesPrefix)/\(ride)/status" }
-    public func statusRequest(ride: String) -> String { "\(ridesPrefix)/\(ride)/status/get" }
-    public var rideOptionsRequest: String { "\(rideOptionsPrefix)/request" }
-    public var deadLetter: String { "\(serviceName)/deadletter" }
-    public func presence(worker: String) -> String { "\(serviceName)/workers/\(worker)" }
-    /// Private, retained: the durable state of one ride (L5), under its ownership bucket (G1, G3), so that a
-    /// worker taking over a bucket reads only that bucket's rides: `{serviceName}/state/{bucket}/{ride}`.
+    /// Private, retained: the durable state of one ride (L5), under its ownership bucket (G1, G3).
     public func state(ride: String) -> String {
-        "\(serviceName)/state/\(Ownership.bucketName(Ownership.bucket(of: ride)))/\(ride)"
+        state(bucketName: Ownership.bucketName(Ownership.bucket(of: ride)), ride: ride)
     }
-    /// The durable state's topic in releases before groups (`{serviceName}/state/{ride}`): still read at start,
-    /// and cleared once the ride's state is written under its bucket.
-    public func legacyState(ride: String) -> String { "\(serviceName)/state/\(ride)" }
     /// The durable states of one bucket's rides (G3: what a new owner of the bucket reads).
-    public func stateFilter(bucket: Int) -> String { "\(serviceName)/state/\(Ownership.bucketName(bucket))/+" }
-    /// G3: a worker's notice that it has written the last states of the buckets it lists and stopped serving them.
-    public func released(worker: String) -> String { "\(serviceName)/workers/\(worker)/released" }
-    /// G5: a worker's lease pings and lease marker (private to it: it alone reads them).
-    public func leaseMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/lease" }
-    /// G3: a worker's load markers (private to it).
-    public func loadMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/load" }
-    /// E1: one service area's learned priors, retained and private to the workers (``AreaPriors``):
-    /// `{serviceName}/priors/{key}`, the key ``AreaPriors/key(area:)``.
-    public func priors(key: String) -> String { "\(serviceName)/priors/\(key)" }
-    public func availability(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/availability" }
-    /// A3: a driver event from the vehicle's own driver app, for the ride it serves.
-    public func vehicleEvent(vehicle: String) -> String { "\(fleetPrefix)/vehicles/\(vehicle)/event" }
-
-    /// The wildcard subscriptions of the worker.
-    public var controlFilters: [String] { ControlKind.allCases.map { "\(ridesPrefix)/+/\($0.rawValue)" } }
-    public var statusRequestFilter: String { "\(ridesPrefix)/+/status/get" }
-    public var statusFilter: String { "\(ridesPrefix)/+/status" }
-    /// The durable states of releases before groups (one level: `{serviceName}/state/{ride}`).
-    public var legacyStateFilter: String { "\(serviceName)/state/+" }
-    /// Every ride's durable state under its bucket (G3: a load of many buckets at once).
-    public var bucketedStateFilter: String { "\(serviceName)/state/+/+" }
-    /// Every ride's durable state, in both layouts (bucketed and the legacy one).
-    public var stateFilter: String { "\(serviceName)/state/#" }
-    /// Every worker's release notices (G3).
-    public var releasedFilter: String { "\(serviceName)/workers/+/released" }
-    /// Every worker's presence (G1).
-    public var presenceFilter: String { "\(serviceName)/workers/+" }
-    /// Every area's shared priors (E1).
-    public var priorsFilter: String { "\(serviceName)/priors/+" }
-    /// Every vehicle's availability (3.4): retained, so a new subscription sees the whole available fleet.
-    public var availabilityFilter: String { "\(fleetPrefix)/vehicles/+/availability" }
-    /// Every vehicle's driver events (A3): a control subscription like `rides/+/event`.
-    public var vehicleEventFilter: String { "\(fleetPrefix)/vehicles/+/event" }
+    public func stateFilter(bucket: Int) -> String { stateFilter(bucketName: Ownership.bucketName(bucket)) }
 
     /// What a topic is, as far as the worker reads it.
     public enum Parsed: Equatable, Sendable {
@@ -98,7 +36,7 @@ public struct Topics: Sendable, Equatable {
         case availability(vehicle: String)
         /// A3: a driver event on the vehicle's own topic (the ride is in the payload).
         case vehicleEvent(vehicle: String)
-        case control(ControlKind, ride: String)
+        case control(RideTopics.Control, ride: String)
         case statusRequest(ride: String)
         /// A ride's status: the worker reads the retained ones back at recovery (L5).
         case status(ride: String)
@@ -148,7 +86,7 @@ public struct Topics: Sendable, Equatable {
             let tail = slash + 1
             if topic.slash(from: tail) == nil {
                 if topic.isRest("status", from: tail) { return .status(ride: ride) }
-                for kind in ControlKind.allCases where topic.isRest(kind.rawValue, from: tail) {
+                for kind in RideTopics.Control.allCases where topic.isRest(kind.rawValue, from: tail) {
                     return .control(kind, ride: ride)
                 }
             } else if topic.isRest("status/get", from: tail) {
@@ -186,7 +124,7 @@ public struct Topics: Sendable, Equatable {
     }
 }
 
-/// A topic's UTF-8 bytes, read in place by ``Topics/parse(_:)``.
+/// A topic's UTF-8 bytes, read in place by ``RideStatusKit/RideTopics/parse(_:)``.
 private struct TopicBytes {
     let bytes: UnsafeBufferPointer<UInt8>
 
@@ -231,11 +169,6 @@ private struct TopicBytes {
     func string(_ range: Range<Int>) -> String {
         String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
-}
-
-/// The control topics a dispatch system writes to.
-public enum ControlKind: String, CaseIterable, Sendable {
-    case start, assign, event, cancel, stop
 }
 
 /// A rejected input: a stable reason (3.5's codes, the kit's) and a human-readable detail. Never thrown as a crash.

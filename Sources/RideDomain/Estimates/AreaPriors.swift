@@ -2,7 +2,7 @@ public import Foundation
 import RideStatusKit
 
 /// E1: one service area's learned priors as the workers of a group share them, retained on
-/// `{serviceName}/priors/{key}` (``Topics/priors(key:)``), so that a worker that restarts, or another worker of
+/// `{serviceName}/priors/{key}` (``RideStatusKit/RideTopics/priors(key:)``), so that a worker that restarts, or another worker of
 /// the group, starts its rides from what the fleet taught instead of from the configuration.
 ///
 /// The topic's level is ``key(area:)``, not the area's name: a catalog's area names are free text (spaces,

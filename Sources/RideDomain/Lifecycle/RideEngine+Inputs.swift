@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+public import RideStatusKit
 import WorkerGroup
 
 // MARK: - Messages in: fixes (T1-T7, then P2-P5) and control messages (L1-L3, P1, P6-P8, 3.5)
@@ -11,7 +11,9 @@ extension RideEngine {
     }
 
     /// One message whose topic the caller has already parsed (the service parses each topic once, at its edge).
-    public mutating func receive(_ parsed: Topics.Parsed, topic: String, payload: [UInt8], now: Date) -> [RideAction] {
+    public mutating func receive(_ parsed: RideTopics.Parsed, topic: String, payload: [UInt8], now: Date)
+        -> [RideAction]
+    {
         var actions: [RideAction] = []
         switch parsed {
         case .position(let vehicle):
@@ -94,7 +96,7 @@ extension RideEngine {
     }
 
     mutating func receiveControl(
-        _ kind: ControlKind, ride id: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
+        _ kind: RideTopics.Control, ride id: String, payload: [UInt8], now: Date, into actions: inout [RideAction]
     ) throws(Rejection) {
         switch kind {
         case .start:

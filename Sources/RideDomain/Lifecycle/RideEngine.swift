@@ -48,7 +48,7 @@ public struct RideCounters: Sendable, Equatable {
 /// behind one value. Inputs are raw topic and payload bytes; outputs are ``RideAction``s.
 public struct RideEngine: Sendable {
     public let configuration: RideConfiguration
-    public let topics: Topics
+    public let topics: RideTopics
     let decoder: InputDecoder
     /// Every active ride; fixes reach them by slot, without hashing their identifiers.
     var rideTable = SlotTable<Ride>()
@@ -233,7 +233,7 @@ public struct RideEngine: Sendable {
     /// - Parameter catalog: lets a booking name its ride option by any of the catalog's names, localized
     ///   ones too: the option's map annotation image and fare fill what the booking leaves out.
     public init(
-        configuration: RideConfiguration = RideConfiguration(), topics: Topics = Topics(),
+        configuration: RideConfiguration = RideConfiguration(), topics: RideTopics = RideTopics(),
         catalog: RideOptionCatalog? = nil
     ) {
         self.configuration = configuration
