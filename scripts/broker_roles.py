@@ -2,7 +2,8 @@
 
 scripts/broker-security.py writes it as mosquitto's acl_file (the workers' certificate listener, and the account
 listener of a deployment without the dynamic security plugin); scripts/broker-accounts.py writes it as the plugin's
-roles (accounts created, changed and removed while the broker runs). Topic prefixes are the contract's defaults.
+roles (accounts created, changed and removed while the broker runs). Topic prefixes are the worker's (`topics.*` in
+config/worker.yaml), the contract's defaults unless changed there.
 
 Each rule is (access, topic): access is "read", "write" or "readwrite"; "{user}" stands for the account's name
 (a vehicle id, a ride id), which the acl_file writes as a `pattern` with %u and the plugin as one role per
@@ -14,98 +15,107 @@ app is an account of its own (`NAME~2`, `NAME~3`: `~` is not in I1, so no ride o
 the same role. The workers sign in on their certificate listener only, and their client ids
 (`ride-status-worker-{id}`) are no account's name."""
 
-WORKER = [
-    ("read", "fleet/vehicles/+/position"),
-    ("read", "fleet/vehicles/+/availability"),
-    ("read", "fleet/vehicles/+/event"),
-    ("read", "rides/+/start"),
-    ("read", "rides/+/assign"),
-    ("read", "rides/+/event"),
-    ("read", "rides/+/cancel"),
-    ("read", "rides/+/stop"),
-    ("read", "rides/+/status/get"),
-    ("readwrite", "rides/+/status"),
-    # Each of the workers' own topics by name, so that the push registrations (push tokens) under
-    # ridestatus/push/ stay ride-push's alone.
-    ("write", "ridestatus/deadletter"),
-    ("readwrite", "ridestatus/workers/+"),
-    ("readwrite", "ridestatus/workers/+/released"),
-    ("readwrite", "ridestatus/workers/+/load"),
-    ("readwrite", "ridestatus/workers/+/recovery"),
-    ("readwrite", "ridestatus/workers/+/lease"),
-    ("readwrite", "ridestatus/state/#"),
-    ("readwrite", "ridestatus/priors/+"),
-    ("read", "ride-options/request"),
-    ("write", "replies/#"),
-]
+import os
 
-DISPATCH = [
-    ("write", "rides/+/start"),
-    ("write", "rides/+/assign"),
-    ("write", "rides/+/event"),
-    ("write", "rides/+/cancel"),
-    ("write", "rides/+/stop"),
-    ("read", "rides/+/status"),
-    ("write", "rides/+/status/get"),
-    ("read", "ridestatus/deadletter"),
-    ("read", "ridestatus/workers/+"),
-    ("write", "ride-options/request"),
-    ("read", "replies/{user}/#"),
-]
+# The topic prefixes of the contract, under the worker's setting names (`topics.*`): the roles follow the worker's
+# configuration file (config/worker.yaml, or RIDESTATUS_WORKER_CONFIG). BrokerRoleTopicsTests checks every rule
+# against RideStatusKit's topic table (RideTopics), with the defaults and with other prefixes.
+DEFAULT_TOPICS = {"fleetPrefix": "fleet", "ridesPrefix": "rides", "serviceName": "ridestatus",
+                  "rideOptionsPrefix": "ride-options", "replyPrefix": "replies"}
 
-MONITOR = [("read", "ridestatus/workers/+"), ("read", "ridestatus/deadletter")]
 
-# ride-watch, the live view of `make run`: every ride's status and the workers' presence; it writes nothing.
-WATCHER = [("read", "rides/+/status"), ("read", "ridestatus/workers/+"), ("read", "ridestatus/deadletter")]
+def configured_topics(path=None):
+    """The `topics:` section of the worker's configuration file, where one is; the defaults otherwise."""
+    path = path or os.environ.get("RIDESTATUS_WORKER_CONFIG") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config", "worker.yaml")
+    topics = dict(DEFAULT_TOPICS)
+    if os.path.exists(path):
+        import yaml  # installed by scripts/install-deps.sh; only needed when a file is read
+        with open(path) as handle:
+            section = (yaml.safe_load(handle) or {}).get("topics") or {}
+        topics.update({key: str(value) for key, value in section.items() if key in DEFAULT_TOPICS})
+    return topics
 
-# ride-push (issue 32): the statuses of the rides it serves, its group's presences, and the registration records,
-# which hold rider devices' push tokens (no other role reads them). One account per member (A4).
-PUSH = [
-    ("read", "rides/+/status"),
-    ("readwrite", "ridestatus/push/members/+"),
-    ("readwrite", "ridestatus/push/devices/+/+"),
-]
 
-# A vehicle and the driver app in it: its own position, availability and driver events (A3: the worker applies an
-# event only for the ride this vehicle is assigned to).
-VEHICLE = [
-    ("write", "fleet/vehicles/{user}/position"),
-    ("write", "fleet/vehicles/{user}/availability"),
-    ("write", "fleet/vehicles/{user}/event"),
-]
+def roles(topics=None):
+    """Each role's rules under these prefixes (the contract's defaults where one is not given)."""
+    t = dict(DEFAULT_TOPICS, **(topics or {}))
+    fleet, rides, service = t["fleetPrefix"], t["ridesPrefix"], t["serviceName"]
+    options, replies = t["rideOptionsPrefix"], t["replyPrefix"]
+    controls = ("start", "assign", "event", "cancel", "stop")
+    worker = [
+        ("read", f"{fleet}/vehicles/+/position"),
+        ("read", f"{fleet}/vehicles/+/availability"),
+        ("read", f"{fleet}/vehicles/+/event"),
+        *[("read", f"{rides}/+/{kind}") for kind in controls],
+        ("read", f"{rides}/+/status/get"),
+        ("readwrite", f"{rides}/+/status"),
+        # Each of the workers' own topics by name, so that the push registrations (push tokens) under
+        # {service}/push/ stay ride-push's alone.
+        ("write", f"{service}/deadletter"),
+        ("readwrite", f"{service}/workers/+"),
+        ("readwrite", f"{service}/workers/+/released"),
+        ("readwrite", f"{service}/workers/+/load"),
+        ("readwrite", f"{service}/workers/+/recovery"),
+        ("readwrite", f"{service}/workers/+/lease"),
+        ("readwrite", f"{service}/state/#"),
+        ("readwrite", f"{service}/priors/+"),
+        ("read", f"{options}/request"),
+        ("write", f"{replies}/#"),
+    ]
+    dispatch = [
+        *[("write", f"{rides}/+/{kind}") for kind in controls],
+        ("read", f"{rides}/+/status"),
+        ("write", f"{rides}/+/status/get"),
+        ("read", f"{service}/deadletter"),
+        ("read", f"{service}/workers/+"),
+        ("write", f"{options}/request"),
+        ("read", f"{replies}/{{user}}/#"),
+    ]
+    monitor = [("read", f"{service}/workers/+"), ("read", f"{service}/deadletter")]
+    # ride-watch, the live view of `make run`: every ride's status and the workers' presence; it writes nothing.
+    watcher = [("read", f"{rides}/+/status"), ("read", f"{service}/workers/+"), ("read", f"{service}/deadletter")]
+    # ride-push: the statuses of the rides it serves, its group's presences, and the registration records, which
+    # hold rider devices' push tokens (no other role reads them). One account per member (A4).
+    push = [
+        ("read", f"{rides}/+/status"),
+        ("readwrite", f"{service}/push/members/+"),
+        ("readwrite", f"{service}/push/devices/+/+"),
+    ]
+    # A vehicle and the driver app in it: its own position, availability and driver events (A3: the worker applies
+    # an event only for the ride this vehicle is assigned to).
+    vehicle = [
+        ("write", f"{fleet}/vehicles/{{user}}/position"),
+        ("write", f"{fleet}/vehicles/{{user}}/availability"),
+        ("write", f"{fleet}/vehicles/{{user}}/event"),
+    ]
+    simulator = [
+        ("write", f"{fleet}/vehicles/+/position"),
+        ("write", f"{fleet}/vehicles/+/availability"),
+        ("write", f"{fleet}/vehicles/+/event"),
+        *[("write", f"{rides}/+/{kind}") for kind in ("start", "assign", "cancel", "stop")],
+        ("write", f"{options}/request"),
+        ("read", f"{replies}/{{user}}/#"),
+    ]
+    # A rider: the username is the ride identifier, issued per ride: that ride's status, its status/get, replies
+    # under {replies}/{ride}/, and quotes.
+    rider = [
+        ("read", f"{rides}/{{user}}/status"),
+        ("write", f"{rides}/{{user}}/status/get"),
+        ("read", f"{replies}/{{user}}/#"),
+        ("write", f"{options}/request"),
+    ]
+    # Role names of accounts.yaml, with their rules; "rider" is the role of every ride's own account.
+    return {"worker": worker, "dispatch": dispatch, "monitoring": monitor, "watchers": watcher, "push": push,
+            "vehicles": vehicle, "simulators": simulator, "rider": rider}
 
-SIMULATOR = [
-    ("write", "fleet/vehicles/+/position"),
-    ("write", "fleet/vehicles/+/availability"),
-    ("write", "fleet/vehicles/+/event"),
-    ("write", "rides/+/start"),
-    ("write", "rides/+/assign"),
-    ("write", "rides/+/cancel"),
-    ("write", "rides/+/stop"),
-    ("write", "ride-options/request"),
-    ("read", "replies/{user}/#"),
-]
 
-# A rider: the username is the ride identifier, issued per ride: that ride's status, its status/get, replies under
-# replies/{ride}/, and quotes.
-RIDER = [
-    ("read", "rides/{user}/status"),
-    ("write", "rides/{user}/status/get"),
-    ("read", "replies/{user}/#"),
-    ("write", "ride-options/request"),
-]
-
-# Role names of accounts.yaml, with their rules.
-ROLES = {
-    "worker": WORKER,
-    "dispatch": DISPATCH,
-    "monitoring": MONITOR,
-    "watchers": WATCHER,
-    "push": PUSH,
-    "vehicles": VEHICLE,
-    "simulators": SIMULATOR,
-}
-
+_CONFIGURED = roles(configured_topics())
+# The rider's role is made per ride; the others are accounts.yaml's roles.
+RIDER = _CONFIGURED.pop("rider")
+ROLES = _CONFIGURED
+WORKER, DISPATCH, MONITOR, WATCHER = ROLES["worker"], ROLES["dispatch"], ROLES["monitoring"], ROLES["watchers"]
+PUSH, VEHICLE, SIMULATOR = ROLES["push"], ROLES["vehicles"], ROLES["simulators"]
 
 # Roles whose accounts sign in by certificate only (the workers' listener): none of them is an account of the
 # plugin, so no password on the password listener can act as a worker (A4).

@@ -82,6 +82,8 @@ public struct RideTopics: Sendable, Hashable {
     public var releasedFilter: String { "\(serviceName)/workers/+/released" }
     /// G5: a worker's lease pings and lease marker (private to it: it alone reads them).
     public func leaseMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/lease" }
+    /// L5: the marker that closes a worker's recovery (private to it).
+    public func recoveryMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/recovery" }
     /// G3: a worker's load markers (private to it).
     public func loadMarker(worker: String) -> String { "\(serviceName)/workers/\(worker)/load" }
     /// E1: one service area's learned priors, retained and private to the workers: `{serviceName}/priors/{key}`.

@@ -35,7 +35,7 @@ struct WorkerIdentity: Sendable {
     }
 
     /// The topic of the marker that closes this worker's recovery (L5).
-    var recoveryMarker: String { "\(topics.serviceName)/workers/\(id)/recovery" }
+    var recoveryMarker: String { topics.recoveryMarker(worker: id) }
 
     /// G5: the topic of the lease marker (a confirmation after a lapse) and of the client's lease pings.
     var leaseMarker: String { topics.leaseMarker(worker: id) }
