@@ -10,7 +10,7 @@ DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-security test-pause test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
+.PHONY: all deps build build-release build-unbuffered run run-cluster lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-security test-pause test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -38,6 +38,14 @@ run: deps
 	@set -e; for product in $(RUN_PRODUCTS); do $(SWIFT) build $(if $(RELEASE),-c release,) --product $$product; done
 	@BIN_DIR="$$($(SWIFT) build $(if $(RELEASE),-c release,) --show-bin-path)" BROKER_PORT=$(BROKER_PORT) \
 		METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) DRIVING=$(DRIVING) KEEP=$(KEEP) ./scripts/run-local.sh
+
+## run-cluster: a group on a clustered broker with etcd (G6), on loopback: three etcd members, a 3-node NATS cluster
+## (MQTT 3.1.1), three workers, fleet-sim and the live view (debug builds; Ctrl-C stops all; docs/operations.md)
+run-cluster: deps
+	@./scripts/nats-server.sh --install
+	@set -e; for product in ride-status-worker fleet-sim ride-watch; do $(SWIFT) build --product $$product; done
+	@BIN_DIR="$$($(SWIFT) build --show-bin-path)" VEHICLES=$(if $(filter 50,$(VEHICLES)),30,$(VEHICLES)) \
+		./scripts/run-cluster.sh
 
 ## lock: pin the packages the Docker build uses (deploy/swiftpm-pins.json) to what this checkout resolves
 lock:

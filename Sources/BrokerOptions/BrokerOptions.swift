@@ -13,6 +13,9 @@ public struct BrokerOptions: ParsableArguments, Sendable {
     public var passwordFile: String?
     @Option(help: "CA certificate that signed the broker's (an mqtts:// broker with the deployment's own CA).")
     public var caFile: String?
+    /// MQTT 3.1.1 for a broker without MQTT 5 (NATS's MQTT listener: `make run-cluster`).
+    @Option(name: .customLong("protocol"), help: "MQTT version: 5 (default) or 3.1.1.")
+    public var protocolVersion: String = "5"
 
     public init() {}
 
@@ -27,6 +30,11 @@ public struct BrokerOptions: ParsableArguments, Sendable {
     public func configuration(clientID: String) throws -> MQTTConfiguration {
         var configuration = try MQTTConfiguration(url: brokerURL, clientID: username ?? clientID)
         try configuration.useCredentials(username: username, passwordFile: passwordFile, caFile: caFile)
+        switch protocolVersion {
+        case "5", "5.0": configuration.protocolVersion = .v5
+        case "3.1.1", "311": configuration.protocolVersion = .v311
+        default: throw ValidationError("--protocol takes 5 or 3.1.1, not '\(protocolVersion)'")
+        }
         return configuration
     }
 }

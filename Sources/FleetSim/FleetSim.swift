@@ -62,7 +62,8 @@ struct FleetSimCommand: AsyncParsableCommand {
         var logger = Logger(label: "fleet-sim")
         logger.logLevel = .info
         let clientID = "fleet-sim-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
-        let client = try MQTTClient(configuration: try access.configuration(clientID: clientID), logger: logger)
+        let configuration = try access.configuration(clientID: clientID)
+        let client = try MQTTClient(configuration: configuration, logger: logger)
         logger.info("connecting", metadata: ["broker": "\(access.brokerURL)"])
         try await client.connect(timeout: .seconds(30))
         // Quote replies (3.4) come back on this simulator's own topic under the reply prefix (A1); they are
@@ -77,10 +78,13 @@ struct FleetSimCommand: AsyncParsableCommand {
             }
         }
         defer { reader.cancel() }
+        // MQTT 3.1.1 (a NATS cluster) has no Response Topic, so a quote request could not be answered (A1).
+        let quotes = configuration.protocolVersion == .v5
+        if !quotes { logger.notice("MQTT 3.1.1: no Response Topic (A1), so the simulated riders book without quotes") }
         var world = World(
             seed: seed, vehicles: vehicles, center: Coordinate(latitude: parts[0], longitude: parts[1]), radius: radius,
             ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate,
-            quoteReplies: replyTopic,
+            quoteReplies: quotes ? replyTopic : nil,
             ridePrefix: ridePrefix ?? "r-\(String(UInt64(Date().timeIntervalSince1970) % 46_656, radix: 36))-",
             driving: driving)
         if let replay { try world.addReplay(try Trace.load(path: replay).map(\.coordinate)) }

@@ -31,17 +31,21 @@ extension World {
         let locale = Double.random(in: 0..<1, using: &random) < 0.3 ? #","locale":"de""# : ""
         let request =
             #"{"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"partySize":\#(partySize)\#(locale)}"#
-        out.append(
-            OutgoingMessage(
-                topic: topics.rideOptionsRequest, payload: Array(request.utf8), control: true,
-                responseTopic: quoteReplies, correlationData: Array(ride.utf8)))
+        if let quoteReplies {
+            out.append(
+                OutgoingMessage(
+                    topic: topics.rideOptionsRequest, payload: Array(request.utf8), control: true,
+                    responseTopic: quoteReplies, correlationData: Array(ride.utf8)))
+            quotesAsked += 1
+        }
         out.append(
             OutgoingMessage(
                 topic: topics.availability(vehicle: vehicle.id), payload: Array(#"{"available":false}"#.utf8),
                 control: true, retain: true))
-        quotesAsked += 1
         vehicle.ride = ride
-        vehicle.stage = .quoting(ride: ride, pickup: pickup, partySize: partySize, deadline: now.addingTimeInterval(3))
+        // Without quotes, the rider books at the next tick.
+        let deadline = now.addingTimeInterval(quoteReplies == nil ? 0 : 3)
+        vehicle.stage = .quoting(ride: ride, pickup: pickup, partySize: partySize, deadline: deadline)
     }
 
     /// The quoted option this vehicle serves, whole (name as the reply gave it, possibly localized; price range,

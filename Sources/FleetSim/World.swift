@@ -77,13 +77,14 @@ struct World {
     var ridesBookedByQuote = 0
     var tick = 0
     /// Where quote replies arrive: this simulator's own response topic.
-    let quoteReplies: String
+    /// Where quote replies come back (A1); nil under MQTT 3.1.1, which has no Response Topic: no quotes are asked.
+    let quoteReplies: String?
     /// Replies received, by ride (the correlation data).
     var quoteReplies_: [String: [UInt8]] = [:]
 
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
-        cancelRate: Double, badInputRate: Double, quoteReplies: String = "replies/fleet-sim/quotes",
+        cancelRate: Double, badInputRate: Double, quoteReplies: String? = "replies/fleet-sim/quotes",
         ridePrefix: String = "r-", driving: FleetDriving = .grid, start: Date = Date()
     ) {
         random = SeededRandom(seed: seed)

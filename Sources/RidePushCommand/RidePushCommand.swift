@@ -69,6 +69,10 @@ struct RidePushCommand: AsyncParsableCommand {
 
     /// The flags given, as configuration keys: they win over the file and the environment.
     func overrides() throws -> [(String, String)] {
+        // ride-push's registrations and presences use MQTT 5 (a will per incarnation): no 3.1.1 broker.
+        guard ["5", "5.0"].contains(access.protocolVersion) else {
+            throw ValidationError("ride-push speaks MQTT 5 only, not --protocol \(access.protocolVersion)")
+        }
         let flags: [(String, String?)] = [
             ("broker.url", access.broker), ("broker.username", access.username),
             ("broker.passwordFile", access.passwordFile), ("broker.caFile", access.caFile),
