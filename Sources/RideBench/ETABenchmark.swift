@@ -4,6 +4,8 @@ import Foundation
 import RideDomain
 import WorkerGroup
 
+import enum RideStatusKit.RidePhase
+
 /// `ride-bench eta` (`make bench-eta`): how right the worker's ETAs are (E1). Replays trips
 /// through the ride domain with the real timing of their fixes: the worker's status every `updateInterval`
 /// gives an estimated pickup (while the car drives to the pickup) and drop-off (during the ride), compared with

@@ -5,6 +5,8 @@ import MQTTClient
 import MosquittoTesting
 import RideDomain
 
+import enum RideStatusKit.RidePhase
+
 /// What the observer saw on `rides/+/status`: first arrival per ride and phase, and cadence gaps.
 ///
 /// It takes every status at the 100,000-ride cadence (20,000 a second) on the 2 cores the worker and the broker

@@ -2,9 +2,25 @@ public import Foundation
 
 // MARK: - The ride status (3.3), as `rides/{rideIdentifier}/status` carries it
 
-/// The phase of a ride (P1-P8): `INRidePhase` without `unknown`, which the contract never sends.
-public enum RidePhase: String, Sendable, Hashable, Codable, CaseIterable {
+/// The phase of a ride (P1-P8): `INRidePhase` without `unknown`, which the contract never sends. Ordered as a ride
+/// moves through it, never backwards.
+public enum RidePhase: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
     case received, confirmed, approachingPickup, pickup, ongoing, completed
+
+    @usableFromInline
+    var order: Int {
+        switch self {
+        case .received: return 0
+        case .confirmed: return 1
+        case .approachingPickup: return 2
+        case .pickup: return 3
+        case .ongoing: return 4
+        case .completed: return 5
+        }
+    }
+
+    @inlinable
+    public static func < (lhs: RidePhase, rhs: RidePhase) -> Bool { lhs.order < rhs.order }
 }
 
 /// One ride status: retained on `rides/{rideIdentifier}/status`, at least every `updateInterval` seconds

@@ -3,6 +3,8 @@ import Locking
 package import RideDomain
 import WorkerGroup
 
+package import enum RideStatusKit.RidePhase
+
 /// What the HTTP server reads of a worker (the read API `/v1` and the live map): each call takes the worker's
 /// lock briefly, and anything that grows with the fleet (sorting, paging, JSON) happens outside it.
 package protocol FleetReader: Sendable {

@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import RideJSON
 
+import enum RideStatusKit.RidePhase
+
 /// The read API under `/v1`, as `docs/openapi.json` describes it: from a reader and a query to a status code
 /// and a JSON body, with no HTTP types, so that paging and filters are tested without a server.
 struct ReadAPI: Sendable {

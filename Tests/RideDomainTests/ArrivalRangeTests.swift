@@ -3,6 +3,8 @@ import PropertyBased
 import Testing
 import WorkerGroup
 
+import enum RideStatusKit.RidePhase
+
 @testable import RideDomain
 
 /// E1's range (issue 31): the latest time is the estimate's time to go times the 90th percentile of how much

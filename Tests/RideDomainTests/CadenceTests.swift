@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import enum RideStatusKit.RidePhase
+
 @Suite("Cadence C1-C6")
 struct CadenceTests {
     @Test("C1: every active ride publishes at least every updateInterval; above 20 s is refused")

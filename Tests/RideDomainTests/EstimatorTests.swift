@@ -3,6 +3,8 @@ import PropertyBased
 import RideDomain
 import Testing
 
+import enum RideStatusKit.RidePhase
+
 /// E1 as issues 15 and 31 build it: the pace in two parts (the speed while moving and the share of time standing),
 /// smoothed in time, started from a moving fix or the typical speed, and ETAs that do not lurch later while the
 /// car comes nearer. Hand-computed cases, and a property over random approaches.

@@ -3,6 +3,8 @@ import PropertyBased
 import RideDomain
 import Testing
 
+import enum RideStatusKit.RidePhase
+
 /// Random sequences of fixes and events over a few rides and vehicles.
 enum Step: Sendable, CustomStringConvertible {
     case fix(vehicle: Int, north: Double, east: Double, speed: Double)

@@ -3,6 +3,8 @@ import MosquittoTesting
 import RideDomain
 import Testing
 
+import enum RideStatusKit.RidePhase
+
 /// The encoder's output against the JSON Schemas in docs/schema (draft 2020-12), checked by Python's
 /// `jsonschema` (the reference validator; installed by `make deps`).
 @Suite("JSON Schemas of the contract")

@@ -2,6 +2,7 @@ import Foundation
 import RideDomain
 import Testing
 
+import enum RideStatusKit.RidePhase
 import enum RideStatusKit.Rule
 
 @Suite("Status validity V1-V7 and the JSON of 3.3")

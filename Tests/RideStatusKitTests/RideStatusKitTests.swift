@@ -199,7 +199,6 @@ struct RideStatusKitTests {
 
     @Test("2, P1-P8: one topic table: every topic the kit builds, the worker's parser reads back as what it names")
     func oneTopicTable() {
-        #expect(RideStatusKit.RidePhase.allCases.map(\.rawValue) == RideDomain.RidePhase.allCases.map(\.rawValue))
         for topics in [
             RideTopics(),
             RideTopics(fleetPrefix: "f", ridesPrefix: "r", serviceName: "s", rideOptionsPrefix: "o", replyPrefix: "p"),
@@ -226,6 +225,13 @@ struct RideStatusKitTests {
         }
         #expect(RideTopics().ride(ofStatusTopic: "rides/a/b/status") == nil)
         #expect(RideTopics().ride(ofStatusTopic: "fleet/vehicles/v/position") == nil)
+    }
+
+    @Test("P1: phases order as a ride moves through them, received first and completed last")
+    func phaseOrder() {
+        let phases = RideStatusKit.RidePhase.allCases
+        #expect(phases.sorted() == phases && phases.first == .received && phases.last == .completed)
+        #expect(RideStatusKit.RidePhase.pickup < .ongoing && !(RideStatusKit.RidePhase.ongoing < .pickup))
     }
 
     // MARK: The SiriKit tables

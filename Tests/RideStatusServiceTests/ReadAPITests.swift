@@ -4,6 +4,7 @@ import RideDomain
 import RideJSON
 import Testing
 
+import enum RideStatusKit.RidePhase
 import struct RideStatusKit.RideTopics
 
 @testable import RideStatusService

@@ -1,5 +1,7 @@
 import Foundation
 
+import enum RideStatusKit.RidePhase
+
 // MARK: - Estimates (E1)
 
 /// E1: remaining time from great-circle distance, a detour factor and a smoothed speed with a floor.

@@ -1,5 +1,7 @@
 public import Foundation
 
+public import enum RideStatusKit.RidePhase
+
 // MARK: - Shared shapes of section 1 and 3
 
 /// A place (CLPlacemark analog).

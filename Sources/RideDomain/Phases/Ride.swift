@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+package import RideStatusKit
 
 /// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
 /// Methods return whether the phase or the completion status changed (which publishes at once, C2).

@@ -1,5 +1,7 @@
 public import Foundation
 
+import enum RideStatusKit.RidePhase
+
 // MARK: - The next status (C1, C5) and the last valid one (V7)
 
 extension Ride {

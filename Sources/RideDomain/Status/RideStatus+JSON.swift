@@ -1,5 +1,7 @@
 public import Foundation
 
+import enum RideStatusKit.RidePhase
+
 // MARK: - JSON exactly as in section 3.3
 
 extension RideStatus {

@@ -1,24 +1,6 @@
 public import Foundation
 public import RideStatusKit
 
-/// `INRidePhase` without `unknown`, in the order a ride moves through it (never backwards).
-public enum RidePhase: String, Sendable, Codable, CaseIterable, Comparable {
-    case received, confirmed, approachingPickup, pickup, ongoing, completed
-
-    var order: Int {
-        switch self {
-        case .received: return 0
-        case .confirmed: return 1
-        case .approachingPickup: return 2
-        case .pickup: return 3
-        case .ongoing: return 4
-        case .completed: return 5
-        }
-    }
-
-    public static func < (lhs: RidePhase, rhs: RidePhase) -> Bool { lhs.order < rhs.order }
-}
-
 /// `INRideCompletionStatus`.
 public struct CompletionStatus: Sendable, Equatable, Codable {
     public var completed: Bool

@@ -1,5 +1,7 @@
 public import Foundation
 
+public import enum RideStatusKit.RidePhase
+
 /// What a map or a list shows of one active ride: the read API's `/v1/rides` and the live map's updates.
 /// Built on demand from the ride, never kept: it costs nothing while nobody looks.
 public struct RideSummary: Sendable, Equatable {

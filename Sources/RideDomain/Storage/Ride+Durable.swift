@@ -1,5 +1,7 @@
 import Foundation
 
+import enum RideStatusKit.RidePhase
+
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder
 
 // This release writes shape 8: the field names and nesting that every release used (other tools read them),
