@@ -1,5 +1,6 @@
 public import Foundation
 
+public import struct RideStatusKit.Driver
 public import enum RideStatusKit.RidePhase
 
 // MARK: - Shared shapes of section 1 and 3
@@ -115,18 +116,6 @@ public struct VehicleDetails: Sendable, Equatable, Codable {
         self.manufacturer = manufacturer
         self.model = model
         self.mapAnnotationImage = mapAnnotationImage
-    }
-}
-
-/// `INRideDriver`.
-public struct Driver: Sendable, Equatable, Codable {
-    public var displayName: String?
-    public var phoneNumber: String?
-    public var rating: String?
-    public init(displayName: String? = nil, phoneNumber: String? = nil, rating: String? = nil) {
-        self.displayName = displayName
-        self.phoneNumber = phoneNumber
-        self.rating = rating
     }
 }
 

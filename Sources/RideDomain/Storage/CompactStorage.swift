@@ -1,5 +1,7 @@
 public import Foundation
 
+import struct RideStatusKit.Driver
+
 // Storage shapes for the values every active ride keeps (at most 1 KB per active ride: `make bench-scale`).
 // An `Optional<Date>` or `Optional<Double>` takes 9 bytes and pads to 16 next to the following word; a
 // ride keeps a dozen of them. These wrappers keep the same values in 8 bytes each, with NaN for nil.

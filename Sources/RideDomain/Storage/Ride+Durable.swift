@@ -1,5 +1,6 @@
 import Foundation
 
+import struct RideStatusKit.Driver
 import enum RideStatusKit.RidePhase
 
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder

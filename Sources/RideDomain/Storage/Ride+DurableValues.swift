@@ -1,5 +1,7 @@
 import Foundation
 
+import struct RideStatusKit.Driver
+
 // MARK: - Durable state (L5): the values inside it
 
 // The nested values as their `Codable` shapes have always been: absent optionals left out, money as JSON
