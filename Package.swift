@@ -335,6 +335,7 @@ let package = Package(
         .testTarget(
             name: "RidePushTests",
             dependencies: [
+                "Locking",
                 "RidePush",
                 "RidePushService",
                 "SettingsLayers",

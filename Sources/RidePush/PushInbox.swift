@@ -75,8 +75,9 @@ public struct PushInbox: Sendable {
     /// The status waiting under `topic`, if any.
     public func waiting(topic: String) -> [UInt8]? { waiting[topic]?.payload }
 
-    /// What a message on `topic` reads as.
-    public func read(topic: String, payload: [UInt8], now: Date) -> Message {
+    /// What a message on `topic` reads as. Static: the waiting statuses are not needed, and a copy of them taken out
+    /// of the lock would make the next arrival copy the whole table.
+    public static func read(topic: String, payload: [UInt8], topics: RideTopics, now: Date) -> Message {
         if let ride = topics.ride(ofStatusTopic: topic) {
             if payload.isEmpty { return .stop(ride: ride) }
             guard let status = try? JSONDecoder.rideStatus.decode(RideStatus.self, from: Data(payload)),

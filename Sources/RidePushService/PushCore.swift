@@ -21,8 +21,9 @@ struct PushCore: Service {
         for await event in events.cancelOnGracefulShutdown() {
             state.handle(event, now: now())
         }
-        // The outputs stay open: each service beside this one ends at its own turn of the graceful shutdown (one
-        // that ended before would fail the group).
+        // What the core queued for the broker still goes out; the other outputs stay open, as each service beside
+        // this one ends at its own turn of the graceful shutdown (one that ended before would fail the group).
+        state.outputs.changes.finish()
     }
 
     /// Where the core's actions go.
@@ -96,7 +97,7 @@ struct PushCore: Service {
         }
 
         mutating func message(topic: String, payload: [UInt8], now: Date) {
-            let read = inbox.withLock { $0 }.read(topic: topic, payload: payload, now: now)
+            let read = PushInbox.read(topic: topic, payload: payload, topics: topics, now: now)
             switch read {
             case .status(let ride, let status):
                 logger.trace(

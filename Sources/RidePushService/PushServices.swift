@@ -51,6 +51,8 @@ struct GroupSubscription: Service {
             throw error
         }
         input.yield(.groupSubscribed)
+        // Ends at its own turn of a graceful shutdown: a service that ends out of turn fails the group.
+        try? await gracefulShutdown()
     }
 }
 
@@ -71,7 +73,9 @@ struct Ticker: Service {
     }
 }
 
-/// Subscriptions, unsubscriptions and record deletions, one at a time in the order the core decided them.
+/// Subscriptions, unsubscriptions and record deletions, one at a time in the order the core decided them. At a
+/// shutdown it carries out what the core queued before it stopped (a record deletion left undone stays retained
+/// until another owner deletes it), then waits for its own turn.
 struct BrokerChanges: Service {
     let changes: AsyncStream<BrokerChange>
     let broker: RidePushService.Broker
@@ -79,7 +83,8 @@ struct BrokerChanges: Service {
     let logger: Logger
 
     func run() async {
-        for await change in changes.cancelOnGracefulShutdown() {
+        // Ends when the core, stopping, finishes the stream (or when cancelled).
+        for await change in changes {
             do {
                 switch change {
                 case .subscribe(let ride): try await broker.subscribe(topics.status(ride: ride))
@@ -90,6 +95,7 @@ struct BrokerChanges: Service {
                 logger.warning("a change on the broker failed", metadata: ["error": "\(error)"])
             }
         }
+        try? await gracefulShutdown()
     }
 }
 

@@ -142,8 +142,7 @@ public final class RidePushService: Sendable {
         // In the order they start; a graceful shutdown ends them in reverse: the core first, then what it fed.
         services = [
             .init(
-                service: GroupSubscription(broker: broker, topics: settings.topics, input: input, logger: self.logger),
-                successTerminationBehavior: .ignore),
+                service: GroupSubscription(broker: broker, topics: settings.topics, input: input, logger: self.logger)),
             .init(service: Ticker(clock: clock, every: settings.tick, input: input)),
             .init(
                 service: BrokerChanges(changes: changes, broker: broker, topics: settings.topics, logger: self.logger)),
@@ -160,17 +159,18 @@ public final class RidePushService: Sendable {
     /// which the ride's owner serves. Returns whether it is new (false: it was registered already).
     public func register(_ device: PushDevice, ride: String, expires: Date) async -> Result<Bool, RegistrationRefusal> {
         await withCheckedContinuation { continuation in
-            let sent = input.yield(
-                .register(device, ride: ride, expires: expires, reply: { continuation.resume(returning: $0) }))
-            if case .terminated = sent { continuation.resume(returning: .failure(.shuttingDown)) }
+            let reply = Answer(continuation)
+            let sent = input.yield(.register(device, ride: ride, expires: expires, reply: { reply($0) }))
+            if case .terminated = sent { reply(.failure(.shuttingDown)) }
         }
     }
 
     /// Removes `device` from `ride`. Returns whether it was registered.
     public func unregister(_ device: PushDevice, ride: String) async -> Result<Bool, RegistrationRefusal> {
         await withCheckedContinuation { continuation in
-            let sent = input.yield(.unregister(device, ride: ride, reply: { continuation.resume(returning: $0) }))
-            if case .terminated = sent { continuation.resume(returning: .failure(.shuttingDown)) }
+            let reply = Answer(continuation)
+            let sent = input.yield(.unregister(device, ride: ride, reply: { reply($0) }))
+            if case .terminated = sent { reply(.failure(.shuttingDown)) }
         }
     }
 
@@ -210,4 +210,24 @@ public final class RidePushService: Sendable {
             incarnation: Int(clamping: incarnation), at: now)
         return (settings.topics.pushMember(member), presence.encoded())
     }
+}
+
+/// A registration's answer, given once. One dropped unanswered (its event or its write lost when the group was
+/// cancelled) answers `shuttingDown` as it goes, so that no HTTP request waits for ever.
+final class Answer: Sendable {
+    private let continuation: Locked<CheckedContinuation<Result<Bool, RidePushService.RegistrationRefusal>, Never>?>
+
+    init(_ continuation: CheckedContinuation<Result<Bool, RidePushService.RegistrationRefusal>, Never>) {
+        self.continuation = Locked(continuation)
+    }
+
+    func callAsFunction(_ result: Result<Bool, RidePushService.RegistrationRefusal>) {
+        let waiting = continuation.withLock { waiting in
+            defer { waiting = nil }
+            return waiting
+        }
+        waiting?.resume(returning: result)
+    }
+
+    deinit { self(.failure(.shuttingDown)) }
 }

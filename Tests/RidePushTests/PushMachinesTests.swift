@@ -29,39 +29,41 @@ struct PushMachinesTests {
 
     @Test("V1, A2, G1: what each message reads as; a status of another ride and a record by hand do not read")
     func inboxReads() throws {
-        let inbox = PushInbox(topics: topics)
         var maker = StatusMaker()
         let status = maker.next(.approachingPickup, at: 0)
         let topic = topics.status(ride: maker.ride)
         let statusBytes = Array(try JSONEncoder.rideStatus.encode(status))
-        guard case .status(let ride, let read) = inbox.read(topic: topic, payload: statusBytes, now: now) else {
+        guard
+            case .status(let ride, let read) = PushInbox.read(
+                topic: topic, payload: statusBytes, topics: topics, now: now)
+        else {
             Issue.record("a status reads as one")
             return
         }
         #expect(ride == maker.ride && read.sequence == status.sequence)
-        guard case .stop(maker.ride) = inbox.read(topic: topic, payload: [], now: now) else {
+        guard case .stop(maker.ride) = PushInbox.read(topic: topic, payload: [], topics: topics, now: now) else {
             Issue.record("an empty status is a stop")
             return
         }
         guard
-            case .unreadableStatus("other", _) = inbox.read(
-                topic: topics.status(ride: "other"), payload: statusBytes, now: now)
+            case .unreadableStatus("other", _) = PushInbox.read(
+                topic: topics.status(ride: "other"), payload: statusBytes, topics: topics, now: now)
         else {
             Issue.record("a status naming another ride does not read")
             return
         }
         let presence = Presence(state: .online, since: now, version: "v", incarnation: 7, at: now).encoded()
         guard
-            case .presence("m1", let sighting?) = inbox.read(
-                topic: topics.pushMember("m1"), payload: presence, now: now)
+            case .presence("m1", let sighting?) = PushInbox.read(
+                topic: topics.pushMember("m1"), payload: presence, topics: topics, now: now)
         else {
             Issue.record("a presence reads as one")
             return
         }
         #expect(sighting.online && sighting.incarnation == 7)
         guard
-            case .unreadablePresence("m1", 2) = inbox.read(
-                topic: topics.pushMember("m1"), payload: [0x7B, 0x7D], now: now)
+            case .unreadablePresence("m1", 2) = PushInbox.read(
+                topic: topics.pushMember("m1"), payload: [0x7B, 0x7D], topics: topics, now: now)
         else {
             Issue.record("a presence without a state does not read")
             return
@@ -69,21 +71,22 @@ struct PushMachinesTests {
         let record = PushGroup.Record(device: phone, expires: now.addingTimeInterval(600))
         let recordTopic = topics.pushDevice(ride: "r1", key: phone.recordKey)
         guard
-            case .record("r1", phone.recordKey, let back?) = inbox.read(
-                topic: recordTopic, payload: record.encoded(), now: now)
+            case .record("r1", phone.recordKey, let back?) = PushInbox.read(
+                topic: recordTopic, payload: record.encoded(), topics: topics, now: now)
         else {
             Issue.record("a record reads as one")
             return
         }
         #expect(back.device == phone)
         guard
-            case .unreadableRecord("r1", .keyMismatch) = inbox.read(
-                topic: topics.pushDevice(ride: "r1", key: android.recordKey), payload: record.encoded(), now: now)
+            case .unreadableRecord("r1", .keyMismatch) = PushInbox.read(
+                topic: topics.pushDevice(ride: "r1", key: android.recordKey), payload: record.encoded(), topics: topics,
+                now: now)
         else {
             Issue.record("a record under another device's key does not read")
             return
         }
-        guard case .other = inbox.read(topic: "elsewhere/x", payload: [1], now: now) else {
+        guard case .other = PushInbox.read(topic: "elsewhere/x", payload: [1], topics: topics, now: now) else {
             Issue.record("a topic that is none of ride-push's")
             return
         }
@@ -110,7 +113,8 @@ struct PushMachinesTests {
     func connection() {
         var connection = PushConnection(heartbeat: 5)
         #expect(connection.tick(now: now) == nil, "nothing to announce before a connection")
-        #expect(connection.connected(incarnation: 9, now: now) == nil, "not before the group is subscribed")
+        #expect(
+            connection.connected(incarnation: 9, now: now) == nil, "not before the group is subscribed")
         #expect(connection.isConnected)
         #expect(connection.subscribedGroup(now: now + 1) == .announce(incarnation: 9, since: now))
         #expect(connection.tick(now: now + 3) == nil, "the heartbeat is not due")
