@@ -15,18 +15,26 @@ out=.build-fuzz
 binary=$out/ride-fuzz
 mkdir -p "$out"
 
-# The domain and the modules it imports (Locking, RideJSON, WorkerGroup) compiled as one module: Contract/Exports.swift
-# only re-exports RideJSON, and the imports of Locking and WorkerGroup are dropped from a copy of the sources.
-modules="Sources/Locking Sources/RideJSON Sources/WorkerGroup Sources/RideDomain"
+# RideJSON and RideStatusKit (the contract's vocabulary, whose names the domain's own types still shadow) are built
+# as modules of their own; the domain, Locking and WorkerGroup are compiled with the targets as one module, the
+# imports of Locking and WorkerGroup dropped from a copy of the sources.
+modules="Sources/Locking Sources/RideJSON Sources/RideStatusKit Sources/WorkerGroup Sources/RideDomain"
+flags=(-sanitize=fuzzer,address -parse-as-library -O -package-name ridestatus)
+library() {  # library NAME FOLDER: a static library and its module, in $out/modules
+    # shellcheck disable=SC2046
+    swiftc "${flags[@]}" -module-name "$1" -I "$out/modules" -emit-module -emit-module-path "$out/modules/$1.swiftmodule" \
+        -emit-library -static -o "$out/modules/lib$1.a" $(find "$2" -name '*.swift' | sort) >> "$out/build.log" 2>&1
+}
 if [ ! -x "$binary" ] || [ -n "$(find $modules Fuzz -newer "$binary" -name '*.swift' | head -1)" ]; then
-    echo "==> building the fuzz targets (libFuzzer and AddressSanitizer; about a minute)"
-    rm -rf "$out/src" && mkdir -p "$out/src"
-    for file in $(find $modules -name '*.swift' ! -name Exports.swift | sort); do
+    echo "==> building the fuzz targets (libFuzzer and AddressSanitizer; about two minutes)"
+    rm -rf "$out/src" "$out/modules" "$out/build.log" && mkdir -p "$out/src" "$out/modules"
+    for file in $(find Sources/Locking Sources/WorkerGroup Sources/RideDomain -name '*.swift' | sort); do
         sed -E '/^(public |package )?import (WorkerGroup|Locking)$/d' "$file" > "$out/src/$(echo "$file" | tr / _)"
     done
     # shellcheck disable=SC2086
-    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name RideFuzz -package-name ridestatus \
-        "$out"/src/*.swift Fuzz/FuzzTargets.swift -o "$binary" > "$out/build.log" 2>&1; then
+    if ! library RideJSON Sources/RideJSON || ! library RideStatusKit Sources/RideStatusKit \
+        || ! swiftc "${flags[@]}" -module-name RideFuzz -I "$out/modules" -L "$out/modules" -lRideStatusKit -lRideJSON \
+            "$out"/src/*.swift Fuzz/FuzzTargets.swift -o "$binary" >> "$out/build.log" 2>&1; then
         grep -v "Cannot export local symbol" "$out/build.log" >&2
         echo "error: the fuzz targets did not build" >&2
         exit 1

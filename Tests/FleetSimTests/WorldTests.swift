@@ -7,7 +7,7 @@ import struct RideStatusKit.RideTopics
 
 @testable import FleetSim
 
-/// fleet-sim's simulated fleet (issue 31's classes of real driving, `--driving classes`), stepped a second at a
+/// fleet-sim's simulated fleet (the classes of real driving of the recorded city trips, `--driving classes`), stepped a second at a
 /// time with no broker: what it publishes is what a worker reads, so each promise of its documentation is checked
 /// on the messages themselves.
 @Suite("fleet-sim: the simulated fleet drives and reports as it says")
@@ -72,7 +72,7 @@ struct WorldTests {
         if case .done = stage { true } else { false }
     }
 
-    @Test("issue 31: each class car sends a fix every 1 to 5 s of its own, jittered by up to 30 %; half send no speed")
+    @Test("each class car sends a fix every 1 to 5 s of its own, jittered by up to 30 %; half send no speed")
     func sampling() throws {
         var world = World(
             seed: 31, vehicles: 40, center: Self.berlin, radius: 3000, ownTracksShare: 0, cancelRate: 0,
@@ -99,7 +99,7 @@ struct WorldTests {
     }
 
     @Test(
-        "issue 31, P3, P5: a class car reports its arrival at once and stands for three more fixes, at the pickup and at the drop-off; every ride started is stopped"
+        "P3, P5: a class car reports its arrival at once and stands for three more fixes, at the pickup and at the drop-off; every ride started is stopped"
     )
     func arrivals() throws {
         var world = World(

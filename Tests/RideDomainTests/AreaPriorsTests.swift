@@ -7,7 +7,7 @@ import struct RideStatusKit.DeadLetter
 import enum RideStatusKit.Identifier
 import struct RideStatusKit.RideTopics
 
-/// E1 (issue 31): what an area learned, shared with the group as a retained message and read back under A2.
+/// E1: what an area learned, shared with the group as a retained message and read back under A2.
 @Suite("Shared priors: E1's learned values per area, read back under A2")
 struct AreaPriorsTests {
     static let berlinKey = AreaPriors.key(area: "berlin")

@@ -7,7 +7,7 @@ import enum RideStatusKit.RidePhase
 
 @testable import RideDomain
 
-/// E1's range (issue 31): the latest time is the estimate's time to go times the 90th percentile of how much
+/// E1's range: the latest time is the estimate's time to go times the 90th percentile of how much
 /// longer arrivals took, per area, leg and horizon, shrunk toward the fleet and a prior while history is thin.
 @Suite("Estimates E1: the range of an arrival and how often it holds")
 struct ArrivalRangeTests {

@@ -15,9 +15,9 @@ struct CompactStorageTests {
     }
 
     /// Issue 3 (a ride within 1 KB at 100,000 rides, measured by `ride-bench memory`): the layout that keeps it
-    /// there, held so that a new field shows here and not months later in a benchmark (issue 31's range took a
+    /// there, held so that a new field shows here and not months later in a benchmark (E1's range took a
     /// ride from 941 to 1,086 bytes unnoticed). A field that must grow these says so in `docs/performance.md`.
-    @Test("issue 3: a ride's inline storage, its V7 snapshot and its range samples keep their measured sizes")
+    @Test("a ride's inline storage, its V7 snapshot and its range samples keep their measured sizes")
     func layout() {
         // 336 until G6: a grant's epoch is etcd's revision plus a base, so `epoch` is 64 bits and no longer fits
         // the padding after the leg (8 bytes a ride, 0.8 MB at 100,000 rides; docs/performance.md).

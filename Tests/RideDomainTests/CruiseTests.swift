@@ -5,7 +5,7 @@ import struct RideStatusKit.RideTopics
 
 @testable import RideDomain
 
-/// E1 (issue 31): the cruise, the speed while moving over five minutes shrunk toward the speed the ride's area
+/// E1: the cruise, the speed while moving over five minutes shrunk toward the speed the ride's area
 /// learned, that a far arrival is estimated toward; and that speed, learned per area and shared.
 @Suite("E1: the cruise a far arrival is estimated toward, and the speed an area learns")
 struct CruiseTests {
@@ -69,7 +69,7 @@ struct CruiseTests {
     }
 
     @Test(
-        "E1 (issue 31): an area with a learned speed: a far ETA leans toward it, a near one follows the pace; without one, the car's own"
+        "E1: an area with a learned speed: a far ETA leans toward it, a near one follows the pace; without one, the car's own"
     )
     func farArrivalsLeanOnTheArea() throws {
         let configuration = RideConfiguration()
@@ -106,7 +106,7 @@ struct CruiseTests {
     }
 
     @Test(
-        "E1 (issue 31): before the car is seen moving, the area's learned speed times the share moving, not the typical speed"
+        "E1: before the car is seen moving, the area's learned speed times the share moving, not the typical speed"
     )
     func unseenSpeed() throws {
         let configuration = RideConfiguration()
@@ -122,7 +122,7 @@ struct CruiseTests {
         #expect(abs(dropOffETA.timeIntervalSince(ride.estimatedPickupDate) - leg) < 0.5)
     }
 
-    @Test("E1 (issue 31): an area learns the speed while moving of each leg driven to its end; bounded; off at 0")
+    @Test("E1: an area learns the speed while moving of each leg driven to its end; bounded; off at 0")
     func learning() {
         var configuration = RideConfiguration()
         configuration.stopShareLearningRate = 0.1
@@ -157,7 +157,7 @@ struct CruiseTests {
     }
 
     @Test(
-        "E1 (issue 31): a leg driven to the pickup teaches the speed; a new ride starts from it, a restored one without"
+        "E1: a leg driven to the pickup teaches the speed; a new ride starts from it, a restored one without"
     )
     func legsTeachAndRidesTakeIt() throws {
         var harness = Harness()
@@ -178,7 +178,7 @@ struct CruiseTests {
         #expect(successor.ride("r-1")?.cruisePrior == 16)
     }
 
-    @Test("A2, T4 (issue 31): an absurd reported speed counts at rides.maxSpeed, first fix or not; the ETA recovers")
+    @Test("A2, T4: an absurd reported speed counts at rides.maxSpeed, first fix or not; the ETA recovers")
     func absurdSpeed() throws {
         let configuration = RideConfiguration()
         var harness = Harness()
@@ -211,7 +211,7 @@ struct CruiseTests {
         #expect(started.phase == .confirmed)
     }
 
-    @Test("E1 (issue 31): with two areas, each ride learns and reads under its own area, by its catalog index")
+    @Test("E1: with two areas, each ride learns and reads under its own area, by its catalog index")
     func areasByIndex() throws {
         func square(_ west: Double) -> [[[Coordinate]]] {
             [
@@ -277,7 +277,7 @@ struct CruiseTests {
         #expect(westRatio == fleetRatio && eastRatio != fleetRatio, "east \(eastRatio), west \(westRatio)")
     }
 
-    @Test("G3, E1 (issue 31): a new owner reading the state estimates the next fix as the old owner does")
+    @Test("G3, E1: a new owner reading the state estimates the next fix as the old owner does")
     func handoverKeepsTheCruise() throws {
         let configuration = RideConfiguration()
         var harness = Self.started(learned: 18)
@@ -313,7 +313,7 @@ struct CruiseTests {
         #expect(old.timeIntervalSince(lost) > 10, "\(old) against \(lost)")
     }
 
-    @Test("P2, E1 (issue 31): approachingPickup follows the published estimate, the cruise included")
+    @Test("P2, E1: approachingPickup follows the published estimate, the cruise included")
     func approachingByTheEstimate() throws {
         let configuration = RideConfiguration()
         var harness = Self.started(learned: 20)
@@ -334,7 +334,7 @@ struct CruiseTests {
         #expect(changed)
     }
 
-    @Test("E1 (issue 31): a ride completed from pickup teaches no leg again")
+    @Test("E1: a ride completed from pickup teaches no leg again")
     func completedFromPickupTeachesNothingAgain() throws {
         var harness = Harness()
         harness.start()
@@ -348,7 +348,7 @@ struct CruiseTests {
         #expect(after.speedLegs == taught.speedLegs && after.legs == taught.legs, "\(after)")
     }
 
-    @Test("E1 (issue 31): shared priors carry the speed, weighed by legs up to the learning's memory")
+    @Test("E1: shared priors carry the speed, weighed by legs up to the learning's memory")
     func sharedSpeed() {
         var configuration = RideConfiguration()
         configuration.stopShareLearningRate = 0.1  // a memory of 10 legs

@@ -4,9 +4,9 @@ import RideDomain
 import Testing
 import WorkerGroup
 
-/// The ETA benchmark's trips (issue 31) look like the 22 recorded city trips of that issue, class by class: their
+/// The ETA benchmark's trips look like the 22 recorded city trips, class by class: their
 /// mean speed with stops, their stops of 10 s or more, and their detour.
-@Suite("Driving classes: the ETA yardstick calibrated to real trips (issue 31)")
+@Suite("Driving classes: the ETA yardstick calibrated to real trips")
 struct DrivingClassTests {
     /// Mean speed with stops, stops of 10 s or more, and road over great-circle metres of one trip.
     static func figures(_ kind: DrivingClass, seed: UInt64) -> (
@@ -34,7 +34,7 @@ struct DrivingClassTests {
         return (driven / points.last!.time, stops, driven / start.distance(to: end), detour)
     }
 
-    @Test("E1, issue 31: arterial trips drive 15 to 21 m/s with at most a short stop or two")
+    @Test("E1: arterial trips drive 15 to 21 m/s with at most a short stop or two")
     func arterial() {
         let trips = (1...40).map { Self.figures(.arterial, seed: $0) }
         let speeds = trips.map(\.speed).sorted()
@@ -42,7 +42,7 @@ struct DrivingClassTests {
         #expect(trips.map(\.stops).max()! <= 2)
     }
 
-    @Test("E1, issue 31: urban trips average 3 to 6 m/s with stops of 10 s or more")
+    @Test("E1: urban trips average 3 to 6 m/s with stops of 10 s or more")
     func urban() {
         let trips = (1...40).map { Self.figures(.urban, seed: $0) }
         let speeds = trips.map(\.speed).sorted()
@@ -51,14 +51,14 @@ struct DrivingClassTests {
         #expect(stops[stops.count / 2] >= 1 && stops[stops.count / 2] <= 5, "median stops \(stops[stops.count / 2])")
     }
 
-    @Test("E1, issue 31: mixed trips sit between, 7 to 15 m/s")
+    @Test("E1: mixed trips sit between, 7 to 15 m/s")
     func mixed() {
         let speeds = (1...40).map { Self.figures(.mixed, seed: $0).speed }.sorted()
         #expect(speeds[speeds.count / 2] > 7 && speeds[speeds.count / 2] < 15, "median \(speeds[speeds.count / 2])")
     }
 
     @Test(
-        "E1, issue 31: the road is as long as its drawn detour, with the recorded spread (median near 1.0, p90 1.17 to 1.3)"
+        "E1: the road is as long as its drawn detour, with the recorded spread (median near 1.0, p90 1.17 to 1.3)"
     )
     func detours() {
         let trips = (1...200).map { Self.figures(.mixed, seed: $0) }
@@ -70,7 +70,7 @@ struct DrivingClassTests {
         #expect(drawn[drawn.count * 9 / 10] > 1.1 && drawn[drawn.count * 9 / 10] < 1.3)
     }
 
-    @Test("E1, issue 31: at rush hour's congestion a trip takes that much longer, on the same road and draws")
+    @Test("E1: at rush hour's congestion a trip takes that much longer, on the same road and draws")
     func congestion() {
         for kind in DrivingClass.allCases {
             var ratios: [Double] = []

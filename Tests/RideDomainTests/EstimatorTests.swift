@@ -5,7 +5,7 @@ import Testing
 
 import enum RideStatusKit.RidePhase
 
-/// E1 as issues 15 and 31 build it: the pace in two parts (the speed while moving and the share of time standing),
+/// E1 as built: the pace in two parts (the speed while moving and the share of time standing),
 /// smoothed in time, started from a moving fix or the typical speed, and ETAs that do not lurch later while the
 /// car comes nearer. Hand-computed cases, and a property over random approaches.
 @Suite("Estimates E1: smoothing in time, the first speed, ETAs that move smoothly")
@@ -52,7 +52,7 @@ struct EstimatorTests {
     }
 
     @Test(
-        "E1 (issue 31): a fast arterial trip from a first fix with no speed: the pace is the car's from its second fix, not the typical speed's"
+        "E1: a fast arterial trip from a first fix with no speed: the pace is the car's from its second fix, not the typical speed's"
     )
     func arterialWithoutSpeed() throws {
         var harness = Harness()
@@ -79,7 +79,7 @@ struct EstimatorTests {
     }
 
     @Test(
-        "E1 (issue 31): a stop at a light counts in the stop share, not in the speed while moving; a new pace is followed within 30 s"
+        "E1: a stop at a light counts in the stop share, not in the speed while moving; a new pace is followed within 30 s"
     )
     func stopAtALight() throws {
         var harness = Harness()
@@ -115,7 +115,7 @@ struct EstimatorTests {
     }
 
     @Test(
-        "E1 (issue 31): a sampling gap counts at the distance covered over it; GPS jitter of a car standing without a speed is standing"
+        "E1: a sampling gap counts at the distance covered over it; GPS jitter of a car standing without a speed is standing"
     )
     func samplingGapAndJitter() throws {
         var harness = Harness()
@@ -264,7 +264,7 @@ struct EstimatorTests {
         }
     }
 
-    // MARK: The detour factor per area, and its learned correction (issue 15)
+    // MARK: The detour factor per area, and its learned correction
 
     static let grid = ServiceArea(
         name: "grid", currencyCode: "EUR",
@@ -293,7 +293,7 @@ struct EstimatorTests {
         #expect(abs(learning.factor(for: Self.grid, configuration: configuration) - 1.23) < 1e-9)
         #expect(
             abs(learning.factor(for: nil, configuration: configuration) - 1.23) < 1e-9,
-            "an area with no history of its own starts from the fleet's (issue 31), not rides.detourFactor")
+            "an area with no history of its own starts from the fleet's, not rides.detourFactor")
         // Short legs teach nothing; a wild ratio counts only up to the bound.
         let short = learning.learn(driven: 900, straight: 300, area: Self.grid, configuration: configuration)
         #expect(!short)

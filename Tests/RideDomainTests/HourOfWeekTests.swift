@@ -4,7 +4,7 @@ import PropertyBased
 import RideDomain
 import Testing
 
-/// E1 (issue 31): an area's stop share and speed while moving by hour of the week, in the area's time zone,
+/// E1: an area's stop share and speed while moving by hour of the week, in the area's time zone,
 /// shrunk toward the area's own values, shared with the group and read back under A2.
 @Suite("E1: what an area learns by hour of the week")
 struct HourOfWeekTests {

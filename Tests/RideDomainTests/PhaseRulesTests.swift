@@ -179,7 +179,7 @@ struct PhaseRulesTests {
             fallback.paymentAmount == Money(amount: 12, currencyCode: "EUR"), "without a fare: the price range minimum")
     }
 
-    @Test("P5: the distance charged is the distance driven, not GPS jitter while the car waits (issue 15)")
+    @Test("P5: the distance charged is the distance driven, not GPS jitter while the car waits")
     func drivenDistanceIgnoresJitter() throws {
         var harness = Harness()
         harness.start()

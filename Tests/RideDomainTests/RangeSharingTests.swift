@@ -5,7 +5,7 @@ import Testing
 
 import struct RideStatusKit.DeadLetter
 
-/// E1's range shared by the group (issue 31): each area's percentile per leg and horizon travels in the area's
+/// E1's range shared by the group: each area's percentile per leg and horizon travels in the area's
 /// retained priors, so that a restarted worker or a new owner draws the latest times the group drew instead of
 /// starting again from the prior of 1.5.
 @Suite("Estimates E1: the range shared with the group in the priors, read back under A2")

@@ -252,7 +252,7 @@ struct RideOptionTests {
         #expect(catalog.option(named: "GROẞRAUM")?.name == "SUV")
     }
 
-    @Test("3.4 (issue 15): a quote's texts follow its locale: titles, party sizes, prompt, disclaimers; English else")
+    @Test("3.4: a quote's texts follow its locale: titles, party sizes, prompt, disclaimers; English else")
     func localizedTexts() throws {
         var localized = testCatalog()
         localized.options[1].fares["berlin"]?.surcharges[0].localizedTitles = ["de": "Servicegebühr"]
@@ -411,7 +411,7 @@ struct RideOptionTests {
         _ = completed
         harness.event("passengerOnBoard", at: t0.addingTimeInterval(120))
         let done = try #require(harness.event("arrivedAtDropOff", at: t0.addingTimeInterval(720)).statuses.first)
-        // P5, issue 15: Compact is a fixed price: the rider pays what the quote for this pickup and drop-off
+        // P5: Compact is a fixed price: the rider pays what the quote for this pickup and drop-off
         // said (it paid the metered 4.50 before: base + 10 minutes, no distance driven without fixes).
         let quoted = try #require(
             RideOptionQuoter(catalog: catalog).quote(optionsRequest(), now: t0).rideOptions.first {

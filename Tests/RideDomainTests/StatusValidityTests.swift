@@ -168,7 +168,7 @@ struct StatusValidityTests {
         let status = try #require(harness.engine.tick(now: t0.addingTimeInterval(5.14)).statuses.first)
         let json = try JSONParser.parse(status.encoded())
         guard case .object(let members) = json else { Issue.record("not an object"); return }
-        // The contract's fields, and the two E1's range adds (issue 31, docs/CONTRACT-NOTES.md): nothing else.
+        // The contract's fields, and the two E1's range adds (docs/CONTRACT-NOTES.md): nothing else.
         #expect(
             Set(members.keys) == [
                 "rideIdentifier", "phase", "completionStatus", "vehicle", "driver", "rideOption", "estimatedPickupDate",

@@ -28,7 +28,7 @@ private func record(_ device: PushDevice) -> PushGroup.Record {
     PushGroup.Record(device: device, expires: .distantFuture)
 }
 
-@Suite("ride-push's group: processes share the rides by ownership, registrations live in the broker (issue 32)")
+@Suite("ride-push's group: processes share the rides by ownership, registrations live in the broker")
 struct PushGroupTests {
     let start = Date(timeIntervalSince1970: 1_795_340_000)
 

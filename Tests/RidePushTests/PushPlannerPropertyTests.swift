@@ -5,7 +5,7 @@ import RideStatusKit
 import Testing
 
 /// Random days of statuses, registrations, outcomes and ticks, checked against what the lock screen relies on.
-@Suite("ride-push's planner under random events (issue 32)")
+@Suite("ride-push's planner under random events")
 struct PushPlannerPropertyTests {
     /// One step: what happens, and after how many seconds.
     enum Step: Sendable {

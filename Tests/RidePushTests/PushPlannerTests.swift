@@ -33,7 +33,7 @@ struct StatusMaker {
 let phone = try! PushDevice(service: .apns, token: String(repeating: "ab", count: 32))
 let android = try! PushDevice(service: .fcm, token: "fcm-token:APA91b-example_1")
 
-@Suite("ride-push's planner: what goes to a lock screen, and when (issue 32)")
+@Suite("ride-push's planner: what goes to a lock screen, and when")
 struct PushPlannerTests {
     @Test("A device's first registration subscribes to its ride; the first status goes at priority 10")
     func firstPush() throws {

@@ -8,7 +8,7 @@ import Testing
 import WorkerGroup
 
 /// The service's inbox of statuses: while its task falls behind the broker, a ride's older status is replaced
-/// by the newer one rather than queued, so what waits is bounded by the rides subscribed (issue 32: "while APNs is
+/// by the newer one rather than queued, so what waits is bounded by the rides subscribed ("while APNs is
 /// slow or down, only the newest state per activity waits, so memory stays bounded", here for what comes in).
 @Suite("ride-push service: what waits for its task")
 struct RidePushServiceTests {

@@ -4,7 +4,7 @@ import RidePushService
 import SettingsLayers
 import Testing
 
-/// `ride-push` reads its settings the way the worker does (issue 32: "it shares the worker's configuration
+/// `ride-push` reads its settings the way the worker does ("it shares the worker's configuration
 /// style"): `config/ride-push.yaml`, then `RIDEPUSH_*` environment variables, then flags; relative paths in the
 /// file from its folder; a bad value stops start-up with a sentence naming the key.
 @Suite("ride-push settings: file, environment, flags")

@@ -3,7 +3,7 @@ import RidePush
 import RideStatusKit
 import Testing
 
-@Suite("APNs and FCM requests, their answers, and the provider token's age (issue 32)")
+@Suite("APNs and FCM requests, their answers, and the provider token's age")
 struct ServiceRequestTests {
     func push(device: PushDevice, event: LiveActivityPush.Event = .update, priority: Push.Priority = .urgent) -> Push {
         var maker = StatusMaker()

@@ -2,9 +2,9 @@ import Foundation
 import RideStatusKit
 import Testing
 
-/// The lock screen's state (issue 32) from the statuses the worker publishes: mapped, encoded as ActivityKit
+/// The lock screen's state from the statuses the worker publishes: mapped, encoded as ActivityKit
 /// reads it, and under APNs's 4 KB whatever the status holds.
-@Suite("Live Activities: the lock screen's state from a status (issue 32)")
+@Suite("Live Activities: the lock screen's state from a status")
 struct RideActivityTests {
     static func golden() throws -> [RideStatus] {
         let data = try Data(
@@ -68,7 +68,7 @@ struct RideActivityTests {
         #expect(state.ending == .missedPickup)
     }
 
-    @Test("issue 32: content-state's dates are what ActivityKit decodes (JSONDecoder's default, seconds since 2001)")
+    @Test("content-state's dates are what ActivityKit decodes (JSONDecoder's default, seconds since 2001)")
     func dates() throws {
         let status = try #require(try Self.golden().first { $0.phase == .approachingPickup })
         let state = RideActivityAttributes.ContentState(status: status)
@@ -88,7 +88,7 @@ struct RideActivityTests {
     }
 
     @Test(
-        "I2, issue 32: the largest status a worker publishes (16 KB, every text long and multi-byte) makes an APNs payload under 4 KB"
+        "I2: the largest status a worker publishes (16 KB, every text long and multi-byte) makes an APNs payload under 4 KB"
     )
     func size() throws {
         var status = try #require(try Self.golden().first { $0.phase == .ongoing })

@@ -9,7 +9,7 @@ import struct RideStatusKit.RideTopics
 
 /// Issue 14 against a real mosquitto running the accounts and ACL that `scripts/broker-security.py` makes from
 /// `config/security/accounts.yaml`: each role does its job and nothing more.
-@Suite("Broker security: roles and ACLs on mosquitto (issue 14)", .serialized)
+@Suite("Broker security: roles and ACLs on mosquitto", .serialized)
 struct BrokerSecurityTests {
     /// The generated files and each account's password.
     struct Accounts {
@@ -161,7 +161,7 @@ struct BrokerSecurityTests {
             try? await dispatch.publish(
                 topic: "rides/r-1/status", payload: Array(#"{"rideIdentifier":"r-1","sequence":1000000000000}"#.utf8),
                 qos: .atLeastOnce, retain: true)
-            // E1 (issue 31): forged priors, retained where a restart reads them back; and, as the control that the
+            // E1: forged priors, retained where a restart reads them back; and, as the control that the
             // restarted worker reads priors at all, a colleague's under the workers' own account.
             try? await dispatch.publish(
                 topic: RideTopics().priors(key: AreaPriors.key(area: "")),

@@ -8,7 +8,7 @@ import Testing
 /// certificates and the accounts, and a real mosquitto runs `config/mosquitto.conf` with them (the file Docker
 /// Compose mounts), only its ports and folders moved to the test's. No plain MQTT, no anonymous client, the
 /// worker signs in with its client certificate and checks the broker's.
-@Suite("Deployment security: TLS and client certificates on the shipped broker (issue 14)", .serialized)
+@Suite("Deployment security: TLS and client certificates on the shipped broker", .serialized)
 struct DeploymentSecurityTests {
     /// The folder `scripts/deploy-setup.sh` filled.
     struct Deployment {

@@ -7,7 +7,7 @@ import Testing
 /// Issue 30: accounts created and removed while mosquitto runs, through its dynamic security plugin and
 /// `scripts/broker-accounts.py`, with the roles of `scripts/broker_roles.py`. Isolation is read from the broker's
 /// reason codes (SUBACK and PUBACK 0x87, CONNACK refused), never from a wait that times out.
-@Suite("Accounts changed while the broker runs (issue 30, dynamic security)", .serialized)
+@Suite("Accounts changed while the broker runs (dynamic security)", .serialized)
 struct DynamicSecurityTests {
     /// Rider accounts per run: about 100 in CI; `make test-accounts RIDERS=1000` for the long run.
     static let riders = Int(ProcessInfo.processInfo.environment["ACCOUNTS_RIDERS"] ?? "") ?? 100

@@ -6,7 +6,7 @@ import Testing
 
 import struct RideStatusKit.RideTopics
 
-/// E1 (issue 31): what an area taught a worker, shared through a real mosquitto as a retained message and read
+/// E1: what an area taught a worker, shared through a real mosquitto as a retained message and read
 /// back under A2.
 @Suite("E1 priors shared through the broker", .serialized)
 struct PriorsEndToEndTests {
@@ -14,7 +14,7 @@ struct PriorsEndToEndTests {
     static let topic = RideTopics().priors(key: AreaPriors.key(area: "berlin"))
 
     @Test(
-        "E1, A2 (issue 31): a completed ride's lesson is shared retained; after a restart new rides start from it; forged priors are dead letters naming A2"
+        "E1, A2: a completed ride's lesson is shared retained; after a restart new rides start from it; forged priors are dead letters naming A2"
     )
     func sharedAcrossRestart() async throws {
         try await withTestBroker(TestBroker.Options(persistence: true)) { broker in

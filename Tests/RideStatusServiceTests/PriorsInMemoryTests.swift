@@ -9,7 +9,7 @@ import struct RideStatusKit.RideTopics
 
 @testable import RideStatusService
 
-/// E1 (issue 31): the service's side of the shared priors, on the in-memory broker.
+/// E1: the service's side of the shared priors, on the in-memory broker.
 @Suite("Shared priors in the service")
 struct PriorsInMemoryTests {
     static let topic = RideTopics().priors(key: AreaPriors.key(area: ""))

@@ -59,7 +59,7 @@ struct RideOptionsEndToEndTests {
                 Issue.record("no rideOptions array")
                 return
             }
-            // Party size 2 rules out the one-seat Compact; names and the quote's texts are German (issue 15).
+            // Party size 2 rules out the one-seat Compact; names and the quote's texts are German.
             #expect(options.compactMap { $0["name"]?.stringValue } == ["Komfort", "Großraum"])
             for option in options {
                 #expect(option["estimatedPickupDate"].flatMap(Timestamps.parse) != nil)
@@ -227,7 +227,7 @@ struct RideOptionsEndToEndTests {
         #expect(throws: RideOptionCatalog.FileProblem.self) {
             try RideOptionCatalog.parse(yaml: "areas: []\noptions: []\n")
         }
-        // E1 (issue 31): each area's hours of the week in its own time zone; a name that is none is refused.
+        // E1: each area's hours of the week in its own time zone; a name that is none is refused.
         #expect(catalog.areas.map { $0.timeZone?.identifier } == ["Europe/Berlin", "Europe/Zurich"])
         let shipped = try String(contentsOfFile: shippedCatalog, encoding: .utf8)
         let wrongZone = shipped.replacingOccurrences(of: "timeZone: Europe/Zurich", with: "timeZone: Europe/Zurik")

@@ -6,7 +6,7 @@ import SettingsLayers
 import Testing
 
 /// The worker behaves the same from any working directory: paths in a configuration file are read from its
-/// folder, and what is configured and missing stops start-up with one clear sentence (issue 10).
+/// folder, and what is configured and missing stops start-up with one clear sentence.
 @Suite("Settings: configuration files and their paths")
 struct SettingsTests {
     /// A folder holding `config/worker.yaml` with `body` and the repository's catalog beside it.
@@ -62,7 +62,7 @@ struct SettingsTests {
         #expect(problem("rides.trackLength", "2000").hasSuffix("0...1000"), "a count: no unit")
         #expect(problem("rides.detourLearningRate", "2").hasSuffix("0...1"), "a rate: no unit")
         #expect(problem("broker.keepAlive", "1").hasSuffix("2...600 seconds"))
-        // E1 (issue 31): the hours of the week outside every area, in an IANA zone.
+        // E1: the hours of the week outside every area, in an IANA zone.
         #expect(problem("rides.timeZone", "Mars/Olympus").contains("'Mars/Olympus' is not an IANA time zone"))
         var zoned = WorkerSettings()
         try zoned.apply("rides.timeZone", "Asia/Tokyo")

@@ -7,9 +7,9 @@ import Testing
 
 @testable import RideStatusService
 
-/// Share links (issue 30) on real workers and a real mosquitto: a link shows its one ride on every worker of a
+/// Share links on real workers and a real mosquitto: a link shows its one ride on every worker of a
 /// group and across a handover, refuses the rest with reasons, and never reaches a log.
-@Suite("Share links end to end (issue 30)", .serialized)
+@Suite("Share links end to end", .serialized)
 struct ShareLinkEndToEndTests {
     /// A signing key and the key set file the workers read.
     static func keys(in directory: URL) async throws -> (signer: ShareLinks.Signer, keySet: String) {

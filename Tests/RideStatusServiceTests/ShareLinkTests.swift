@@ -11,9 +11,9 @@ import struct RideStatusKit.RideTopics
 @testable import RideAccess
 @testable import RideStatusService
 
-/// Share links (issue 30): Ed25519 tokens with a key id that open one ride until they expire, checked alone
+/// Share links: Ed25519 tokens with a key id that open one ride until they expire, checked alone
 /// (no server), and who may read what over HTTP.
-@Suite("Share links: tokens and HTTP access (issue 30)")
+@Suite("Share links: tokens and HTTP access")
 struct ShareLinkTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
 
