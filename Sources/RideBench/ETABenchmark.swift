@@ -414,7 +414,7 @@ struct ETABenchmark: ParsableCommand {
                             100 * Double(kinds.filter { $0 == kind }.count) / Double(samples.count))
                     }.joined(separator: ", "))
         }
-        // Issue 31's targets, for this class: against the oracle at 60-240 s, against naive at every horizon.
+        // The targets of E1's measure on recorded trips, for this class: against the oracle at 60-240 s, against naive at every horizon.
         var verdicts = errorVerdicts(samples, "worker", \.error)
         let coverage = Double(samples.filter { $0.latestError >= 0 }.count) / Double(samples.count)
         let interval = coverageInterval(samples)
@@ -463,7 +463,7 @@ struct ETABenchmark: ParsableCommand {
         return shares[shares.count / 20 - 1]...shares[shares.count * 19 / 20]
     }
 
-    /// Issue 31's targets on errors: mean absolute error against the oracle's at 60-240 s, against naive's at every
+    /// The targets of E1's measure on recorded trips, on errors: mean absolute error against the oracle's at 60-240 s, against naive's at every
     /// horizon, and the bias over all statuses.
     static func errorVerdicts(_ samples: [Sample], _ name: String, _ error: (Sample) -> Double) -> [String] {
         func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
