@@ -1,13 +1,13 @@
 /// The contract's topic names (section 2) under its configurable prefixes (the worker's `topics.*` settings), and
 /// the workers' and ride-push's own topics under `serviceName`. The defaults are the contract's. The one table of
 /// topics: the worker, ride-push, the simulator, the live view and (by a test) the broker's roles use it; the
-/// worker adds its fast parser and the bucketed state topics (`RideTopics+Worker.swift` in RideDomain).
+/// worker adds its fast parser and the bucketed state topics (`Contract/Contract.swift` in RideDomain).
 public struct RideTopics: Sendable, Hashable {
     public var fleetPrefix: String
     public var ridesPrefix: String
     public var serviceName: String
     public var rideOptionsPrefix: String
-    /// A1: replies go only to Response RideTopics under this prefix.
+    /// A1: replies go only to Response Topics under this prefix.
     public var replyPrefix: String
 
     public init(
