@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""broker-accounts.py: accounts created, changed and removed while mosquitto runs (issue 30), through its dynamic
+"""broker-accounts.py: accounts created, changed and removed while mosquitto runs, through its dynamic
 security plugin (mosquitto_dynamic_security.so, in Debian's mosquitto package): no password file to rewrite, no
 reload.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""broker-security.py: mosquitto's password file and ACL for the roles of issue 14.
+"""broker-security.py: mosquitto's password file and ACL for the deployment's roles.
 
     scripts/broker-security.py --accounts config/security/accounts.yaml --out var/security [--rider r-1 ...]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The first start of a secured deployment (issues 14 and 30): a private CA, the broker's TLS certificate, the
+# The first start of a secured deployment: a private CA, the broker's TLS certificate, the
 # workers' client certificate, and the broker's accounts: the dynamic security plugin's file with the accounts
 # of config/security/accounts.yaml and the accounts admin (scripts/broker-accounts.py init), and the workers'
 # static ACL (scripts/broker-security.py). Docker Compose runs it in its `setup` service before the broker

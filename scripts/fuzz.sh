@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make fuzz`: every decoder of the ride domain under libFuzzer with AddressSanitizer (issue 11).
+# `make fuzz`: every decoder of the ride domain under libFuzzer with AddressSanitizer.
 #
 # Builds one binary from Sources/RideDomain/*.swift and Fuzz/FuzzTargets.swift (-sanitize=fuzzer,address,
 # so `make test` never needs libFuzzer), then runs each target for FUZZ_SECONDS (default 60) on its seed

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 # iproute2: `ss` for the chaos suite's network cut and make run's port check; curl: make run's readiness probe.
-# libjs-leaflet: the live map's library, served by the worker from where Debian puts it (issue 16);
+# libjs-leaflet: the live map's library, served by the worker from where Debian puts it;
 # chromium, chromium-driver: the map's test in a real browser (Tests/Python/browser, with Selenium from PyPI);
 # prometheus: promtool, which checks the alert rules and a real scrape (Tests/Python/ops);
 # tzdata: the IANA zones of the catalog's areas and rides.timeZone (E1's hours of the week);
@@ -29,7 +29,7 @@ if ! python3 -c 'import jsonschema, referencing' >/dev/null 2>&1; then
     python3 -m pip install --quiet jsonschema || missing+=(python3-jsonschema)
 fi
 
-# scripts/broker-security.py (the broker's accounts and ACL, issue 14) reads YAML.
+# scripts/broker-security.py (the broker's accounts and ACL) reads YAML.
 if ! python3 -c 'import yaml' >/dev/null 2>&1; then
     echo "==> installing the Python yaml package (broker accounts)"
     python3 -m pip install --quiet pyyaml || missing+=(python3-yaml)
@@ -52,7 +52,7 @@ if ! command -v schemathesis >/dev/null 2>&1 && ! python3 -c 'import schemathesi
     python3 -m pip install --quiet schemathesis
 fi
 
-# ride-push's tests (issue 32): the APNs and FCM stand-ins serve HTTP/2 over TLS with hypercorn, and aioapns, an
+# ride-push's tests: the APNs and FCM stand-ins serve HTTP/2 over TLS with hypercorn, and aioapns, an
 # independent APNs client, cross-checks them. Pinned: the stand-ins are a yardstick.
 if ! python3 -c 'import hypercorn, aioapns' >/dev/null 2>&1; then
     echo "==> installing the Python hypercorn and aioapns packages (ride-push's stand-ins)"

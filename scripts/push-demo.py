@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""push-demo.py: what ride-push would send to a rider's lock screen, for `make run` (issue 32).
+"""push-demo.py: what ride-push would send to a rider's lock screen, for `make run`.
 
 APNs and FCM cannot be reached from a laptop without an Apple or Firebase account, so this starts the stand-ins
 of both (Tests/Python/standins/push_standins.py, which check every request as the real services do), starts

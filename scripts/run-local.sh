@@ -12,7 +12,7 @@ port="${BROKER_PORT:-8883}"
 worker_port="${WORKER_BROKER_PORT:-$((port + 1))}"
 metrics_port="${METRICS_PORT:-9466}"
 vehicles="${VEHICLES:-50}"
-# How the simulated cars drive (fleet-sim --driving): classes of real driving (issue 31) by default, grid for the
+# How the simulated cars drive (fleet-sim --driving): classes of real driving by default, grid for the
 # old grid city.
 driving="${DRIVING:-classes}"
 keep="${KEEP:-0}"
@@ -72,7 +72,7 @@ else
     say "==> keeping the rides of the previous run (KEEP=1)"
 fi
 
-# The deployment's CA, certificates and accounts (issue 14), made once and kept under var/security: the quick
+# The deployment's CA, certificates and accounts, made once and kept under var/security: the quick
 # start runs the real setup, TLS and passwords included, only on loopback.
 security=var/security
 scripts/deploy-setup.sh "$security" > var/log/deploy-setup.log 2>&1 || {
@@ -135,7 +135,7 @@ start() {
     echo $! > "$run_dir/$name.pid"
 }
 
-# Share links (issue 30): a signing key made once (dispatch's, in a real deployment), its public half in the key set
+# Share links: a signing key made once (dispatch's, in a real deployment), its public half in the key set
 # the worker verifies with.
 share=$security/share
 if [ ! -s "$share/keys.json" ]; then
@@ -201,7 +201,7 @@ if [ -n "$first_ride" ]; then
     link=$("$bin/ride-status-worker" share-link --ride "$first_ride" --private-key "$share/signing.jwk" \
         --expires-in 2h --base-url "http://127.0.0.1:$metrics_port" 2>/dev/null)
     [ -n "$link" ] && say "==> share link for $first_ride (2 hours; that ride alone): $link"
-    # The lock screen (issue 32): ride-push against stand-ins of APNs and FCM, an iPhone and an Android phone
+    # The lock screen: ride-push against stand-ins of APNs and FCM, an iPhone and an Android phone
     # registered for that ride with the link's token; every push they accept goes to var/log/push.log.
     token=${link##*/share/}
     token=${token%%[?#]*}

@@ -133,7 +133,7 @@ class Stack:
 
 
 def share_keys(bin_dir, folder):
-    """A share-link key (issue 30) made with the worker's own command: (private key file, key set file)."""
+    """A share-link key made with the worker's own command: (private key file, key set file)."""
     private_key, key_set = os.path.join(folder, "share-k1.jwk"), os.path.join(folder, "share-keys.json")
     subprocess.run([os.path.join(bin_dir, "ride-status-worker"), "share-key", "--id", "k1", "--private-key",
                     private_key, "--key-set", key_set], check=True, stdout=subprocess.DEVNULL)

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The read API against a running worker (issue 16): mosquitto, the worker and fleet-sim on free loopback ports,
+"""The read API against a running worker: mosquitto, the worker and fleet-sim on free loopback ports,
 then
   - paging: every page sorted, the pages disjoint and in order, `nextCursor` null on the last, a phase filter
     that keeps only that phase, and each listed ride's status answering with that ride (L7);
   - schemathesis over the OpenAPI document the worker serves (/v1/openapi.json): every documented operation
     with generated inputs, every check (status codes, content types, response schemas, negative inputs), three
-    times (issue 30): without a token (loopback), with a valid share token for one ride, and with a forged one;
+    times: without a token (loopback), with a valid share token for one ride, and with a forged one;
   - a share token's scope: its ride only, 403 for another ride and the fleet, 401 for a bad token.
 
 Usage: Tests/Python/api/test_api.py [--bin-dir .build/debug] [--examples N]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The live map in a real browser (issue 16): Debian's chromium and chromium-driver through Selenium, against a
+"""The live map in a real browser: Debian's chromium and chromium-driver through Selenium, against a
 real mosquitto, the worker and fleet-sim, each started here on free loopback ports.
 
 Checks, in order:
@@ -8,7 +8,7 @@ Checks, in order:
   - a marker moves when its vehicle publishes a fix;
   - a phase change (confirmed -> approachingPickup, P2) changes the marker's colour within 2 s;
   - the ride panel shows the ride's status (L7, through /v1/rides/{id});
-  - a share link (issue 30) shows that ride alone: its phase and vehicle, its marker moving with a fix, no request
+  - a share link shows that ride alone: its phase and vehicle, its marker moving with a fix, no request
     for anything but its own status and events, no other ride's identifier on the page; a forged link says so.
 Screenshots go to the output folder (default .build/test-output/browser).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The operations files against the real worker (issue 16):
+"""The operations files against the real worker:
   - promtool: the alert rules check and pass their unit tests (ops/prometheus/alerts-test.yml), the scrape
     configuration checks, and `promtool check metrics` finds nothing wrong in a real scrape;
   - a real scrape of a worker with rides and bad input (mosquitto, the worker, fleet-sim on free ports): every

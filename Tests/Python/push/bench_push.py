@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench-push (issue 32): a 60 s APNs outage under a fleet's statuses, with ride-push's memory.
+"""bench-push: a 60 s APNs outage under a fleet's statuses, with ride-push's memory.
 
 Real processes on free loopback ports: mosquitto, the release worker, fleet-sim (`--vehicles` cars, most of
 them on a ride), the APNs and FCM stand-ins and the release ride-push at its default cadence (priority 5 at

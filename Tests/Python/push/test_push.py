@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""ride-push end to end (issue 32): mosquitto, the worker, fleet-sim, ride-push and the APNs and FCM stand-ins,
+"""ride-push end to end: mosquitto, the worker, fleet-sim, ride-push and the APNs and FCM stand-ins,
 each a real process on free loopback ports.
-  - Registration: a device proves its ride with the ride's share token (issue 30); another ride's token, none,
+  - Registration: a device proves its ride with the ride's share token; another ride's token, none,
     or a push token that is not one is refused, and nothing is registered.
   - A ride through its phases: the APNs device gets its pushes in order, timestamps growing (the stand-in
     records any that do not), priority 10 exactly for the first push, a phase change, or an arrival moving more

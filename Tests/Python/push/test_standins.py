@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The push stand-ins against independent clients (issue 32), so that ride-push and the stand-ins do not share
+"""The push stand-ins against independent clients, so that ride-push and the stand-ins do not share
 one misunderstanding of Apple's and Google's APIs:
   - APNs: aioapns (PyPI), a client written from Apple's documentation by others, sends Live Activity pushes
     with a provider token of its own making; the stand-in accepts what Apple accepts and refuses the rest with

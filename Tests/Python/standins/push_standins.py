@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Stand-ins for Apple's and Google's push services (issue 32), for tests and `make run`.
+"""Stand-ins for Apple's and Google's push services, for tests and `make run`.
 
 APNs and FCM cannot be reached from a test machine, so this serves their documented HTTP APIs on a loopback
 port, over HTTP/2 and TLS (a certificate it makes itself), and checks every request as the real service would:
