@@ -30,11 +30,10 @@ public struct BrokerOptions: ParsableArguments, Sendable {
     public func configuration(clientID: String) throws -> MQTTConfiguration {
         var configuration = try MQTTConfiguration(url: brokerURL, clientID: username ?? clientID)
         try configuration.useCredentials(username: username, passwordFile: passwordFile, caFile: caFile)
-        switch protocolVersion {
-        case "5", "5.0": configuration.protocolVersion = .v5
-        case "3.1.1", "311": configuration.protocolVersion = .v311
-        default: throw ValidationError("--protocol takes 5 or 3.1.1, not '\(protocolVersion)'")
+        guard let version = MQTTConfiguration.ProtocolVersion(setting: protocolVersion) else {
+            throw ValidationError("--protocol takes 5 or 3.1.1, not '\(protocolVersion)'")
         }
+        configuration.protocolVersion = version
         return configuration
     }
 }

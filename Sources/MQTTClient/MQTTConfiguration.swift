@@ -6,6 +6,15 @@ public struct MQTTConfiguration: Sendable {
     public enum ProtocolVersion: Sendable {
         case v5
         case v311
+
+        /// The version as a setting or a flag names it: `5` (or `5.0`) and `3.1.1` (or `311`); nil for anything else.
+        public init?(setting: String) {
+            switch setting {
+            case "5", "5.0": self = .v5
+            case "3.1.1", "311": self = .v311
+            default: return nil
+            }
+        }
     }
 
     /// TLS settings. `caFile` or `caDirectory` is required; the client certificate is optional.

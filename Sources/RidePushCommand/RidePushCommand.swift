@@ -70,7 +70,7 @@ struct RidePushCommand: AsyncParsableCommand {
     /// The flags given, as configuration keys: they win over the file and the environment.
     func overrides() throws -> [(String, String)] {
         // ride-push's registrations and presences use MQTT 5 (a will per incarnation): no 3.1.1 broker.
-        guard ["5", "5.0"].contains(access.protocolVersion) else {
+        guard MQTTConfiguration.ProtocolVersion(setting: access.protocolVersion) == .v5 else {
             throw ValidationError("ride-push speaks MQTT 5 only, not --protocol \(access.protocolVersion)")
         }
         let flags: [(String, String?)] = [

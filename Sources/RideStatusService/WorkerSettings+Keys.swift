@@ -23,11 +23,10 @@ extension WorkerSettings {
             $0.sessionExpiry = UInt32(try SettingValue.number($1, "broker.sessionExpiry", 0...4_294_967_295, .seconds))
         },
         "broker.protocol": { settings, value in
-            switch value {
-            case "5", "5.0": settings.protocolVersion = .v5
-            case "3.1.1", "311": settings.protocolVersion = .v311
-            default: throw Problem(key: "broker.protocol", message: "'\(value)' is not 5 or 3.1.1")
+            guard let version = MQTTConfiguration.ProtocolVersion(setting: value) else {
+                throw Problem(key: "broker.protocol", message: "'\(value)' is not 5 or 3.1.1")
             }
+            settings.protocolVersion = version
         },
         "broker.keepAlive": { $0.keepAlive = Int(try SettingValue.number($1, "broker.keepAlive", 2...600, .seconds)) },
         "broker.lease": { $0.lease = try SettingValue.flag($1, "broker.lease") },
