@@ -423,6 +423,68 @@ struct RideOptionTests {
         #expect(status.rideOption.usesMeteredFare == false, "the status says a fixed price is not metered")
     }
 
+    /// The state of an SUV booked for 3 by the catalog's name, with the quote's party sizes, picked up: written
+    /// by this release's writer, as `Golden/durable-state-v8-catalog.json` keeps it (`RECORD_GOLDEN=1` writes it).
+    func catalogDurableState() throws -> Data {
+        var harness = Harness()
+        harness.engine = RideEngine(catalog: catalog)
+        let text =
+            #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"SUV","estimatedPickupDate":"\#(iso(t0.addingTimeInterval(480)))","disclaimerMessage":"Car seats on request","specialPricing":"Launch week"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Alexanderplatz","address":"Alexanderplatz 1, Berlin"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},"waypoints":[{"latitude":52.515,"longitude":13.39}],"scheduledPickupTime":{"startDate":"\#(iso(t0.addingTimeInterval(300)))","endDate":"\#(iso(t0.addingTimeInterval(900)))"},"vehicle":{"registrationPlate":"B-RS 3003"},"partySize":3}"#
+        try #require(harness.send("rides/r-1/start", bytes(text), at: t0).statuses.first != nil)
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(60))
+        let ride = try #require(harness.engine.ride("r-1"))
+        // The booking's option with the quote's party sizes: a state an earlier release restored keeps them.
+        let quoted = try #require(
+            RideOptionQuoter(catalog: catalog).quote(optionsRequest(partySize: 3), now: t0).rideOptions.last)
+        var state = try #require(try JSONSerialization.jsonObject(with: Data(ride.durableState())) as? [String: Any])
+        var booking = try #require(state["bookingBox"] as? [String: Any])
+        var option = try #require(booking["rideOption"] as? [String: Any])
+        option["availablePartySizeOptions"] = try (quoted.availablePartySizeOptions ?? []).map { tier in
+            let range = try #require(tier.priceRange)
+            return [
+                "location": tier.location, "length": tier.length, "sizeDescription": tier.sizeDescription,
+                "priceRange": [
+                    "minimumPrice": NSDecimalNumber(decimal: range.minimumPrice),
+                    "maximumPrice": NSDecimalNumber(decimal: range.maximumPrice), "currencyCode": range.currencyCode,
+                ],
+            ] as [String: Any]
+        }
+        option["availablePartySizeOptionsSelectionPrompt"] = "Choose a party size"
+        booking["rideOption"] = option
+        state["bookingBox"] = booking
+        let restored = try Ride.decodeDurableState(Array(try JSONSerialization.data(withJSONObject: state)))
+        let object = try JSONSerialization.jsonObject(with: Data(restored.durableState()))
+        return try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+    }
+
+    @Test("L5: a catalog ride's state (party sizes, catalog pricing, schedule) reads and writes back the same")
+    func catalogDurableStateGolden() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Golden/durable-state-v8-catalog.json")
+        if ProcessInfo.processInfo.environment["RECORD_GOLDEN"] == "1" { try catalogDurableState().write(to: file) }
+        let written = try Data(contentsOf: file)
+        let ride = try Ride.decodeDurableState(Array(written))
+        let option = ride.booking.rideOption
+        #expect(option.name == "SUV" && option.disclaimerMessage == "Car seats on request")
+        #expect(option.specialPricing == "Launch week")
+        #expect(option.availablePartySizeOptions?.map { [$0.location, $0.length] } == [[2, 1], [4, 2]])
+        #expect(option.availablePartySizeOptions?.first?.priceRange?.currencyCode == "EUR")
+        #expect(option.availablePartySizeOptionsSelectionPrompt == "Choose a party size")
+        let fare = try #require(ride.booking.fare)
+        let pricing = try #require(fare.catalog, "a booking by the catalog's name keeps the option's pricing")
+        #expect(pricing.partySizes == 2...3 && pricing.partySurcharge == 4 && fare.perMinute == Decimal(string: "0.35"))
+        #expect(ride.booking.partySize == 3 && ride.booking.waypoints.count == 1)
+        #expect(ride.booking.pickupLocation.address == "Alexanderplatz 1, Berlin")
+        #expect(ride.booking.scheduledPickupTime?.endDate == t0.addingTimeInterval(900))
+        #expect(ride.phase == .pickup)
+        let before = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
+        let after = try #require(try JSONSerialization.jsonObject(with: Data(ride.durableState())) as? NSDictionary)
+        #expect(before == after, "the durable shape (L5) is exactly this release's")
+        #expect(
+            try JSONSerialization.jsonObject(with: catalogDurableState()) as? NSDictionary == before,
+            "today's worker writes this state for this ride")
+    }
+
     /// A ride booked by `option`'s name with no fare of its own, picked up a minute in, driven for ten minutes
     /// without fixes (no distance), completed: its first and last statuses.
     func catalogRide(
