@@ -73,6 +73,11 @@ public struct Money: Sendable, Hashable, Codable {
         try container.encode(DecimalText.format(amount, currency: currencyCode), forKey: .amount)
         try container.encode(currencyCode, forKey: .currencyCode)
     }
+
+    /// Whether `code` has the shape of an ISO 4217 code: three capital ASCII letters (V6).
+    public static func isValidCurrencyCode(_ code: String) -> Bool {
+        code.utf8.count == 3 && code.utf8.allSatisfy { (0x41...0x5A).contains($0) }
+    }
 }
 
 /// Decimal amounts as the contract's strings (`"12.50"`), in the currency's minor units.
@@ -106,14 +111,30 @@ public enum DecimalText {
         return (negative ? "-" : "") + text
     }
 
-    static func format(_ value: Decimal, currency: String) -> String {
+    /// `value` with exactly the minor-unit digits of `currency` (`"12.50"`, `"1200"` in JPY).
+    public static func format(_ value: Decimal, currency: String) -> String {
         format(value, scale: minorUnits(of: currency))
     }
 
-    /// A decimal from the contract's string form (a JSON number is accepted too).
+    /// A decimal from the contract's string form, exactly as the schemas' pattern `^-?[0-9]+(\.[0-9]+)?$` allows:
+    /// ASCII digits, an optional leading minus, and a point only between digits (V6). The worker reads every
+    /// amount of its inputs with this, so it scans bytes rather than run a regular expression.
     public static func parse(_ text: String) -> Decimal? {
-        // ASCII digits only: `\d` would take other scripts' digits, which `Decimal(string:)` reads differently.
-        guard text.range(of: #"^-?[0-9]+(\.[0-9]+)?$"#, options: .regularExpression) != nil else { return nil }
+        var digitsBefore = 0
+        var digitsAfter = 0
+        var sawPoint = false
+        for (offset, byte) in text.utf8.enumerated() {
+            switch byte {
+            case 0x30...0x39:
+                if sawPoint { digitsAfter += 1 } else { digitsBefore += 1 }
+            case UInt8(ascii: "."):
+                guard !sawPoint, digitsBefore > 0 else { return nil }
+                sawPoint = true
+            case UInt8(ascii: "-") where offset == 0: break
+            default: return nil
+            }
+        }
+        guard digitsBefore > 0, !sawPoint || digitsAfter > 0 else { return nil }
         return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
     }
 

@@ -2,6 +2,8 @@ import Foundation
 public import RideDomain
 import Yams
 
+import enum RideStatusKit.DecimalText
+
 extension RideOptionCatalog {
     /// A catalog that cannot be used; the message names the entry (`options[1] (SUV): fares.berlin: ...`).
     public struct FileProblem: Error, CustomStringConvertible, Equatable {
@@ -230,7 +232,7 @@ private struct CatalogReader {
             problems.append("\(entry) is required")
             return nil
         }
-        guard let text = node.string, let value = Money.parseAmount(text) else {
+        guard let text = node.string, let value = DecimalText.parse(text) else {
             problems.append("\(entry): '\(node.string ?? "?")' is not a decimal amount")
             return nil
         }

@@ -4,6 +4,7 @@ import Testing
 import WorkerGroup
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.Money
 import enum RideStatusKit.RidePhase
 
 /// Drives `vehicle` from `from` to `to` at `speed` m/s with one fix a second; returns the arrival time.

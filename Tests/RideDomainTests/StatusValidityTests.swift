@@ -2,6 +2,7 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.Money
 import enum RideStatusKit.RidePhase
 import enum RideStatusKit.Rule
 

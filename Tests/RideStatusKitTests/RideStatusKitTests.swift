@@ -319,22 +319,27 @@ struct RideStatusKitTests {
         #expect(DecimalText.format(Decimal(string: "-0.0000001")!, scale: 2) == "0.00")
         #expect(DecimalText.format(Decimal(string: "-0.005")!, scale: 2) == "-0.01")
         #expect(DecimalText.parse("1٢") == nil, "only ASCII digits")
-        // The kit writes amounts as the worker does, for amounts across magnitudes and currencies.
+        // V6: exactly the schemas' pattern ^-?[0-9]+(\.[0-9]+)?$, which the worker's inputs are read with too.
+        for text in ["1.", ".5", "-", "-.5", "1.2.3", "+1", "1e3", " 1", "1,5", "--1", "1-", ""] {
+            #expect(DecimalText.parse(text) == nil, "'\(text)'")
+        }
+        #expect(DecimalText.parse("-0.50") == Decimal(string: "-0.5") && DecimalText.parse("007") == 7)
+        // Every amount the worker writes reads back exactly, across magnitudes and currencies.
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<500 {
-            let cents = Int.random(in: -10_000_000...10_000_000, using: &generator)
-            let value = Decimal(cents) / 1000
+            let value = Decimal(Int.random(in: -10_000_000...10_000_000, using: &generator)) / 1000
             for code in ["EUR", "JPY", "KWD"] {
-                #expect(
-                    DecimalText.format(value, scale: DecimalText.minorUnits(of: code))
-                        == RideDomain.Money.format(value, scale: RideDomain.Money.minorUnits(of: code)),
-                    "\(value) \(code)")
+                let text = DecimalText.format(value, currency: code)
+                var rounded = Decimal()
+                var input = value
+                NSDecimalRound(&rounded, &input, DecimalText.minorUnits(of: code), .plain)
+                #expect(DecimalText.parse(text) == rounded, "\(value) \(code): \(text)")
             }
         }
         #expect(DecimalText.minorUnits(of: "JPY") == 0 && DecimalText.minorUnits(of: "KWD") == 3)
-        for code in ["EUR", "JPY", "KWD", "USD", "CLP", "BHD"] {
-            #expect(DecimalText.minorUnits(of: code) == RideDomain.Money.minorUnits(of: code), "\(code)")
-        }
+        #expect(DecimalText.minorUnits(of: "EUR") == 2 && DecimalText.minorUnits(of: "CLP") == 0)
+        #expect(
+            Money.isValidCurrencyCode("EUR") && !Money.isValidCurrencyCode("eur") && !Money.isValidCurrencyCode("EURO"))
         let money = try decoder.decode(
             RideStatusKit.Money.self, from: Data(#"{"amount":"0.10","currencyCode":"EUR"}"#.utf8))
         #expect(money.amount == Decimal(string: "0.1"))  // exact: 0.1 as a Double is not

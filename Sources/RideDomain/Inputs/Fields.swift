@@ -132,7 +132,7 @@ struct Fields {
         guard let text = value.stringValue else {
             throw Rejection(.invalidField, "\(prefix)\(key) must be a decimal string, not a JSON number")
         }
-        guard let amount = Money.parseAmount(text) else {
+        guard let amount = DecimalText.parse(text) else {
             throw Rejection(.invalidField, "\(prefix)\(key) '\(text)' is not a decimal")
         }
         if nonNegative && amount < 0 {

@@ -1,6 +1,7 @@
 public import Foundation
 
 public import struct RideStatusKit.Driver
+public import struct RideStatusKit.Money
 public import enum RideStatusKit.RidePhase
 
 // MARK: - Shared shapes of section 1 and 3

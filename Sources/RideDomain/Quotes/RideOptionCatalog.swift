@@ -1,5 +1,7 @@
 public import Foundation
 
+import struct RideStatusKit.Money
+
 /// The ride options the service offers (3.4): names with their localized forms, capacity, fare tables per
 /// service area, and the areas themselves. Loaded from `config/ride-options.yaml` by the service; pure data
 /// and rules here.

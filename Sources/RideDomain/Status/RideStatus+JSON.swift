@@ -1,6 +1,8 @@
 public import Foundation
 
-import enum RideStatusKit.RidePhase
+public import enum RideStatusKit.DecimalText
+public import struct RideStatusKit.Money
+public import enum RideStatusKit.RidePhase
 
 // MARK: - JSON exactly as in section 3.3
 
@@ -94,7 +96,7 @@ extension CompletionStatus {
         writer.endArray()
         writer.key("defaultTippingOptions")
         writer.beginArray()
-        for option in defaultTippingOptions { writer.string(Money.format(option, scale: 2)) }
+        for option in defaultTippingOptions { writer.string(DecimalText.format(option, scale: 2)) }
         writer.endArray()
         writer.endObject()
     }
@@ -144,12 +146,12 @@ extension Place {
 
 extension PriceRange {
     public func write(to writer: inout JSONWriter) {
-        let scale = Money.minorUnits(of: currencyCode)
+        let scale = DecimalText.minorUnits(of: currencyCode)
         writer.beginObject()
         writer.key("minimumPrice")
-        writer.string(Money.format(minimumPrice, scale: scale))
+        writer.string(DecimalText.format(minimumPrice, scale: scale))
         writer.key("maximumPrice")
-        writer.string(Money.format(maximumPrice, scale: scale))
+        writer.string(DecimalText.format(maximumPrice, scale: scale))
         writer.key("currencyCode")
         writer.string(currencyCode)
         writer.endObject()
@@ -173,7 +175,7 @@ extension RideOption {
             writer.key("title")
             writer.string(item.title)
             writer.key("price")
-            writer.string(Money.format(item.price, scale: Money.minorUnits(of: item.currencyCode)))
+            writer.string(DecimalText.format(item.price, scale: DecimalText.minorUnits(of: item.currencyCode)))
             writer.key("currencyCode")
             writer.string(item.currencyCode)
             writer.endObject()
