@@ -5,6 +5,7 @@ import Testing
 import WorkerGroup
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.FareLineItem
 import struct RideStatusKit.Money
 
 /// A catalog like `config/ride-options.yaml`, built in code so the domain tests need no YAML.

@@ -171,7 +171,7 @@ struct RideStatusKitTests {
             rideOptions: [
                 RideDomain.RideOption(
                     name: "Comfort", estimatedPickupDate: now.addingTimeInterval(420),
-                    priceRange: RideDomain.PriceRange(
+                    priceRange: RideStatusKit.PriceRange(
                         minimumPrice: Decimal(string: "990")!, maximumPrice: Decimal(string: "1200")!,
                         currencyCode: "JPY"), usesMeteredFare: false)
             ], expirationDate: now.addingTimeInterval(60))

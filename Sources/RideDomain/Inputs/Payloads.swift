@@ -1,7 +1,9 @@
 public import Foundation
 
 public import struct RideStatusKit.Driver
+public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.Money
+public import struct RideStatusKit.PriceRange
 public import enum RideStatusKit.RidePhase
 
 // MARK: - Shared shapes of section 1 and 3
@@ -15,30 +17,6 @@ public struct Place: Sendable, Equatable, Codable {
         self.coordinate = coordinate
         self.name = name
         self.address = address
-    }
-}
-
-/// `INPriceRange`.
-public struct PriceRange: Sendable, Equatable, Codable {
-    public var minimumPrice: Decimal
-    public var maximumPrice: Decimal
-    public var currencyCode: String
-    public init(minimumPrice: Decimal, maximumPrice: Decimal, currencyCode: String) {
-        self.minimumPrice = minimumPrice
-        self.maximumPrice = maximumPrice
-        self.currencyCode = currencyCode
-    }
-}
-
-/// `INRideFareLineItem`.
-public struct FareLineItem: Sendable, Equatable, Codable {
-    public var title: String
-    public var price: Decimal
-    public var currencyCode: String
-    public init(title: String, price: Decimal, currencyCode: String) {
-        self.title = title
-        self.price = price
-        self.currencyCode = currencyCode
     }
 }
 

@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+public import RideStatusKit
 
 /// A request on `ride-options/request` (3.4).
 public struct RideOptionsRequest: Sendable, Equatable {

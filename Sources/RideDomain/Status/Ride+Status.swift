@@ -1,5 +1,6 @@
 public import Foundation
 
+import struct RideStatusKit.FareLineItem
 import enum RideStatusKit.RidePhase
 
 // MARK: - The next status (C1, C5) and the last valid one (V7)

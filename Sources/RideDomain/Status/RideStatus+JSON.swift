@@ -2,6 +2,7 @@ public import Foundation
 
 public import enum RideStatusKit.DecimalText
 public import struct RideStatusKit.Money
+public import struct RideStatusKit.PriceRange
 public import enum RideStatusKit.RidePhase
 
 // MARK: - JSON exactly as in section 3.3

@@ -1,6 +1,7 @@
 import Foundation
 
 import struct RideStatusKit.Driver
+import struct RideStatusKit.PriceRange
 
 // MARK: - Durable state (L5): the values inside it
 
