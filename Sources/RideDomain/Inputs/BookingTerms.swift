@@ -1,4 +1,5 @@
 import Foundation
+public import struct RideStatusKit.ScheduledPickupTime
 
 /// The parts of a booking that never change during the ride and that its statuses and fare need. The
 /// vehicle, driver and vehicle position are copied into the ride (they change on `assign` and with fixes),
@@ -14,7 +15,7 @@ public struct BookingTerms: Sendable, Equatable {
     public let pickupLocation: Place
     public let dropOffLocation: Place
     public let waypoints: [Place]
-    public let scheduledPickupTime: ScheduledTime?
+    public let scheduledPickupTime: ScheduledPickupTime?
     public let partySize: Int?
     private let fareBox: Shared<Fare>?
     public var fare: Fare? { fareBox?.value }
@@ -47,7 +48,7 @@ public struct BookingTerms: Sendable, Equatable {
 
     init(
         rideIdentifier: String, rideOption: RideOption, pickupLocation: Place, dropOffLocation: Place,
-        waypoints: [Place], scheduledPickupTime: ScheduledTime?, partySize: Int?, fare: Fare?
+        waypoints: [Place], scheduledPickupTime: ScheduledPickupTime?, partySize: Int?, fare: Fare?
     ) {
         self.rideIdentifier = rideIdentifier
         option = OptionStorage(rideOption)
@@ -75,7 +76,7 @@ extension BookingTerms: Codable {
             pickupLocation: try container.decode(Place.self, forKey: .pickupLocation),
             dropOffLocation: try container.decode(Place.self, forKey: .dropOffLocation),
             waypoints: try container.decode([Place].self, forKey: .waypoints),
-            scheduledPickupTime: try container.decodeIfPresent(ScheduledTime.self, forKey: .scheduledPickupTime),
+            scheduledPickupTime: try container.decodeIfPresent(ScheduledPickupTime.self, forKey: .scheduledPickupTime),
             partySize: try container.decodeIfPresent(Int.self, forKey: .partySize),
             fare: try container.decodeIfPresent(Fare.self, forKey: .fare))
     }

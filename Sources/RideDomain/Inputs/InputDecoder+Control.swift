@@ -29,9 +29,9 @@ extension InputDecoder {
         for element in try fields.optionalArray("waypoints") ?? [] {
             waypoints.append(try Fields.place(element, field: "waypoints[]"))
         }
-        var scheduled: ScheduledTime? = nil
+        var scheduled: ScheduledPickupTime? = nil
         if let window = try fields.optionalObject("scheduledPickupTime") {
-            scheduled = ScheduledTime(startDate: try window.date("startDate"), endDate: try window.date("endDate"))
+            scheduled = ScheduledPickupTime(startDate: try window.date("startDate"), endDate: try window.date("endDate"))
         }
         let vehicleFields = try fields.optionalObject("vehicle")
         let vehicle = try vehicleFields.map { (fields) throws(Rejection) in try Self.vehicle(fields) }

@@ -5,6 +5,7 @@ public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.Money
 public import struct RideStatusKit.PriceRange
 public import enum RideStatusKit.RidePhase
+public import struct RideStatusKit.ScheduledPickupTime
 
 // MARK: - Shared shapes of section 1 and 3
 
@@ -175,12 +176,6 @@ public struct Fare: Sendable, Equatable, Codable {
     }
 }
 
-/// A scheduled pickup window.
-public struct ScheduledTime: Sendable, Equatable, Codable {
-    public var startDate: Date
-    public var endDate: Date
-}
-
 // MARK: - Inputs
 
 /// A booking (`start`, 3.2).
@@ -192,7 +187,7 @@ public struct Booking: Sendable, Equatable, Codable {
     public var pickupLocation: Place
     public var dropOffLocation: Place
     public var waypoints: [Place]
-    public var scheduledPickupTime: ScheduledTime?
+    public var scheduledPickupTime: ScheduledPickupTime?
     public var vehicle: VehicleDetails
     public var vehicleLocation: VehicleLocation?
     public var driver: Driver?

@@ -47,7 +47,7 @@ public struct RideStatus: Sendable, Equatable, Codable {
     public var pickupLocation: Place
     public var dropOffLocation: Place
     public var waypoints: [Place]
-    public var scheduledPickupTime: ScheduledTime?
+    public var scheduledPickupTime: ScheduledPickupTime?
     public var sequence: Int
     public var issuedAt: Date
     public var stale: Bool
