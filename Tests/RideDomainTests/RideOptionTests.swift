@@ -158,7 +158,7 @@ struct RideOptionTests {
         let reply = RideOptionQuoter(catalog: catalog).quote(optionsRequest(), now: t0)
         let suv = try #require(reply.rideOptions.first { $0.name == "SUV" })
         let tiers = try #require(suv.availablePartySizeOptions)
-        #expect(tiers.map { [$0.location, $0.length] } == [[1, 0], [2, 1], [4, 2]])
+        #expect(tiers.map { [$0.partySizeRange.location, $0.partySizeRange.length] } == [[1, 0], [2, 1], [4, 2]])
         #expect(tiers.map(\.sizeDescription) == ["1 person", "2-3 people", "4-6 people"])
         #expect(suv.availablePartySizeOptionsSelectionPrompt == "Choose a party size")
         #expect(suv.priceRange?.minimumPrice == tiers.first?.priceRange?.minimumPrice)
@@ -181,7 +181,7 @@ struct RideOptionTests {
         let two = quoter.quote(optionsRequest(partySize: 2), now: t0)
         #expect(two.rideOptions.map(\.name) == ["Comfort", "SUV"])
         let suv = try #require(two.rideOptions.last)
-        #expect(suv.availablePartySizeOptions?.map(\.location) == [2, 4])
+        #expect(suv.availablePartySizeOptions?.map(\.partySizeRange.location) == [2, 4])
         #expect(suv.priceRange == suv.availablePartySizeOptions?.first?.priceRange, "the party's own tier")
         #expect(suv.fareLineItems.contains { $0.title == "Extra passengers (2-3 people)" })
         let five = quoter.quote(optionsRequest(partySize: 5), now: t0)
@@ -444,7 +444,8 @@ struct RideOptionTests {
         option["availablePartySizeOptions"] = try (quoted.availablePartySizeOptions ?? []).map { tier in
             let range = try #require(tier.priceRange)
             return [
-                "location": tier.location, "length": tier.length, "sizeDescription": tier.sizeDescription,
+                "location": tier.partySizeRange.location, "length": tier.partySizeRange.length,
+                "sizeDescription": tier.sizeDescription,
                 "priceRange": [
                     "minimumPrice": NSDecimalNumber(decimal: range.minimumPrice),
                     "maximumPrice": NSDecimalNumber(decimal: range.maximumPrice), "currencyCode": range.currencyCode,
@@ -469,7 +470,10 @@ struct RideOptionTests {
         let option = ride.booking.rideOption
         #expect(option.name == "SUV" && option.disclaimerMessage == "Car seats on request")
         #expect(option.specialPricing == "Launch week")
-        #expect(option.availablePartySizeOptions?.map { [$0.location, $0.length] } == [[2, 1], [4, 2]])
+        #expect(
+            option.availablePartySizeOptions?.map { [$0.partySizeRange.location, $0.partySizeRange.length] } == [
+                [2, 1], [4, 2],
+            ])
         #expect(option.availablePartySizeOptions?.first?.priceRange?.currencyCode == "EUR")
         #expect(option.availablePartySizeOptionsSelectionPrompt == "Choose a party size")
         let fare = try #require(ride.booking.fare)

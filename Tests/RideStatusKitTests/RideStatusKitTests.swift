@@ -169,7 +169,7 @@ struct RideStatusKitTests {
         let reply = RideDomain.RideOptionsReply(
             code: .success,
             rideOptions: [
-                RideDomain.RideOption(
+                RideStatusKit.RideOption(
                     name: "Comfort", estimatedPickupDate: now.addingTimeInterval(420),
                     priceRange: RideStatusKit.PriceRange(
                         minimumPrice: Decimal(string: "990")!, maximumPrice: Decimal(string: "1200")!,

@@ -1,4 +1,9 @@
 import Foundation
+
+public import struct RideStatusKit.FareLineItem
+public import struct RideStatusKit.PartySizeOption
+public import struct RideStatusKit.PriceRange
+public import struct RideStatusKit.RideOption
 public import struct RideStatusKit.ScheduledPickupTime
 
 /// The parts of a booking that never change during the ride and that its statuses and fare need. The
@@ -62,7 +67,7 @@ public struct BookingTerms: Sendable, Equatable {
 }
 
 // The durable state's field names (L5), as they were when these were stored properties.
-extension BookingTerms: Codable {
+extension BookingTerms: Decodable {
     private enum CodingKeys: String, CodingKey {
         case rideIdentifier, rideOption, pickupLocation, dropOffLocation, waypoints, scheduledPickupTime, partySize
         case fare
@@ -72,7 +77,7 @@ extension BookingTerms: Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             rideIdentifier: try container.decode(String.self, forKey: .rideIdentifier),
-            rideOption: try container.decode(RideOption.self, forKey: .rideOption),
+            rideOption: try container.decode(RideOption.Durable.self, forKey: .rideOption).value,
             pickupLocation: try container.decode(Place.self, forKey: .pickupLocation),
             dropOffLocation: try container.decode(Place.self, forKey: .dropOffLocation),
             waypoints: try container.decode([Place].self, forKey: .waypoints),
@@ -80,16 +85,47 @@ extension BookingTerms: Codable {
             partySize: try container.decodeIfPresent(Int.self, forKey: .partySize),
             fare: try container.decodeIfPresent(Fare.self, forKey: .fare))
     }
+}
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(rideIdentifier, forKey: .rideIdentifier)
-        try container.encode(rideOption, forKey: .rideOption)
-        try container.encode(pickupLocation, forKey: .pickupLocation)
-        try container.encode(dropOffLocation, forKey: .dropOffLocation)
-        try container.encode(waypoints, forKey: .waypoints)
-        try container.encodeIfPresent(scheduledPickupTime, forKey: .scheduledPickupTime)
-        try container.encodeIfPresent(partySize, forKey: .partySize)
-        try container.encodeIfPresent(fare, forKey: .fare)
+extension RideOption {
+    /// An option as the durable state keeps it (L5): the contract's option, with its party sizes flat (`location`
+    /// and `length` beside `sizeDescription`, as every release wrote them) rather than in a `partySizeRange`.
+    struct Durable: Decodable {
+        var value: RideOption
+
+        private enum CodingKeys: String, CodingKey {
+            case name, localizedName, estimatedPickupDate, priceRange, disclaimerMessage, fareLineItems
+            case usesMeteredFare, specialPricing, availablePartySizeOptions, availablePartySizeOptionsSelectionPrompt
+            case expirationDate
+        }
+
+        private struct PartySize: Decodable {
+            var location: Int
+            var length: Int
+            var sizeDescription: String
+            var priceRange: PriceRange?
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let sizes = try container.decodeIfPresent([PartySize].self, forKey: .availablePartySizeOptions)
+            value = RideOption(
+                name: try container.decode(String.self, forKey: .name),
+                localizedName: try container.decodeIfPresent(String.self, forKey: .localizedName),
+                estimatedPickupDate: try container.decode(Date.self, forKey: .estimatedPickupDate),
+                priceRange: try container.decodeIfPresent(PriceRange.self, forKey: .priceRange),
+                disclaimerMessage: try container.decodeIfPresent(String.self, forKey: .disclaimerMessage),
+                fareLineItems: try container.decodeIfPresent([FareLineItem].self, forKey: .fareLineItems) ?? [],
+                usesMeteredFare: try container.decodeIfPresent(Bool.self, forKey: .usesMeteredFare),
+                specialPricing: try container.decodeIfPresent(String.self, forKey: .specialPricing),
+                availablePartySizeOptions: sizes?.map {
+                    PartySizeOption(
+                        partySizeRange: .init(location: $0.location, length: $0.length),
+                        sizeDescription: $0.sizeDescription, priceRange: $0.priceRange)
+                },
+                availablePartySizeOptionsSelectionPrompt: try container.decodeIfPresent(
+                    String.self, forKey: .availablePartySizeOptionsSelectionPrompt),
+                expirationDate: try container.decodeIfPresent(Date.self, forKey: .expirationDate))
+        }
     }
 }

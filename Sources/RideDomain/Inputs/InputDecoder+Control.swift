@@ -31,7 +31,8 @@ extension InputDecoder {
         }
         var scheduled: ScheduledPickupTime? = nil
         if let window = try fields.optionalObject("scheduledPickupTime") {
-            scheduled = ScheduledPickupTime(startDate: try window.date("startDate"), endDate: try window.date("endDate"))
+            scheduled = ScheduledPickupTime(
+                startDate: try window.date("startDate"), endDate: try window.date("endDate"))
         }
         let vehicleFields = try fields.optionalObject("vehicle")
         let vehicle = try vehicleFields.map { (fields) throws(Rejection) in try Self.vehicle(fields) }

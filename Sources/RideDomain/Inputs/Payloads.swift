@@ -4,6 +4,7 @@ public import struct RideStatusKit.Driver
 public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.Money
 public import struct RideStatusKit.PriceRange
+public import struct RideStatusKit.RideOption
 public import enum RideStatusKit.RidePhase
 public import struct RideStatusKit.ScheduledPickupTime
 
@@ -18,51 +19,6 @@ public struct Place: Sendable, Equatable, Codable {
         self.coordinate = coordinate
         self.name = name
         self.address = address
-    }
-}
-
-/// `INRidePartySizeOption`.
-public struct PartySizeOption: Sendable, Equatable, Codable {
-    public var location: Int
-    public var length: Int
-    public var sizeDescription: String
-    public var priceRange: PriceRange?
-    public init(location: Int, length: Int, sizeDescription: String, priceRange: PriceRange?) {
-        self.location = location
-        self.length = length
-        self.sizeDescription = sizeDescription
-        self.priceRange = priceRange
-    }
-}
-
-/// `INRideOption`.
-public struct RideOption: Sendable, Equatable, Codable {
-    /// V4: for an option of the worker's catalog, the catalog's canonical name.
-    public var name: String
-    /// The booking's own spelling of a catalog option's name, when it differs from the canonical `name`
-    /// (project addition, CONTRACT-NOTES.md).
-    public var localizedName: String?
-    public var estimatedPickupDate: Date
-    public var priceRange: PriceRange?
-    public var disclaimerMessage: String?
-    public var fareLineItems: [FareLineItem]
-    public var usesMeteredFare: Bool?
-    public var specialPricing: String?
-    public var availablePartySizeOptions: [PartySizeOption]?
-    public var availablePartySizeOptionsSelectionPrompt: String?
-    public var expirationDate: Date?
-
-    public init(
-        name: String, estimatedPickupDate: Date, priceRange: PriceRange? = nil, disclaimerMessage: String? = nil,
-        fareLineItems: [FareLineItem] = [], usesMeteredFare: Bool? = nil, specialPricing: String? = nil
-    ) {
-        self.name = name
-        self.estimatedPickupDate = estimatedPickupDate
-        self.priceRange = priceRange
-        self.disclaimerMessage = disclaimerMessage
-        self.fareLineItems = fareLineItems
-        self.usesMeteredFare = usesMeteredFare
-        self.specialPricing = specialPricing
     }
 }
 

@@ -201,7 +201,8 @@ public struct RideOptionQuoter: Sendable {
             let listed = tiers.filter { $0.sizes.upperBound >= partySize }
             result.availablePartySizeOptions = listed.map { tier in
                 PartySizeOption(
-                    location: tier.sizes.lowerBound, length: tier.sizes.upperBound - tier.sizes.lowerBound,
+                    partySizeRange: .init(
+                        location: tier.sizes.lowerBound, length: tier.sizes.upperBound - tier.sizes.lowerBound),
                     sizeDescription: texts.sizes(tier.sizes), priceRange: range(tier))
             }
             if request.partySize == nil, let first = listed.first, let last = listed.last {

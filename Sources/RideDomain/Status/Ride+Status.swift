@@ -1,6 +1,7 @@
 public import Foundation
 
 import struct RideStatusKit.FareLineItem
+import struct RideStatusKit.RideOption
 import enum RideStatusKit.RidePhase
 
 // MARK: - The next status (C1, C5) and the last valid one (V7)

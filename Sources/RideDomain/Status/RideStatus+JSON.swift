@@ -2,7 +2,9 @@ public import Foundation
 
 public import enum RideStatusKit.DecimalText
 public import struct RideStatusKit.Money
+public import struct RideStatusKit.PartySizeOption
 public import struct RideStatusKit.PriceRange
+public import struct RideStatusKit.RideOption
 public import enum RideStatusKit.RidePhase
 
 // MARK: - JSON exactly as in section 3.3
@@ -145,14 +147,38 @@ extension Place {
     }
 }
 
+/// Which of a value's two JSON shapes one writer writes: the wire's (3.3, 3.4: amounts as V6's decimal strings,
+/// every key of the status, null where there is no value, party sizes nested as `INRidePartySizeOption`), or the
+/// durable state's (L5: absent values left out, amounts as JSON numbers with their exact digits, party sizes flat),
+/// which every release since the first reads, so an older worker taking a ride over in a rolling upgrade reads it.
+package enum JSONShape: Sendable {
+    case wire, durable
+}
+
+extension JSONWriter {
+    /// `"key": amount`: a decimal string in the currency's minor units on the wire, an exact JSON number durably.
+    mutating func amount(_ name: StaticString, _ value: Decimal, currency: String, shape: JSONShape) {
+        switch shape {
+        case .wire:
+            key(name)
+            string(DecimalText.format(value, currency: currency))
+        case .durable: decimal(name, value)
+        }
+    }
+
+    /// `"key": value` on the wire and in the durable state, `"key": null` on the wire only.
+    mutating func nullable(_ name: StaticString, _ value: String?, shape: JSONShape) {
+        if shape == .wire { optional(name, value) } else { ifPresent(name, value) }
+    }
+}
+
 extension PriceRange {
-    public func write(to writer: inout JSONWriter) {
-        let scale = DecimalText.minorUnits(of: currencyCode)
+    public func write(to writer: inout JSONWriter) { write(to: &writer, shape: .wire) }
+
+    package func write(to writer: inout JSONWriter, shape: JSONShape) {
         writer.beginObject()
-        writer.key("minimumPrice")
-        writer.string(DecimalText.format(minimumPrice, scale: scale))
-        writer.key("maximumPrice")
-        writer.string(DecimalText.format(maximumPrice, scale: scale))
+        writer.amount("minimumPrice", minimumPrice, currency: currencyCode, shape: shape)
+        writer.amount("maximumPrice", maximumPrice, currency: currencyCode, shape: shape)
         writer.key("currencyCode")
         writer.string(currencyCode)
         writer.endObject()
@@ -160,23 +186,30 @@ extension PriceRange {
 }
 
 extension RideOption {
-    public func write(to writer: inout JSONWriter) {
+    public func write(to writer: inout JSONWriter) { write(to: &writer, shape: .wire) }
+
+    /// The one writer of an option, for the status, the quote reply and the durable state.
+    package func write(to writer: inout JSONWriter, shape: JSONShape) {
         writer.beginObject()
         writer.key("name")
         writer.string(name)
         writer.ifPresent("localizedName", localizedName)
         writer.date("estimatedPickupDate", estimatedPickupDate)
-        writer.key("priceRange")
-        if let priceRange { priceRange.write(to: &writer) } else { writer.null() }
-        writer.optional("disclaimerMessage", disclaimerMessage)
+        if let priceRange {
+            writer.key("priceRange")
+            priceRange.write(to: &writer, shape: shape)
+        } else if shape == .wire {
+            writer.key("priceRange")
+            writer.null()
+        }
+        writer.nullable("disclaimerMessage", disclaimerMessage, shape: shape)
         writer.key("fareLineItems")
         writer.beginArray()
         for item in fareLineItems {
             writer.beginObject()
             writer.key("title")
             writer.string(item.title)
-            writer.key("price")
-            writer.string(DecimalText.format(item.price, scale: DecimalText.minorUnits(of: item.currencyCode)))
+            writer.amount("price", item.price, currency: item.currencyCode, shape: shape)
             writer.key("currencyCode")
             writer.string(item.currencyCode)
             writer.endObject()
@@ -190,31 +223,43 @@ extension RideOption {
         if let availablePartySizeOptions {
             writer.key("availablePartySizeOptions")
             writer.beginArray()
-            for option in availablePartySizeOptions {
-                writer.beginObject()
-                writer.key("partySizeRange")
-                writer.beginObject()
-                writer.key("location")
-                writer.integer(option.location)
-                writer.key("length")
-                writer.integer(option.length)
-                writer.endObject()
-                writer.key("sizeDescription")
-                writer.string(option.sizeDescription)
-                writer.key("priceRange")
-                if let range = option.priceRange { range.write(to: &writer) } else { writer.null() }
-                writer.endObject()
-            }
+            for option in availablePartySizeOptions { option.write(to: &writer, shape: shape) }
             writer.endArray()
         }
-        if let prompt = availablePartySizeOptionsSelectionPrompt {
-            writer.key("availablePartySizeOptionsSelectionPrompt")
-            writer.string(prompt)
+        writer.ifPresent("availablePartySizeOptionsSelectionPrompt", availablePartySizeOptionsSelectionPrompt)
+        writer.dateIfPresent("expirationDate", expirationDate)
+        writer.endObject()
+    }
+}
+
+extension PartySizeOption {
+    func write(to writer: inout JSONWriter, shape: JSONShape) {
+        writer.beginObject()
+        switch shape {
+        case .wire:
+            writer.key("partySizeRange")
+            writer.beginObject()
+            writeRange(to: &writer)
+            writer.endObject()
+        case .durable: writeRange(to: &writer)
         }
-        if let expirationDate {
-            writer.date("expirationDate", expirationDate)
+        writer.key("sizeDescription")
+        writer.string(sizeDescription)
+        if let priceRange {
+            writer.key("priceRange")
+            priceRange.write(to: &writer, shape: shape)
+        } else if shape == .wire {
+            writer.key("priceRange")
+            writer.null()
         }
         writer.endObject()
+    }
+
+    private func writeRange(to writer: inout JSONWriter) {
+        writer.key("location")
+        writer.integer(partySizeRange.location)
+        writer.key("length")
+        writer.integer(partySizeRange.length)
     }
 }
 

@@ -14,7 +14,7 @@ extension BookingTerms {
         writer.key("rideIdentifier")
         writer.string(rideIdentifier)
         writer.key("rideOption")
-        rideOption.writeDurable(to: &writer)
+        rideOption.write(to: &writer, shape: .durable)
         writer.key("pickupLocation")
         pickupLocation.writeDurable(to: &writer)
         writer.key("dropOffLocation")
@@ -93,71 +93,6 @@ extension Fare.CatalogPricing {
             writer.number(fixedTrip.seconds)
             writer.endObject()
         }
-        writer.endObject()
-    }
-}
-
-extension RideOption {
-    func writeDurable(to writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.key("name")
-        writer.string(name)
-        writer.ifPresent("localizedName", localizedName)
-        writer.date("estimatedPickupDate", estimatedPickupDate)
-        if let priceRange {
-            writer.key("priceRange")
-            priceRange.writeDurable(to: &writer)
-        }
-        writer.ifPresent("disclaimerMessage", disclaimerMessage)
-        writer.key("fareLineItems")
-        writer.beginArray()
-        for item in fareLineItems {
-            writer.beginObject()
-            writer.key("title")
-            writer.string(item.title)
-            writer.decimal("price", item.price)
-            writer.key("currencyCode")
-            writer.string(item.currencyCode)
-            writer.endObject()
-        }
-        writer.endArray()
-        if let usesMeteredFare {
-            writer.key("usesMeteredFare")
-            writer.bool(usesMeteredFare)
-        }
-        writer.ifPresent("specialPricing", specialPricing)
-        if let availablePartySizeOptions {
-            writer.key("availablePartySizeOptions")
-            writer.beginArray()
-            for option in availablePartySizeOptions {
-                writer.beginObject()
-                writer.key("location")
-                writer.integer(option.location)
-                writer.key("length")
-                writer.integer(option.length)
-                writer.key("sizeDescription")
-                writer.string(option.sizeDescription)
-                if let range = option.priceRange {
-                    writer.key("priceRange")
-                    range.writeDurable(to: &writer)
-                }
-                writer.endObject()
-            }
-            writer.endArray()
-        }
-        writer.ifPresent("availablePartySizeOptionsSelectionPrompt", availablePartySizeOptionsSelectionPrompt)
-        writer.dateIfPresent("expirationDate", expirationDate)
-        writer.endObject()
-    }
-}
-
-extension PriceRange {
-    func writeDurable(to writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.decimal("minimumPrice", minimumPrice)
-        writer.decimal("maximumPrice", maximumPrice)
-        writer.key("currencyCode")
-        writer.string(currencyCode)
         writer.endObject()
     }
 }
