@@ -128,7 +128,7 @@ public struct CompletionStatus: Sendable, Hashable, Codable {
     public var defaultTippingOptions: [Decimal]
 
     public enum CanceledBy: String, Sendable, Hashable, Codable { case user, service }
-    public enum FeedbackType: String, Sendable, Hashable, Codable { case rate, tip }
+    public enum FeedbackType: String, Sendable, Hashable, Codable, CaseIterable { case rate, tip }
 
     public init(
         completed: Bool, canceled: Bool = false, missedPickup: Bool = false, outstanding: Bool = false,
@@ -159,13 +159,23 @@ public struct CompletionStatus: Sendable, Hashable, Codable {
         canceledBy = try container.decodeIfPresent(CanceledBy.self, forKey: .canceledBy)
         paymentAmount = try container.decodeIfPresent(Money.self, forKey: .paymentAmount)
         feedbackType = try container.decode([FeedbackType].self, forKey: .feedbackType)
-        let tips = try container.decode([String].self, forKey: .defaultTippingOptions)
-        defaultTippingOptions = try tips.map { text in
-            guard let value = DecimalText.parse(text) else {
-                throw DecodingError.dataCorruptedError(
-                    forKey: .defaultTippingOptions, in: container, debugDescription: "'\(text)' is not a decimal")
+        defaultTippingOptions = try container.decode([Tip].self, forKey: .defaultTippingOptions).map(\.value)
+    }
+
+    /// A tipping option: a decimal string (`"2.00"`), or a JSON number as money is accepted elsewhere.
+    private struct Tip: Decodable {
+        var value: Decimal
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            guard let text = try? container.decode(String.self) else {
+                value = try container.decode(Decimal.self)
+                return
             }
-            return value
+            guard let value = DecimalText.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not a decimal")
+            }
+            self.value = value
         }
     }
 

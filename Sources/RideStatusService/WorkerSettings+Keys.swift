@@ -5,6 +5,7 @@ import RideAccess
 import RideDomain
 import SettingsLayers
 
+import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.RideTopics
 
 // MARK: - The key table: each key in the file's spelling, how its text is read, and its unit
@@ -186,10 +187,11 @@ extension WorkerSettings {
             let types = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty
             }
-            guard types.allSatisfy({ $0 == "rate" || $0 == "tip" }) else {
+            let known = types.compactMap(CompletionStatus.FeedbackType.init(rawValue:))
+            guard known.count == types.count else {
                 throw Problem(key: "rides.feedbackTypes", message: "'\(value)' may only list rate and tip")
             }
-            settings.ride.feedbackTypes = types
+            settings.ride.feedbackTypes = known
         },
     ]
 }

@@ -163,7 +163,7 @@ struct PhaseRulesTests {
         #expect(harness.phase() == .completed)
         let completion = try #require(harness.engine.currentStatus(of: "r-1")?.completionStatus)
         #expect(completion.completed && !completion.canceled && !completion.outstanding)
-        #expect(completion.feedbackType == ["rate", "tip"])
+        #expect(completion.feedbackType == [.rate, .tip])
         let ride = try #require(harness.engine.rides["r-1"])
         let minutes = end.timeIntervalSince(t0.addingTimeInterval(60)) / 60
         let expected = 2.50 + 1.10 * ride.drivenMetres / 1000 + 0.20 * minutes

@@ -2,6 +2,7 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.Money
 import enum RideStatusKit.RidePhase
 import enum RideStatusKit.Rule
@@ -44,14 +45,15 @@ struct StatusValidityTests {
         status.completionStatus = .canceled(by: .user, fee: nil)
         status.completionStatus?.canceledBy = nil
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
-        status.completionStatus = .completed(payment: nil, feedbackType: ["rate"], tipping: [])
+        status.completionStatus = .completed(payment: nil, feedbackType: [.rate], tipping: [])
         status.completionStatus?.missedPickup = true
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
-        status.completionStatus = .completed(payment: nil, feedbackType: ["rate"], tipping: [])
+        status.completionStatus = .completed(payment: nil, feedbackType: [.rate], tipping: [])
         status.completionStatus?.outstanding = true
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
-        status.completionStatus = .completed(payment: nil, feedbackType: ["stars"], tipping: [])
-        #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V3)
+        // V3's feedbackType is rate and tip by construction: no other value exists, and none reads from text.
+        #expect(CompletionStatus.FeedbackType.allCases == [.rate, .tip])
+        #expect(CompletionStatus.FeedbackType(rawValue: "stars") == nil)
         status.phase = .ongoing
         status.completionStatus = nil
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)

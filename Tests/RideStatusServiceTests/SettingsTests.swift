@@ -5,6 +5,8 @@ import RideStatusService
 import SettingsLayers
 import Testing
 
+import struct RideStatusKit.CompletionStatus
+
 /// The worker behaves the same from any working directory: paths in a configuration file are read from its
 /// folder, and what is configured and missing stops start-up with one clear sentence.
 @Suite("Settings: configuration files and their paths")
@@ -55,6 +57,11 @@ struct SettingsTests {
             }
         }
         #expect(problem("rides.updateInterval", "25").hasSuffix("0.1...20 seconds"))
+        // V3: a completion's feedback types are rate and tip; anything else stops start-up, naming the key.
+        #expect(problem("rides.feedbackTypes", "rate, stars").contains("may only list rate and tip"))
+        var feedback = WorkerSettings()
+        try feedback.apply("rides.feedbackTypes", "tip")
+        #expect(feedback.ride.feedbackTypes == [.tip])
         #expect(problem("rides.speedTimeConstant", "0").hasSuffix("1...3600 seconds"), "a time, though it says Speed")
         #expect(problem("rides.maxSpeed", "0").hasSuffix("1...400 m/s"))
         #expect(problem("rides.arrivalRadius", "0").hasSuffix("1...1000 m"))

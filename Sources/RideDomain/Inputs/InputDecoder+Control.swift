@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+public import RideStatusKit
 
 extension InputDecoder {
     // MARK: Control messages (3.2 and section 2)
@@ -127,7 +127,7 @@ extension InputDecoder {
         let fields = Fields(try object(payload))
         try fields.checkRide(rideIdentifier)
         let by = try fields.string("canceledBy")
-        guard let canceledBy = Cancellation.CanceledBy(rawValue: by) else {
+        guard let canceledBy = CompletionStatus.CanceledBy(rawValue: by) else {
             throw Rejection(.invalidField, "canceledBy '\(by)' is not user or service")
         }
         var fee: Money? = nil

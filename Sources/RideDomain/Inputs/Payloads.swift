@@ -168,16 +168,6 @@ public struct DriverEvent: Sendable, Equatable {
     public var timestamp: Date?
 }
 
-/// `cancel`.
-public struct Cancellation: Sendable, Equatable {
-    public enum CanceledBy: String, Sendable, Codable {
-        case user, service
-    }
-    public var canceledBy: CanceledBy
-    public var cancellationFee: Money?
-    public var reason: String?
-}
-
 /// One accepted or candidate position of a vehicle (3.1, or converted from OwnTracks).
 public struct TelemetryFix: Sendable, Equatable, Codable {
     public var vehicleId: String

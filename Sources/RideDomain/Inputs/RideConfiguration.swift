@@ -1,5 +1,7 @@
 public import Foundation
 
+public import struct RideStatusKit.CompletionStatus
+
 /// Every tunable of the ride domain with the contract's default. The one source of truth for defaults:
 /// the worker's YAML, environment and flags override these.
 public struct RideConfiguration: Sendable, Equatable {
@@ -80,7 +82,7 @@ public struct RideConfiguration: Sendable, Equatable {
     /// L4: no ride lives longer than this, seconds.
     public var maxRideDuration: Double = 6 * 3600
     /// P5: feedback types of a completed ride (`rate`, `tip`).
-    public var feedbackTypes: [String] = ["rate", "tip"]
+    public var feedbackTypes: [CompletionStatus.FeedbackType] = [.rate, .tip]
     /// P5: tipping options offered with a completed ride.
     public var defaultTippingOptions: [Decimal] = []
     /// V5: map annotation image per ride option name, for bookings that omit one.
@@ -145,9 +147,6 @@ public struct RideConfiguration: Sendable, Equatable {
         require(estimateDelayLimit >= 0 && estimateDelayLimit <= 3600, "estimateDelayLimit", "must be 0...3600 s")
         require(completedLinger >= 0, "completedLinger", "must be 0 or more seconds")
         require(maxRideDuration > 0, "maxRideDuration", "must be positive seconds")
-        require(
-            feedbackTypes.allSatisfy { $0 == "rate" || $0 == "tip" }, "feedbackTypes",
-            "only 'rate' and 'tip' are allowed")
         require(deadLettersPerSecond >= 1, "deadLettersPerSecond", "must be at least 1 per second")
         require((1...1_000_000).contains(sequenceBlock), "sequenceBlock", "must be 1...1000000 statuses")
         require((0...1000).contains(trackLength), "trackLength", "must be 0...1000 fixes")

@@ -1,5 +1,6 @@
 public import Foundation
 
+import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.FareLineItem
 import struct RideStatusKit.RideOption
 import enum RideStatusKit.RidePhase

@@ -1,5 +1,6 @@
 public import Foundation
 
+public import struct RideStatusKit.CompletionStatus
 public import enum RideStatusKit.DecimalText
 public import struct RideStatusKit.Money
 public import struct RideStatusKit.PartySizeOption
@@ -79,7 +80,8 @@ extension RideStatus {
 }
 
 extension CompletionStatus {
-    func write(to writer: inout JSONWriter) {
+    /// The one writer of a completion, for the status and the durable state.
+    func write(to writer: inout JSONWriter, shape: JSONShape = .wire) {
         writer.beginObject()
         writer.key("completed")
         writer.bool(completed)
@@ -89,27 +91,37 @@ extension CompletionStatus {
         writer.bool(missedPickup)
         writer.key("outstanding")
         writer.bool(outstanding)
-        writer.key("canceledBy")
-        if let canceledBy { writer.string(canceledBy.rawValue) } else { writer.null() }
-        writer.key("paymentAmount")
-        if let paymentAmount { paymentAmount.write(to: &writer) } else { writer.null() }
+        writer.nullable("canceledBy", canceledBy?.rawValue, shape: shape)
+        if let paymentAmount {
+            writer.key("paymentAmount")
+            paymentAmount.write(to: &writer, shape: shape)
+        } else if shape == .wire {
+            writer.key("paymentAmount")
+            writer.null()
+        }
         writer.key("feedbackType")
         writer.beginArray()
-        for type in feedbackType { writer.string(type) }
+        for type in feedbackType { writer.string(type.rawValue) }
         writer.endArray()
         writer.key("defaultTippingOptions")
         writer.beginArray()
-        for option in defaultTippingOptions { writer.string(DecimalText.format(option, scale: 2)) }
+        for option in defaultTippingOptions {
+            switch shape {
+            case .wire: writer.string(DecimalText.format(option, scale: 2))
+            case .durable: writer.decimal(option)
+            }
+        }
         writer.endArray()
         writer.endObject()
     }
 }
 
 extension Money {
-    public func write(to writer: inout JSONWriter) {
+    public func write(to writer: inout JSONWriter) { write(to: &writer, shape: .wire) }
+
+    package func write(to writer: inout JSONWriter, shape: JSONShape) {
         writer.beginObject()
-        writer.key("amount")
-        writer.string(amountString)
+        writer.amount("amount", amount, currency: currencyCode, shape: shape)
         writer.key("currencyCode")
         writer.string(currencyCode)
         writer.endObject()

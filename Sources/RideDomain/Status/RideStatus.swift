@@ -1,29 +1,17 @@
 public import Foundation
 public import RideStatusKit
 
-/// `INRideCompletionStatus`.
-public struct CompletionStatus: Sendable, Equatable, Codable {
-    public var completed: Bool
-    public var canceled: Bool
-    public var missedPickup: Bool
-    public var outstanding: Bool
-    public var canceledBy: Cancellation.CanceledBy?
-    public var paymentAmount: Money?
-    public var feedbackType: [String]
-    public var defaultTippingOptions: [Decimal]
-
-    public static func completed(payment: Money?, feedbackType: [String], tipping: [Decimal]) -> CompletionStatus {
+/// How a ride ended (P5-P7): the contract's `CompletionStatus`, as the worker builds it.
+extension CompletionStatus {
+    public static func completed(payment: Money?, feedbackType: [FeedbackType], tipping: [Decimal]) -> Self {
         CompletionStatus(
-            completed: true, canceled: false, missedPickup: false, outstanding: false, canceledBy: nil,
-            paymentAmount: payment, feedbackType: feedbackType, defaultTippingOptions: tipping)
+            completed: true, paymentAmount: payment, feedbackType: feedbackType, defaultTippingOptions: tipping)
     }
 
-    public static func canceled(by: Cancellation.CanceledBy, fee: Money?, missedPickup: Bool = false)
-        -> CompletionStatus
-    {
+    public static func canceled(by: CanceledBy, fee: Money?, missedPickup: Bool = false) -> Self {
         CompletionStatus(
             completed: false, canceled: true, missedPickup: missedPickup, outstanding: fee != nil, canceledBy: by,
-            paymentAmount: fee, feedbackType: [], defaultTippingOptions: [])
+            paymentAmount: fee)
     }
 }
 
@@ -85,9 +73,7 @@ public enum StatusValidator {
             if completion.outstanding && completion.paymentAmount == nil {
                 return StatusViolation(rule: .V3, detail: "outstanding without a paymentAmount")
             }
-            if !completion.feedbackType.allSatisfy({ $0 == "rate" || $0 == "tip" }) {
-                return StatusViolation(rule: .V3, detail: "feedbackType holds something other than rate and tip")
-            }
+            // feedbackType holds only rate and tip by construction (`CompletionStatus.FeedbackType`).
         }
         if isBlank(status.rideOption.name) {
             return StatusViolation(rule: .V4, detail: "rideOption.name is empty")

@@ -1,5 +1,6 @@
 public import Foundation
 
+public import struct RideStatusKit.CompletionStatus
 public import enum RideStatusKit.RidePhase
 
 /// What a map or a list shows of one active ride: the read API's `/v1/rides` and the live map's updates.

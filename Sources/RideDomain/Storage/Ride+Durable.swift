@@ -1,5 +1,6 @@
 import Foundation
 
+import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.Driver
 import enum RideStatusKit.RidePhase
 
@@ -55,7 +56,7 @@ extension Ride {
         writer.dateIfPresent("lastIssuedAt", lastIssuedAt)
         if let completion {
             writer.key("completion")
-            completion.writeDurable(to: &writer)
+            completion.write(to: &writer, shape: .durable)
         }
         writer.dateIfPresent("completedAt", completedAt)
         writer.dateIfPresent("pickupArrivedAt", pickupArrivedAt)
@@ -124,7 +125,7 @@ extension LastValidStatus {
         writer.string(phase.rawValue)
         if let completion = completion?.value {
             writer.key("completionStatus")
-            completion.writeDurable(to: &writer)
+            completion.write(to: &writer, shape: .durable)
         }
         if let vehicleLocation {
             writer.key("vehicleLocation")

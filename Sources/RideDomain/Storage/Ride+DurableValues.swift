@@ -153,38 +153,6 @@ extension Driver {
     }
 }
 
-extension CompletionStatus {
-    func writeDurable(to writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.key("completed")
-        writer.bool(completed)
-        writer.key("canceled")
-        writer.bool(canceled)
-        writer.key("missedPickup")
-        writer.bool(missedPickup)
-        writer.key("outstanding")
-        writer.bool(outstanding)
-        writer.ifPresent("canceledBy", canceledBy?.rawValue)
-        if let paymentAmount {
-            writer.key("paymentAmount")
-            writer.beginObject()
-            writer.decimal("amount", paymentAmount.amount)
-            writer.key("currencyCode")
-            writer.string(paymentAmount.currencyCode)
-            writer.endObject()
-        }
-        writer.key("feedbackType")
-        writer.beginArray()
-        for type in feedbackType { writer.string(type) }
-        writer.endArray()
-        writer.key("defaultTippingOptions")
-        writer.beginArray()
-        for option in defaultTippingOptions { writer.decimal(option) }
-        writer.endArray()
-        writer.endObject()
-    }
-}
-
 extension JSONWriter {
     /// `"key": "2026-11-22T09:50:01.250Z"`, or nothing at all when the time is absent.
     mutating func dateIfPresent(_ name: StaticString, _ value: Date?) {
