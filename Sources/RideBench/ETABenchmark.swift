@@ -5,6 +5,7 @@ import RideDomain
 import WorkerGroup
 
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.VehicleLocation
 
 /// `ride-bench eta` (`make bench-eta`): how right the worker's ETAs are (E1). Replays trips
 /// through the ride domain with the real timing of their fixes: the worker's status every `updateInterval`

@@ -3,6 +3,8 @@ import Foundation
 import RideDomain
 import WorkerGroup
 
+import struct RideStatusKit.Place
+
 /// The live-fleet index and quotes (3.4): nearest-vehicle queries at fleet scale, next to a brute-force
 /// scan of the same vehicles measured in the same run.
 struct QuoteBenchmark: ParsableCommand {

@@ -2,6 +2,8 @@ import Foundation
 import PropertyBased
 import Testing
 
+import struct RideStatusKit.VehicleLocation
+
 @testable import RideDomain
 
 /// The compact storage every active ride uses must keep exactly the values it is given (L5: phase,

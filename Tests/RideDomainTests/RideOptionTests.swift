@@ -7,6 +7,7 @@ import WorkerGroup
 import struct RideStatusKit.DeadLetter
 import struct RideStatusKit.FareLineItem
 import struct RideStatusKit.Money
+import struct RideStatusKit.Place
 
 /// A catalog like `config/ride-options.yaml`, built in code so the domain tests need no YAML.
 func testCatalog() -> RideOptionCatalog {

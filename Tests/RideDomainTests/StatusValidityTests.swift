@@ -6,6 +6,7 @@ import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.Money
 import enum RideStatusKit.RidePhase
 import enum RideStatusKit.Rule
+import struct RideStatusKit.VehicleLocation
 
 @Suite("Status validity V1-V7 and the JSON of 3.3")
 struct StatusValidityTests {

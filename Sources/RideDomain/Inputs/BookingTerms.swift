@@ -2,6 +2,7 @@ import Foundation
 
 public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.PartySizeOption
+public import struct RideStatusKit.Place
 public import struct RideStatusKit.PriceRange
 public import struct RideStatusKit.RideOption
 public import struct RideStatusKit.ScheduledPickupTime
@@ -78,54 +79,11 @@ extension BookingTerms: Decodable {
         self.init(
             rideIdentifier: try container.decode(String.self, forKey: .rideIdentifier),
             rideOption: try container.decode(RideOption.Durable.self, forKey: .rideOption).value,
-            pickupLocation: try container.decode(Place.self, forKey: .pickupLocation),
-            dropOffLocation: try container.decode(Place.self, forKey: .dropOffLocation),
-            waypoints: try container.decode([Place].self, forKey: .waypoints),
+            pickupLocation: try container.decode(Place.Durable.self, forKey: .pickupLocation).value,
+            dropOffLocation: try container.decode(Place.Durable.self, forKey: .dropOffLocation).value,
+            waypoints: try container.decode([Place.Durable].self, forKey: .waypoints).map(\.value),
             scheduledPickupTime: try container.decodeIfPresent(ScheduledPickupTime.self, forKey: .scheduledPickupTime),
             partySize: try container.decodeIfPresent(Int.self, forKey: .partySize),
             fare: try container.decodeIfPresent(Fare.self, forKey: .fare))
-    }
-}
-
-extension RideOption {
-    /// An option as the durable state keeps it (L5): the contract's option, with its party sizes flat (`location`
-    /// and `length` beside `sizeDescription`, as every release wrote them) rather than in a `partySizeRange`.
-    struct Durable: Decodable {
-        var value: RideOption
-
-        private enum CodingKeys: String, CodingKey {
-            case name, localizedName, estimatedPickupDate, priceRange, disclaimerMessage, fareLineItems
-            case usesMeteredFare, specialPricing, availablePartySizeOptions, availablePartySizeOptionsSelectionPrompt
-            case expirationDate
-        }
-
-        private struct PartySize: Decodable {
-            var location: Int
-            var length: Int
-            var sizeDescription: String
-            var priceRange: PriceRange?
-        }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            let sizes = try container.decodeIfPresent([PartySize].self, forKey: .availablePartySizeOptions)
-            value = RideOption(
-                name: try container.decode(String.self, forKey: .name),
-                localizedName: try container.decodeIfPresent(String.self, forKey: .localizedName),
-                estimatedPickupDate: try container.decode(Date.self, forKey: .estimatedPickupDate),
-                priceRange: try container.decodeIfPresent(PriceRange.self, forKey: .priceRange),
-                disclaimerMessage: try container.decodeIfPresent(String.self, forKey: .disclaimerMessage),
-                fareLineItems: try container.decodeIfPresent([FareLineItem].self, forKey: .fareLineItems) ?? [],
-                usesMeteredFare: try container.decodeIfPresent(Bool.self, forKey: .usesMeteredFare),
-                specialPricing: try container.decodeIfPresent(String.self, forKey: .specialPricing),
-                availablePartySizeOptions: sizes?.map {
-                    PartySizeOption(
-                        partySizeRange: .init(location: $0.location, length: $0.length),
-                        sizeDescription: $0.sizeDescription, priceRange: $0.priceRange)
-                },
-                availablePartySizeOptionsSelectionPrompt: try container.decodeIfPresent(
-                    String.self, forKey: .availablePartySizeOptionsSelectionPrompt),
-                expirationDate: try container.decodeIfPresent(Date.self, forKey: .expirationDate))
-        }
     }
 }

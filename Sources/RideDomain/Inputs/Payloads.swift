@@ -3,40 +3,14 @@ public import Foundation
 public import struct RideStatusKit.Driver
 public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.Money
+public import struct RideStatusKit.Place
 public import struct RideStatusKit.PriceRange
 public import struct RideStatusKit.RideOption
 public import enum RideStatusKit.RidePhase
 public import struct RideStatusKit.ScheduledPickupTime
+public import struct RideStatusKit.VehicleLocation
 
 // MARK: - Shared shapes of section 1 and 3
-
-/// A place (CLPlacemark analog).
-public struct Place: Sendable, Equatable, Codable {
-    public var coordinate: Coordinate
-    public var name: String?
-    public var address: String?
-    public init(coordinate: Coordinate, name: String? = nil, address: String? = nil) {
-        self.coordinate = coordinate
-        self.name = name
-        self.address = address
-    }
-}
-
-/// A vehicle's position as the status carries it (`CLLocation` fields).
-public struct VehicleLocation: Sendable, Equatable, Codable {
-    public var coordinate: Coordinate
-    public var course: Double?
-    public var speed: Double?
-    public var horizontalAccuracy: Double?
-    public var timestamp: Date
-    public init(coordinate: Coordinate, course: Double?, speed: Double?, horizontalAccuracy: Double?, timestamp: Date) {
-        self.coordinate = coordinate
-        self.course = course
-        self.speed = speed
-        self.horizontalAccuracy = horizontalAccuracy
-        self.timestamp = timestamp
-    }
-}
 
 /// `INRideVehicle` without its location.
 public struct VehicleDetails: Sendable, Equatable, Codable {
@@ -135,7 +109,7 @@ public struct Fare: Sendable, Equatable, Codable {
 // MARK: - Inputs
 
 /// A booking (`start`, 3.2).
-public struct Booking: Sendable, Equatable, Codable {
+public struct Booking: Sendable, Equatable {
     public var rideIdentifier: String
     public var vehicleId: String?
     public var phase: RidePhase?

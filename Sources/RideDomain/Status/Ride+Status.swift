@@ -4,6 +4,7 @@ import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.FareLineItem
 import struct RideStatusKit.RideOption
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.VehicleLocation
 
 // MARK: - The next status (C1, C5) and the last valid one (V7)
 

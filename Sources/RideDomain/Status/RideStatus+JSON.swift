@@ -4,9 +4,11 @@ public import struct RideStatusKit.CompletionStatus
 public import enum RideStatusKit.DecimalText
 public import struct RideStatusKit.Money
 public import struct RideStatusKit.PartySizeOption
+public import struct RideStatusKit.Place
 public import struct RideStatusKit.PriceRange
 public import struct RideStatusKit.RideOption
 public import enum RideStatusKit.RidePhase
+public import struct RideStatusKit.VehicleLocation
 
 // MARK: - JSON exactly as in section 3.3
 
@@ -128,46 +130,71 @@ extension Money {
     }
 }
 
+/// Which of a value's two JSON shapes one writer writes: the wire's (3.3, 3.4: amounts as V6's decimal strings,
+/// every key of the status, null where there is no value, flat coordinates, party sizes nested as
+/// `INRidePartySizeOption`), or the durable state's (L5: absent values left out, amounts as JSON numbers with their
+/// exact digits, coordinates nested, party sizes flat), which every release since the first reads, so an older
+/// worker taking a ride over in a rolling upgrade reads it.
+package enum JSONShape: Sendable {
+    case wire, durable
+}
+
 extension VehicleLocation {
-    func write(to writer: inout JSONWriter) {
+    /// The one writer of a vehicle's position: flat with nulls on the wire, the coordinate nested without nulls in
+    /// the durable state (L5).
+    func write(to writer: inout JSONWriter, shape: JSONShape = .wire) {
         writer.beginObject()
-        writer.key("latitude")
-        writer.number(coordinate.latitude)
-        writer.key("longitude")
-        writer.number(coordinate.longitude)
-        writer.key("course")
-        if let course { writer.number(course) } else { writer.null() }
-        writer.key("speed")
-        if let speed { writer.number(speed) } else { writer.null() }
-        writer.key("horizontalAccuracy")
-        if let horizontalAccuracy { writer.number(horizontalAccuracy) } else { writer.null() }
+        writer.coordinate(latitude: latitude, longitude: longitude, shape: shape)
+        writer.number("course", course, shape: shape)
+        writer.number("speed", speed, shape: shape)
+        writer.number("horizontalAccuracy", horizontalAccuracy, shape: shape)
         writer.date("timestamp", timestamp)
         writer.endObject()
     }
 }
 
 extension Place {
-    public func write(to writer: inout JSONWriter) {
+    public func write(to writer: inout JSONWriter) { write(to: &writer, shape: .wire) }
+
+    /// The one writer of a place: flat on the wire, the coordinate nested in the durable state (L5).
+    package func write(to writer: inout JSONWriter, shape: JSONShape) {
         writer.beginObject()
-        writer.key("latitude")
-        writer.number(coordinate.latitude)
-        writer.key("longitude")
-        writer.number(coordinate.longitude)
+        writer.coordinate(latitude: latitude, longitude: longitude, shape: shape)
         writer.ifPresent("name", name)
         writer.ifPresent("address", address)
         writer.endObject()
     }
 }
 
-/// Which of a value's two JSON shapes one writer writes: the wire's (3.3, 3.4: amounts as V6's decimal strings,
-/// every key of the status, null where there is no value, party sizes nested as `INRidePartySizeOption`), or the
-/// durable state's (L5: absent values left out, amounts as JSON numbers with their exact digits, party sizes flat),
-/// which every release since the first reads, so an older worker taking a ride over in a rolling upgrade reads it.
-package enum JSONShape: Sendable {
-    case wire, durable
+extension Coordinate {
+    /// `{"latitude": .., "longitude": ..}`.
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.coordinateMembers(latitude: latitude, longitude: longitude)
+        writer.endObject()
+    }
 }
 
 extension JSONWriter {
+    /// `"latitude": .., "longitude": ..` on the wire; `"coordinate": {..}` durably, as every release stored it.
+    mutating func coordinate(latitude: Double, longitude: Double, shape: JSONShape) {
+        switch shape {
+        case .wire: coordinateMembers(latitude: latitude, longitude: longitude)
+        case .durable:
+            key("coordinate")
+            beginObject()
+            coordinateMembers(latitude: latitude, longitude: longitude)
+            endObject()
+        }
+    }
+
+    mutating func coordinateMembers(latitude: Double, longitude: Double) {
+        key("latitude")
+        number(latitude)
+        key("longitude")
+        number(longitude)
+    }
+
     /// `"key": amount`: a decimal string in the currency's minor units on the wire, an exact JSON number durably.
     mutating func amount(_ name: StaticString, _ value: Decimal, currency: String, shape: JSONShape) {
         switch shape {
@@ -181,6 +208,17 @@ extension JSONWriter {
     /// `"key": value` on the wire and in the durable state, `"key": null` on the wire only.
     mutating func nullable(_ name: StaticString, _ value: String?, shape: JSONShape) {
         if shape == .wire { optional(name, value) } else { ifPresent(name, value) }
+    }
+
+    /// `"key": number`; when absent, `"key": null` on the wire and nothing durably.
+    mutating func number(_ name: StaticString, _ value: Double?, shape: JSONShape) {
+        if let value {
+            key(name)
+            number(value)
+        } else if shape == .wire {
+            key(name)
+            null()
+        }
     }
 }
 

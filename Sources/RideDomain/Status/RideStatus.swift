@@ -16,7 +16,7 @@ extension CompletionStatus {
 }
 
 /// The outgoing status (3.3), mirroring `INRideStatus`.
-public struct RideStatus: Sendable, Equatable, Codable {
+public struct RideStatus: Sendable, Equatable {
     public var rideIdentifier: String
     public var phase: RidePhase
     public var completionStatus: CompletionStatus?

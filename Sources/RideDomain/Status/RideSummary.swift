@@ -2,6 +2,7 @@ public import Foundation
 
 public import struct RideStatusKit.CompletionStatus
 public import enum RideStatusKit.RidePhase
+public import struct RideStatusKit.VehicleLocation
 
 /// What a map or a list shows of one active ride: the read API's `/v1/rides` and the live map's updates.
 /// Built on demand from the ride, never kept: it costs nothing while nobody looks.
@@ -39,9 +40,9 @@ public struct RideSummary: Sendable, Equatable {
         writer.key("location")
         if let location { location.write(to: &writer) } else { writer.null() }
         writer.key("pickup")
-        pickup.writeDurable(to: &writer)
+        pickup.write(to: &writer)
         writer.key("dropOff")
-        dropOff.writeDurable(to: &writer)
+        dropOff.write(to: &writer)
         writer.date("estimatedPickupDate", estimatedPickupDate)
         writer.date("estimatedDropOffDate", estimatedDropOffDate)
         writer.date("startedAt", startedAt)

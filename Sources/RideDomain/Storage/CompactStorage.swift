@@ -1,6 +1,7 @@
 public import Foundation
 
-import struct RideStatusKit.Driver
+public import struct RideStatusKit.Driver
+public import struct RideStatusKit.VehicleLocation
 
 // Storage shapes for the values every active ride keeps (at most 1 KB per active ride: `make bench-scale`).
 // An `Optional<Date>` or `Optional<Double>` takes 9 bytes and pads to 16 next to the following word; a

@@ -16,12 +16,12 @@ extension BookingTerms {
         writer.key("rideOption")
         rideOption.write(to: &writer, shape: .durable)
         writer.key("pickupLocation")
-        pickupLocation.writeDurable(to: &writer)
+        pickupLocation.write(to: &writer, shape: .durable)
         writer.key("dropOffLocation")
-        dropOffLocation.writeDurable(to: &writer)
+        dropOffLocation.write(to: &writer, shape: .durable)
         writer.key("waypoints")
         writer.beginArray()
-        for waypoint in waypoints { waypoint.writeDurable(to: &writer) }
+        for waypoint in waypoints { waypoint.write(to: &writer, shape: .durable) }
         writer.endArray()
         if let scheduledPickupTime {
             writer.key("scheduledPickupTime")
@@ -97,41 +97,6 @@ extension Fare.CatalogPricing {
     }
 }
 
-extension Place {
-    func writeDurable(to writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.key("coordinate")
-        coordinate.writeDurable(to: &writer)
-        writer.ifPresent("name", name)
-        writer.ifPresent("address", address)
-        writer.endObject()
-    }
-}
-
-extension Coordinate {
-    func writeDurable(to writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.key("latitude")
-        writer.number(latitude)
-        writer.key("longitude")
-        writer.number(longitude)
-        writer.endObject()
-    }
-}
-
-extension VehicleLocation {
-    func writeDurable(to writer: inout JSONWriter) {
-        writer.beginObject()
-        writer.key("coordinate")
-        coordinate.writeDurable(to: &writer)
-        writer.numberIfPresent("course", course)
-        writer.numberIfPresent("speed", speed)
-        writer.numberIfPresent("horizontalAccuracy", horizontalAccuracy)
-        writer.date("timestamp", timestamp)
-        writer.endObject()
-    }
-}
-
 extension VehicleDetails {
     func writeDurable(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -158,13 +123,6 @@ extension JSONWriter {
     mutating func dateIfPresent(_ name: StaticString, _ value: Date?) {
         guard let value else { return }
         date(name, value)
-    }
-
-    /// `"key": 1.5`, or nothing at all when the value is absent.
-    mutating func numberIfPresent(_ name: StaticString, _ value: Double?) {
-        guard let value else { return }
-        key(name)
-        number(value)
     }
 
     /// `"key": 12.5`: an amount as a JSON number with its exact decimal digits.
