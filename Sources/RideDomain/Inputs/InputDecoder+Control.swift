@@ -90,7 +90,8 @@ extension InputDecoder {
         let location = try vehicleFields.map { (fields) throws(Rejection) in try Self.location(fields) } ?? nil
         let driverFields = try fields.optionalObject("driver")
         let driver = try driverFields.map { (fields) throws(Rejection) in try Self.driver(fields) }
-        return Assignment(vehicleId: vehicleId, vehicle: vehicle, vehicleLocation: location, driver: driver)
+        return Assignment(
+            vehicleId: vehicleId, vehicle: vehicle.map { Vehicle($0, location: location) }, driver: driver)
     }
 
     public func event(rideIdentifier: String, payload: [UInt8]) throws(Rejection) -> DriverEvent {
@@ -103,7 +104,7 @@ extension InputDecoder {
                 .invalidField, "type '\(type)' is not arrivedAtPickup, passengerOnBoard or arrivedAtDropOff")
         }
         let timestamp = fields.has("timestamp") ? try fields.date("timestamp") : nil
-        return DriverEvent(kind: kind, timestamp: timestamp)
+        return DriverEvent(type: kind, timestamp: timestamp)
     }
 
     /// A3: a driver event on `fleet/vehicles/{vehicleId}/event`: `{"rideIdentifier", "type", "timestamp"?}`,

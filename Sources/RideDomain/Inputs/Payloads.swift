@@ -125,23 +125,6 @@ public struct Booking: Sendable, Equatable {
     public var fare: Fare?
 }
 
-/// `assign`.
-public struct Assignment: Sendable, Equatable {
-    public var vehicleId: String
-    public var vehicle: VehicleDetails?
-    public var vehicleLocation: VehicleLocation?
-    public var driver: Driver?
-}
-
-/// `event` from the driver app.
-public struct DriverEvent: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
-        case arrivedAtPickup, passengerOnBoard, arrivedAtDropOff
-    }
-    public var kind: Kind
-    public var timestamp: Date?
-}
-
 /// One accepted or candidate position of a vehicle (3.1, or converted from OwnTracks).
 public struct TelemetryFix: Sendable, Equatable, Codable {
     public var vehicleId: String

@@ -1,6 +1,7 @@
 public import Foundation
 
 public import struct RideStatusKit.Place
+public import struct RideStatusKit.Vehicle
 public import struct RideStatusKit.VehicleLocation
 
 // The contract's places and vehicle positions are RideStatusKit's (flat `latitude` and `longitude`, as the wire
@@ -33,5 +34,21 @@ extension VehicleLocation {
             latitude = newValue.latitude
             longitude = newValue.longitude
         }
+    }
+}
+
+extension Vehicle {
+    /// A vehicle as a status or an `assign` carries it: what a ride keeps of its car, at `location`.
+    public init(_ details: VehicleDetails, location: VehicleLocation?) {
+        self.init(
+            location: location, registrationPlate: details.registrationPlate, manufacturer: details.manufacturer,
+            model: details.model, mapAnnotationImage: details.mapAnnotationImage)
+    }
+
+    /// What a ride keeps of the car: all but its position, which the ride keeps apart.
+    public var details: VehicleDetails {
+        VehicleDetails(
+            registrationPlate: registrationPlate, manufacturer: manufacturer, model: model,
+            mapAnnotationImage: mapAnnotationImage)
     }
 }

@@ -148,7 +148,7 @@ public struct Ride: Sendable, Equatable {
         vehicleId = assignment.vehicleId
         if assignment.vehicle != nil || assignment.driver != nil {
             var updated = crew.value
-            if var details = assignment.vehicle {
+            if var details = assignment.vehicle?.details {
                 if (details.mapAnnotationImage ?? "").isEmpty {
                     details.mapAnnotationImage =
                         vehicle.mapAnnotationImage ?? configuration.mapAnnotationImages[booking.rideOption.name]
@@ -158,7 +158,7 @@ public struct Ride: Sendable, Equatable {
             if let driver = assignment.driver { updated.driver = driver }
             crew = Shared(updated)
         }
-        if let known = assignment.vehicleLocation { location = known }
+        if let known = assignment.vehicle?.location { location = known }
         let changed = phase == .received
         if changed { phase = .confirmed }
         updateEstimates(now: now, configuration: configuration)
@@ -221,7 +221,7 @@ public struct Ride: Sendable, Equatable {
     mutating func handle(_ event: DriverEvent, now: Date, configuration: RideConfiguration) throws(Rejection)
         -> Bool
     {
-        switch (event.kind, phase) {
+        switch (event.type, phase) {
         case (.arrivedAtPickup, .pickup), (.passengerOnBoard, .ongoing):
             return false
         case (.arrivedAtDropOff, .completed) where completion?.completed == true:
@@ -233,7 +233,7 @@ public struct Ride: Sendable, Equatable {
         case (.arrivedAtDropOff, .pickup), (.arrivedAtDropOff, .ongoing):  // P5: steps may be skipped
             complete(now: now, configuration: configuration)
         default:
-            throw Rejection(.eventNotAllowed, "\(event.kind.rawValue) is not allowed in phase \(phase.rawValue) (P8)")
+            throw Rejection(.eventNotAllowed, "\(event.type.rawValue) is not allowed in phase \(phase.rawValue) (P8)")
         }
         updateEstimates(now: now, configuration: configuration)
         return true
