@@ -207,11 +207,11 @@ struct PhaseRulesTests {
 
     @Test("P5: fares are Decimal and rounded to the currency's minor unit")
     func fareRounding() {
-        let fare = Fare(
+        let fare = FareTerms(
             baseCharge: Decimal(string: "2.50")!, perKilometer: Decimal(string: "1.10")!,
             perMinute: Decimal(string: "0.20")!, currencyCode: "EUR")
         #expect(fare.price(drivenMetres: 1234, rideSeconds: 90).money.amountString == "4.16")
-        let yen = Fare(baseCharge: 500, perKilometer: 333, perMinute: 7, currencyCode: "JPY")
+        let yen = FareTerms(baseCharge: 500, perKilometer: 333, perMinute: 7, currencyCode: "JPY")
         #expect(yen.price(drivenMetres: 1500, rideSeconds: 60).money.amountString == "1007")
         #expect(
             Money(amount: Decimal(string: "0.1")! + Decimal(string: "0.2")!, currencyCode: "EUR").amountString == "0.30"

@@ -1,5 +1,6 @@
 import Foundation
 
+public import struct RideStatusKit.Booking
 public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.PartySizeOption
 public import struct RideStatusKit.Place
@@ -23,8 +24,8 @@ public struct BookingTerms: Sendable, Equatable {
     public let waypoints: [Place]
     public let scheduledPickupTime: ScheduledPickupTime?
     public let partySize: Int?
-    private let fareBox: Shared<Fare>?
-    public var fare: Fare? { fareBox?.value }
+    private let fareBox: Shared<FareTerms>?
+    public var fare: FareTerms? { fareBox?.value }
 
     private enum OptionStorage: Sendable, Equatable {
         /// An option with nothing but its name and pickup estimate.
@@ -44,17 +45,18 @@ public struct BookingTerms: Sendable, Equatable {
         }
     }
 
-    public init(_ booking: Booking) {
+    /// What a ride keeps of `booking`, with the fare it pays (the booking's own, or its catalog option's).
+    public init(_ booking: Booking, fare: FareTerms?) {
         self.init(
             rideIdentifier: booking.rideIdentifier, rideOption: booking.rideOption,
             pickupLocation: booking.pickupLocation, dropOffLocation: booking.dropOffLocation,
-            waypoints: booking.waypoints, scheduledPickupTime: booking.scheduledPickupTime,
-            partySize: booking.partySize, fare: booking.fare)
+            waypoints: booking.waypoints ?? [], scheduledPickupTime: booking.scheduledPickupTime,
+            partySize: booking.partySize, fare: fare)
     }
 
     init(
         rideIdentifier: String, rideOption: RideOption, pickupLocation: Place, dropOffLocation: Place,
-        waypoints: [Place], scheduledPickupTime: ScheduledPickupTime?, partySize: Int?, fare: Fare?
+        waypoints: [Place], scheduledPickupTime: ScheduledPickupTime?, partySize: Int?, fare: FareTerms?
     ) {
         self.rideIdentifier = rideIdentifier
         option = OptionStorage(rideOption)
@@ -84,6 +86,6 @@ extension BookingTerms: Decodable {
             waypoints: try container.decode([Place.Durable].self, forKey: .waypoints).map(\.value),
             scheduledPickupTime: try container.decodeIfPresent(ScheduledPickupTime.self, forKey: .scheduledPickupTime),
             partySize: try container.decodeIfPresent(Int.self, forKey: .partySize),
-            fare: try container.decodeIfPresent(Fare.self, forKey: .fare))
+            fare: try container.decodeIfPresent(FareTerms.self, forKey: .fare))
     }
 }

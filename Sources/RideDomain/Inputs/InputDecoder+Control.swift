@@ -58,8 +58,7 @@ extension InputDecoder {
         let booking = Booking(
             rideIdentifier: rideIdentifier, vehicleId: vehicleId, phase: phase, rideOption: rideOption,
             pickupLocation: pickup, dropOffLocation: dropOff, waypoints: waypoints, scheduledPickupTime: scheduled,
-            vehicle: vehicle ?? VehicleDetails(), vehicleLocation: location, driver: driver, partySize: partySize,
-            fare: fare)
+            vehicle: vehicle.map { Vehicle($0, location: location) }, driver: driver, partySize: partySize, fare: fare)
         try Self.checkConsistency(booking)
         return booking
     }

@@ -1,6 +1,7 @@
 public import Foundation
 
 public import struct RideStatusKit.Driver
+public import struct RideStatusKit.Fare
 public import struct RideStatusKit.FareLineItem
 public import struct RideStatusKit.Money
 public import struct RideStatusKit.Place
@@ -29,9 +30,9 @@ public struct VehicleDetails: Sendable, Equatable, Codable {
     }
 }
 
-/// The booking's fare (P5): the metered terms a booking brings, or a catalog option's full pricing, fixed
-/// when the ride was booked.
-public struct Fare: Sendable, Equatable, Codable {
+/// The ride's fare (P5): the metered terms a booking brings (the contract's `Fare`), or a catalog option's full
+/// pricing, fixed when the ride was booked.
+public struct FareTerms: Sendable, Equatable, Codable {
     public var baseCharge: Decimal
     public var perKilometer: Decimal
     public var perMinute: Decimal
@@ -49,6 +50,13 @@ public struct Fare: Sendable, Equatable, Codable {
         self.perMinute = perMinute
         self.currencyCode = currencyCode
         self.catalog = catalog
+    }
+
+    /// The metered terms a booking brings.
+    public init(_ fare: Fare) {
+        self.init(
+            baseCharge: fare.baseCharge, perKilometer: fare.perKilometer, perMinute: fare.perMinute,
+            currencyCode: fare.currencyCode)
     }
 
     /// What a catalog fare adds to the metered terms: the quote's minimum fare, surcharges, discounts and the
@@ -107,23 +115,6 @@ public struct Fare: Sendable, Equatable, Codable {
 }
 
 // MARK: - Inputs
-
-/// A booking (`start`, 3.2).
-public struct Booking: Sendable, Equatable {
-    public var rideIdentifier: String
-    public var vehicleId: String?
-    public var phase: RidePhase?
-    public var rideOption: RideOption
-    public var pickupLocation: Place
-    public var dropOffLocation: Place
-    public var waypoints: [Place]
-    public var scheduledPickupTime: ScheduledPickupTime?
-    public var vehicle: VehicleDetails
-    public var vehicleLocation: VehicleLocation?
-    public var driver: Driver?
-    public var partySize: Int?
-    public var fare: Fare?
-}
 
 /// One accepted or candidate position of a vehicle (3.1, or converted from OwnTracks).
 public struct TelemetryFix: Sendable, Equatable, Codable {

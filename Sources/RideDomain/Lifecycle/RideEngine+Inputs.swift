@@ -100,17 +100,18 @@ extension RideEngine {
     ) throws(Rejection) {
         switch kind {
         case .start:
-            var booking = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
+            var (booking, fare) = resolveOption(of: try decoder.booking(rideIdentifier: id, payload: payload))
             try checkTopicSafe(booking.vehicleId)
             guard !rideTable.contains(id) else {
                 counters.duplicateStarts += 1  // L1
                 return
             }
-            booking.vehicle.mapAnnotationImage = images.intern(booking.vehicle.mapAnnotationImage)
+            let image = images.intern(booking.vehicle?.mapAnnotationImage)
+            booking.vehicle?.mapAnnotationImage = image
             // E1: the area's learned detour factor, stop share and speed while moving.
             let (index, area) = catalogArea(at: booking.pickupLocation.coordinate)
             var ride = Ride(
-                booking: booking, now: now, configuration: configuration,
+                booking: booking, fare: fare, now: now, configuration: configuration,
                 detourFactor: learning.factor(for: area, configuration: configuration),
                 stopShare: learning.stopShare(for: area, at: now, configuration: configuration),
                 cruisePrior: learning.speed(for: area, at: now, configuration: configuration), areaIndex: index)
@@ -204,30 +205,32 @@ extension RideEngine {
     /// Booking by name (3.4): a ride option named by any of the catalog's names (any case, localized too)
     /// supplies the map annotation image (V5) and the fare of the pickup's service area (P5) that the
     /// booking leaves out.
-    func resolveOption(of booking: Booking) -> Booking {
-        guard let catalog, let option = catalog.option(named: booking.rideOption.name) else { return booking }
+    func resolveOption(of booking: Booking) -> (booking: Booking, fare: FareTerms?) {
+        let brought = booking.fare.map(FareTerms.init)
+        guard let catalog, let option = catalog.option(named: booking.rideOption.name) else {
+            return (booking, brought)
+        }
         var resolved = booking
         // V4: the catalog's canonical name downstream; the booking's own spelling stays as `localizedName`.
         if option.name != booking.rideOption.name {
             resolved.rideOption.localizedName = booking.rideOption.name
             resolved.rideOption.name = option.name
         }
-        if resolved.vehicle.mapAnnotationImage == nil {
-            resolved.vehicle.mapAnnotationImage = option.mapAnnotationImage
+        if resolved.vehicle?.mapAnnotationImage == nil {
+            resolved.vehicle = resolved.vehicle ?? Vehicle()
+            resolved.vehicle?.mapAnnotationImage = option.mapAnnotationImage
         }
-        if resolved.fare == nil, let area = catalog.area(containing: booking.pickupLocation.coordinate),
+        guard brought == nil, let area = catalog.area(containing: booking.pickupLocation.coordinate),
             let table = option.fares[area.name]
-        {
-            // P5: the option's whole pricing in the area, for the party's tier; a fixed price is the
-            // quote's for this pickup and drop-off, made now, so the rider pays what was quoted.
-            let trip = RideOptionQuoter.trip(
-                from: booking.pickupLocation.coordinate, to: booking.dropOffLocation.coordinate,
-                detourFactor: configuration.detourFactor, averageSpeed: catalog.quotes.averageSpeed)
-            let fare = table.fare(
-                currency: area.currencyCode, capacity: option.capacity, partySize: booking.partySize ?? 1,
-                fixedFor: option.pricing == .fixed ? trip : nil)
-            resolved.fare = fare
-        }
-        return resolved
+        else { return (resolved, brought) }
+        // P5: the option's whole pricing in the area, for the party's tier; a fixed price is the
+        // quote's for this pickup and drop-off, made now, so the rider pays what was quoted.
+        let trip = RideOptionQuoter.trip(
+            from: booking.pickupLocation.coordinate, to: booking.dropOffLocation.coordinate,
+            detourFactor: configuration.detourFactor, averageSpeed: catalog.quotes.averageSpeed)
+        let fare = table.fare(
+            currency: area.currencyCode, capacity: option.capacity, partySize: booking.partySize ?? 1,
+            fixedFor: option.pricing == .fixed ? trip : nil)
+        return (resolved, fare)
     }
 }

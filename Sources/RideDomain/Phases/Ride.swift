@@ -1,5 +1,5 @@
 public import Foundation
-package import RideStatusKit
+public import RideStatusKit
 
 /// One active ride: the phase rules P1-P8 and estimates E1 as a plain value. No I/O; `now` is passed in.
 /// Methods return whether the phase or the completion status changed (which publishes at once, C2).
@@ -84,18 +84,18 @@ public struct Ride: Sendable, Equatable {
     ///   - cruisePrior: E1's speed while moving learned for the ride's area; nil when none was.
     ///   - areaIndex: the service area of the pickup, for E1's range (``areaIndex``).
     public init(
-        booking: Booking, now: Date, configuration: RideConfiguration, sequence: Int = 0, detourFactor: Double? = nil,
-        stopShare: Double? = nil, cruisePrior: Double? = nil, areaIndex: UInt16 = 0
+        booking: Booking, fare: FareTerms?, now: Date, configuration: RideConfiguration, sequence: Int = 0,
+        detourFactor: Double? = nil, stopShare: Double? = nil, cruisePrior: Double? = nil, areaIndex: UInt16 = 0
     ) {
-        terms = Shared(BookingTerms(booking))
+        terms = Shared(BookingTerms(booking, fare: fare))
         vehicleId = booking.vehicleId
         phase = booking.vehicleId == nil ? .received : (booking.phase ?? .confirmed)
-        var details = booking.vehicle
+        var details = booking.vehicle?.details ?? VehicleDetails()
         if (details.mapAnnotationImage ?? "").isEmpty {
             details.mapAnnotationImage = configuration.mapAnnotationImages[booking.rideOption.name]
         }
         crew = Shared(Crew(vehicle: details, driver: booking.driver))
-        location = booking.vehicleLocation
+        location = booking.vehicle?.location
         startedAt = now
         self.sequence = sequence
         drivenMetres = 0

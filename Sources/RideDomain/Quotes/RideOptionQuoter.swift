@@ -278,12 +278,12 @@ extension FareTable {
     /// tier, and for a fixed-price option the price the quote gave for `metres` and `seconds`.
     public func fare(
         currency: String, capacity: Int, partySize: Int, fixedFor trip: (metres: Double, seconds: Double)?
-    ) -> Fare {
+    ) -> FareTerms {
         let tiers = tiers(capacity: capacity)
         let tier = tiers.first { $0.sizes.contains(partySize) } ?? tiers[tiers.count - 1]
-        return Fare(
+        return FareTerms(
             baseCharge: baseCharge, perKilometer: perKilometer, perMinute: perMinute, currencyCode: currency,
-            catalog: Fare.CatalogPricing(
+            catalog: FareTerms.CatalogPricing(
                 minimumFare: minimumFare, surcharges: surcharges, discounts: discounts, partySizes: tier.sizes,
                 partySurcharge: tier.surcharge, fixedTrip: trip.map { .init(metres: $0.metres, seconds: $0.seconds) }))
     }

@@ -52,7 +52,7 @@ extension BookingTerms {
     }
 }
 
-extension Fare.CatalogPricing {
+extension FareTerms.CatalogPricing {
     /// As its `Codable` shape: `partySizes` as `Swift.ClosedRange`'s two-element array.
     func writeDurable(to writer: inout JSONWriter) {
         writer.beginObject()
