@@ -4,6 +4,7 @@ import RideDomain
 import WorkerGroup
 
 import struct RideStatusKit.Place
+import struct RideStatusKit.RideOptionsRequest
 
 /// The live-fleet index and quotes (3.4): nearest-vehicle queries at fleet scale, next to a brute-force
 /// scan of the same vehicles measured in the same run.

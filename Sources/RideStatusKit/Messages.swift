@@ -317,11 +317,14 @@ public struct RideOptionsRequest: Sendable, Hashable, Codable {
     public var pickupLocation: Place
     public var dropOffLocation: Place
     public var partySize: Int?
+    /// The language of the names in the reply (`de`, `fr-CH`): a project addition to 3.4 that older clients omit.
+    public var locale: String?
 
-    public init(pickupLocation: Place, dropOffLocation: Place, partySize: Int? = nil) {
+    public init(pickupLocation: Place, dropOffLocation: Place, partySize: Int? = nil, locale: String? = nil) {
         self.pickupLocation = pickupLocation
         self.dropOffLocation = dropOffLocation
         self.partySize = partySize
+        self.locale = locale
     }
 }
 
@@ -339,7 +342,7 @@ public struct RideOptionsReply: Sendable, Hashable, Codable {
     public var detail: String?
 
     public init(
-        code: Code, rideOptions: [RideOption], expirationDate: Date? = nil, reason: String? = nil,
+        code: Code, rideOptions: [RideOption] = [], expirationDate: Date? = nil, reason: String? = nil,
         detail: String? = nil
     ) {
         self.code = code

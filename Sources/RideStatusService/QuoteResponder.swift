@@ -3,6 +3,7 @@ import MQTTClient
 import RideDomain
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideOptionsReply
 import struct RideStatusKit.RideTopics
 
 /// Answers requests (3.4 quotes, and the replies of `status/get`) on the requester's Response Topic (A1).

@@ -3,6 +3,7 @@ import Metrics
 import RideDomain
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideOptionsReply
 
 /// The worker's metrics through swift-metrics; the executable picks the backend (Prometheus text).
 package struct WorkerMetrics: Sendable {

@@ -156,7 +156,8 @@ struct RideStatusKitTests {
             RideStatusKit.Presence(state: .online, since: now, version: "0.1.0", incarnation: 3, at: now),
             "presence.schema.json")
         try await check(
-            RideStatusKit.RideOptionsRequest(pickupLocation: place, dropOffLocation: place, partySize: 2),
+            RideStatusKit.RideOptionsRequest(
+                pickupLocation: place, dropOffLocation: place, partySize: 2, locale: "fr-CH"),
             "ride-options-request.schema.json")
         try await check(
             RideStatusKit.RideOptionsReply(code: .success, rideOptions: [option], expirationDate: now),
@@ -166,7 +167,7 @@ struct RideStatusKitTests {
     @Test("3.4, 3.5: a quote reply and a dead letter written by the domain decode with the kit")
     func domainReplies() throws {
         let now = Date(timeIntervalSince1970: 1_795_341_000)
-        let reply = RideDomain.RideOptionsReply(
+        let reply = RideStatusKit.RideOptionsReply(
             code: .success,
             rideOptions: [
                 RideStatusKit.RideOption(

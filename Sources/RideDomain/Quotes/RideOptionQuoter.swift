@@ -1,44 +1,8 @@
 public import Foundation
 public import RideStatusKit
 
-/// A request on `ride-options/request` (3.4).
-public struct RideOptionsRequest: Sendable, Equatable {
-    public var pickupLocation: Place
-    public var dropOffLocation: Place
-    public var partySize: Int?
-    /// Optional locale of the names in the reply (`de`, `fr-CH`); an addition to 3.4 that old clients omit.
-    public var locale: String?
-
-    public init(pickupLocation: Place, dropOffLocation: Place, partySize: Int? = nil, locale: String? = nil) {
-        self.pickupLocation = pickupLocation
-        self.dropOffLocation = dropOffLocation
-        self.partySize = partySize
-        self.locale = locale
-    }
-}
-
-/// The reply to a ride-options request (3.4).
-public struct RideOptionsReply: Sendable, Equatable {
-    public enum Code: String, Sendable {
-        case success, failureNoServiceInArea, failureServiceTemporarilyUnavailable, failure
-    }
-    public var code: Code
-    public var rideOptions: [RideOption]
-    public var expirationDate: Date
-    /// For failures: a stable reason code and a detail for people.
-    public var reason: String?
-    public var detail: String?
-
-    public init(
-        code: Code, rideOptions: [RideOption] = [], expirationDate: Date, reason: String? = nil, detail: String? = nil
-    ) {
-        self.code = code
-        self.rideOptions = rideOptions
-        self.expirationDate = expirationDate
-        self.reason = reason
-        self.detail = detail
-    }
-
+/// The reply to a ride-options request (3.4), as the worker writes it.
+extension RideOptionsReply {
     public func encoded() -> [UInt8] {
         var writer = JSONWriter(capacity: 512 + rideOptions.count * 1024)
         writer.beginObject()
@@ -50,18 +14,10 @@ public struct RideOptionsReply: Sendable, Equatable {
         writer.beginArray()
         for option in rideOptions { option.write(to: &writer) }
         writer.endArray()
-        writer.date("expirationDate", expirationDate)
+        writer.dateIfPresent("expirationDate", expirationDate)
         writer.endObject()
         return writer.bytes
     }
-}
-
-/// The availability of a vehicle for new rides (`fleet/vehicles/{vehicleId}/availability`, retained).
-public struct Availability: Sendable, Equatable {
-    public var available: Bool
-    /// The ride option (default or localized name) the vehicle serves.
-    public var rideOptionName: String?
-    public var location: VehicleLocation?
 }
 
 /// Answers ride-option requests (3.4) from the catalog and the live fleet. Pure: time comes in as `now`.
