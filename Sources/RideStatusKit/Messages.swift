@@ -15,6 +15,9 @@ public struct TelemetryFix: Sendable, Hashable, Codable {
     public var horizontalAccuracy: Double?
     public var sequence: Int?
 
+    // Inlinable: the worker builds one for every fix it reads, and the call cost 0.5 % more instructions per fix
+    // (8,783 against 8,740, `make bench-instructions`).
+    @inlinable
     public init(
         vehicleId: String? = nil, timestamp: Date, latitude: Double, longitude: Double, speed: Double? = nil,
         course: Double? = nil, horizontalAccuracy: Double? = nil, sequence: Int? = nil

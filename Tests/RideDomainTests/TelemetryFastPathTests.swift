@@ -3,6 +3,7 @@ import RideDomain
 import Testing
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.TelemetryFix
 
 /// The telemetry fast path against the general decoder (T1, T6, I2, I3): both must give the same fix or
 /// the same rejection for every payload.

@@ -1,6 +1,7 @@
 import Foundation
 
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.TelemetryFix
 import struct RideStatusKit.VehicleLocation
 
 // MARK: - Estimates (E1)

@@ -1,5 +1,5 @@
 import Foundation
-import RideStatusKit
+public import RideStatusKit
 
 /// Decodes the raw bytes of every input of the contract into domain values, applying I1-I3 and the
 /// syntactic part of T1 and T6. Every failure is a ``Rejection`` with a stable reason.

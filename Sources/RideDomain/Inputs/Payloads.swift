@@ -113,29 +113,3 @@ public struct FareTerms: Sendable, Equatable, Codable {
             discounts: catalog?.discounts ?? [])
     }
 }
-
-// MARK: - Inputs
-
-/// One accepted or candidate position of a vehicle (3.1, or converted from OwnTracks).
-public struct TelemetryFix: Sendable, Equatable, Codable {
-    public var vehicleId: String
-    public var timestamp: Date
-    public var coordinate: Coordinate
-    public var speed: Double?
-    public var course: Double?
-    public var horizontalAccuracy: Double?
-    public var sequence: Int?
-
-    public init(
-        vehicleId: String, timestamp: Date, coordinate: Coordinate, speed: Double? = nil, course: Double? = nil,
-        horizontalAccuracy: Double? = nil, sequence: Int? = nil
-    ) {
-        self.vehicleId = vehicleId
-        self.timestamp = timestamp
-        self.coordinate = coordinate
-        self.speed = speed
-        self.course = course
-        self.horizontalAccuracy = horizontalAccuracy
-        self.sequence = sequence
-    }
-}

@@ -1,6 +1,7 @@
 public import Foundation
 
 public import struct RideStatusKit.Place
+public import struct RideStatusKit.TelemetryFix
 public import struct RideStatusKit.Vehicle
 public import struct RideStatusKit.VehicleLocation
 
@@ -50,5 +51,25 @@ extension Vehicle {
         VehicleDetails(
             registrationPlate: registrationPlate, manufacturer: manufacturer, model: model,
             mapAnnotationImage: mapAnnotationImage)
+    }
+}
+
+extension TelemetryFix {
+    /// A fix as the worker reads it (3.1, or converted from OwnTracks): always with the topic's vehicle (I3).
+    public init(
+        vehicleId: String, timestamp: Date, coordinate: Coordinate, speed: Double? = nil, course: Double? = nil,
+        horizontalAccuracy: Double? = nil, sequence: Int? = nil
+    ) {
+        self.init(
+            vehicleId: vehicleId, timestamp: timestamp, latitude: coordinate.latitude, longitude: coordinate.longitude,
+            speed: speed, course: course, horizontalAccuracy: horizontalAccuracy, sequence: sequence)
+    }
+
+    public var coordinate: Coordinate {
+        get { Coordinate(latitude: latitude, longitude: longitude) }
+        set {
+            latitude = newValue.latitude
+            longitude = newValue.longitude
+        }
     }
 }

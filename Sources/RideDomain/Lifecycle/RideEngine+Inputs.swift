@@ -66,7 +66,8 @@ extension RideEngine {
     mutating func apply(
         _ fix: TelemetryFix, topic: String?, payload: [UInt8], now: Date, into actions: inout [RideAction]
     ) {
-        guard let slot = vehicles.slot(of: fix.vehicleId) else {
+        // The worker's decoders always name the topic's vehicle (I3); a fix without one belongs to no ride.
+        guard let vehicle = fix.vehicleId, let slot = vehicles.slot(of: vehicle) else {
             counters.fixesWithoutRide += 1
             return
         }
@@ -77,7 +78,7 @@ extension RideEngine {
             counters.fixesDuplicate += 1
         case .rejected(let rejection):
             reject(
-                rejection, topic: topic ?? topics.position(vehicle: fix.vehicleId), payload: payload, now: now,
+                rejection, topic: topic ?? topics.position(vehicle: vehicle), payload: payload, now: now,
                 into: &actions)
         case .accepted(let accepted):
             counters.fixesAccepted += 1

@@ -2,6 +2,7 @@ public import Foundation
 
 public import struct RideStatusKit.CompletionStatus
 public import enum RideStatusKit.RidePhase
+public import struct RideStatusKit.TelemetryFix
 public import struct RideStatusKit.VehicleLocation
 
 /// What a map or a list shows of one active ride: the read API's `/v1/rides` and the live map's updates.

@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+public import RideStatusKit
 
 /// The last accepted fix of one vehicle, as far as T3, T4 and T7 compare a new fix with it: its time and
 /// place (kept small: one per subscribed vehicle).

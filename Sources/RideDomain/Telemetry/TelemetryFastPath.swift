@@ -1,5 +1,7 @@
 import Foundation
 
+import struct RideStatusKit.TelemetryFix
+
 /// The hot telemetry shape, read in one pass without building a ``JSONValue`` tree.
 ///
 /// It takes only the common case: one flat object of ASCII strings without escapes, plain numbers,
