@@ -115,7 +115,16 @@ struct InputRulesTests {
         let fare = harness.send("rides/r-2/start", negativeBase, at: t0).deadLetters
         #expect(fare.map(\.reason) == [.invalidField])
         #expect(fare.first?.detail.contains("fare.baseCharge") == true)
-        #expect(harness.engine.activeRideCount == 0, "neither booking was taken in")
+        // V6: an amount is the schemas' decimal string exactly; a point with no digit on a side is no amount.
+        for (index, text) in [".5", "1.", "1e2", "+1"].enumerated() {
+            let loose = bookingJSON(
+                ride: "r-loose-\(index)",
+                fare:
+                    #","fare":{"baseCharge":"\#(text)","perKilometer":"1.10","perMinute":"0.20","currencyCode":"EUR"}"#)
+            let letters = harness.send("rides/r-loose-\(index)/start", loose, at: t0).deadLetters
+            #expect(letters.map(\.reason) == [.invalidField], "\(text)")
+        }
+        #expect(harness.engine.activeRideCount == 0, "no booking was taken in")
         // A negative line item is a discount (V6): accepted, and every status of the ride is valid.
         let discount = String(decoding: bookingJSON(ride: "r-3"), as: UTF8.self)
             .replacingOccurrences(
