@@ -40,7 +40,8 @@ let targets: [String: ([UInt8]) -> Void] = [
         if let booking = try? fuzzDecoder.booking(rideIdentifier: "r-1", payload: payload) {
             // What the decoder lets in must build a ride and a status without trapping.
             var ride = Ride(
-                booking: booking, fare: booking.fare.map(FareTerms.init), now: fuzzNow, configuration: RideConfiguration())
+                booking: booking, fare: booking.fare.map(FareTerms.init), now: fuzzNow,
+                configuration: RideConfiguration())
             let status = ride.nextStatus(now: fuzzNow, configuration: RideConfiguration())
             _ = StatusValidator.violation(of: status, bookedRide: "r-1")
             _ = status.encoded()
