@@ -16,6 +16,7 @@ let package = Package(
             name: "RideDomainBenchmarks",
             dependencies: [
                 .product(name: "RideDomain", package: "ride-status-worker"),
+                .product(name: "RideStatusKit", package: "ride-status-worker"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/RideDomainBenchmarks",

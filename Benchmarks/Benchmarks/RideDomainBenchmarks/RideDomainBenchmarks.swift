@@ -3,6 +3,8 @@ import Foundation
 import RideDomain
 import Synchronization
 
+import struct RideStatusKit.TelemetryFix
+
 // The domain's hot paths, one operation each (scaled by 1,000 where one is too short to time), with
 // Foundation's JSONDecoder on the same payload as the comparison: the project's one harness for them
 // (`make bench-domain`). Memory per active ride alone is measured by `ride-bench memory`, a plain process:
@@ -40,7 +42,7 @@ func oneRide(configuration: RideConfiguration) -> Ride {
         #"{"rideIdentifier":"r-1","vehicleId":"v-1","rideOption":{"name":"Compact","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":52.52,"longitude":13.41},"dropOffLocation":{"latitude":52.51,"longitude":13.38},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
             .utf8)
     return Ride(
-        booking: try! InputDecoder().booking(rideIdentifier: "r-1", payload: booking), now: origin,
+        booking: try! InputDecoder().booking(rideIdentifier: "r-1", payload: booking), fare: nil, now: origin,
         configuration: configuration)
 }
 
