@@ -24,7 +24,8 @@ struct PriorsInMemoryTests {
             AreaPriors(
                 area: "", worker: "w-other", at: Date(), detourFactor: 1.2, rides: 30, stopShare: nil, legs: 0
             ).encoded(), retain: true)
-        let running = try ServiceInMemoryTests.Running(broker: broker)
+        let clock = ManualClock()
+        let running = try ServiceInMemoryTests.Running(broker: broker, clock: clock)
         try await running.ready()
         let worker = running.worker
         // Read before any ride: the first ride outside every area starts from it, not rides.detourFactor.
@@ -37,13 +38,15 @@ struct PriorsInMemoryTests {
             _ = core.engine.learning.learn(
                 driven: 3000, straight: 2000, area: nil, configuration: core.engine.configuration)
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // 59 s of the worker's time, every timer run at its time: still the other worker's priors.
+        try await running.advance(.seconds(59))
         let before = running.broker.retained(Self.topic).flatMap { try? JSONParser.parse($0.payload) }
         #expect(before?["worker"]?.stringValue == "w-other", "not shared before the interval")
         await running.stop()
         let shared = try #require(running.broker.retained(Self.topic))
         let decoded = try AreaPriors.decode(
-            shared.payload, key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: Date(), futureTolerance: 5)
+            shared.payload, key: AreaPriors.key(area: ""), decoder: InputDecoder(), now: clock.wallTime,
+            futureTolerance: 5)
         let priors = try #require(decoded)
         #expect(priors.worker == "w-mem" && priors.rides == 31)
         // 1.2 (adopted) + 0.05 * (1.5 - 1.2).
