@@ -8,11 +8,13 @@ public import struct RideStatusKit.VehicleLocation
 // The contract's places and vehicle positions are RideStatusKit's (flat `latitude` and `longitude`, as the wire
 // carries them); the worker's geometry works on a `Coordinate`.
 
-extension Place {
-    public init(coordinate: Coordinate, name: String? = nil, address: String? = nil) {
-        self.init(latitude: coordinate.latitude, longitude: coordinate.longitude, name: name, address: address)
-    }
+/// A contract value with a flat `latitude` and `longitude`, read and written as one `Coordinate`.
+public protocol Positioned {
+    var latitude: Double { get set }
+    var longitude: Double { get set }
+}
 
+extension Positioned {
     public var coordinate: Coordinate {
         get { Coordinate(latitude: latitude, longitude: longitude) }
         set {
@@ -22,19 +24,21 @@ extension Place {
     }
 }
 
+extension Place: Positioned {}
+extension VehicleLocation: Positioned {}
+extension TelemetryFix: Positioned {}
+
+extension Place {
+    public init(coordinate: Coordinate, name: String? = nil, address: String? = nil) {
+        self.init(latitude: coordinate.latitude, longitude: coordinate.longitude, name: name, address: address)
+    }
+}
+
 extension VehicleLocation {
     public init(coordinate: Coordinate, course: Double?, speed: Double?, horizontalAccuracy: Double?, timestamp: Date) {
         self.init(
             latitude: coordinate.latitude, longitude: coordinate.longitude, course: course, speed: speed,
             horizontalAccuracy: horizontalAccuracy, timestamp: timestamp)
-    }
-
-    public var coordinate: Coordinate {
-        get { Coordinate(latitude: latitude, longitude: longitude) }
-        set {
-            latitude = newValue.latitude
-            longitude = newValue.longitude
-        }
     }
 }
 
@@ -63,13 +67,5 @@ extension TelemetryFix {
         self.init(
             vehicleId: vehicleId, timestamp: timestamp, latitude: coordinate.latitude, longitude: coordinate.longitude,
             speed: speed, course: course, horizontalAccuracy: horizontalAccuracy, sequence: sequence)
-    }
-
-    public var coordinate: Coordinate {
-        get { Coordinate(latitude: latitude, longitude: longitude) }
-        set {
-            latitude = newValue.latitude
-            longitude = newValue.longitude
-        }
     }
 }

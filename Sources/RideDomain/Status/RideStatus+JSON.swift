@@ -94,13 +94,7 @@ extension CompletionStatus {
         writer.key("outstanding")
         writer.bool(outstanding)
         writer.nullable("canceledBy", canceledBy?.rawValue, shape: shape)
-        if let paymentAmount {
-            writer.key("paymentAmount")
-            paymentAmount.write(to: &writer, shape: shape)
-        } else if shape == .wire {
-            writer.key("paymentAmount")
-            writer.null()
-        }
+        writer.object("paymentAmount", paymentAmount, shape: shape) { $0.write(to: &$1, shape: shape) }
         writer.key("feedbackType")
         writer.beginArray()
         for type in feedbackType { writer.string(type.rawValue) }
@@ -210,6 +204,19 @@ extension JSONWriter {
         if shape == .wire { optional(name, value) } else { ifPresent(name, value) }
     }
 
+    /// `"key": {..}` as `write` writes it; when absent, `"key": null` on the wire and nothing durably.
+    mutating func object<Value>(
+        _ name: StaticString, _ value: Value?, shape: JSONShape, _ write: (Value, inout JSONWriter) -> Void
+    ) {
+        if let value {
+            key(name)
+            write(value, &self)
+        } else if shape == .wire {
+            key(name)
+            null()
+        }
+    }
+
     /// `"key": number`; when absent, `"key": null` on the wire and nothing durably.
     mutating func number(_ name: StaticString, _ value: Double?, shape: JSONShape) {
         if let value {
@@ -245,13 +252,7 @@ extension RideOption {
         writer.string(name)
         writer.ifPresent("localizedName", localizedName)
         writer.date("estimatedPickupDate", estimatedPickupDate)
-        if let priceRange {
-            writer.key("priceRange")
-            priceRange.write(to: &writer, shape: shape)
-        } else if shape == .wire {
-            writer.key("priceRange")
-            writer.null()
-        }
+        writer.object("priceRange", priceRange, shape: shape) { $0.write(to: &$1, shape: shape) }
         writer.nullable("disclaimerMessage", disclaimerMessage, shape: shape)
         writer.key("fareLineItems")
         writer.beginArray()
@@ -295,13 +296,7 @@ extension PartySizeOption {
         }
         writer.key("sizeDescription")
         writer.string(sizeDescription)
-        if let priceRange {
-            writer.key("priceRange")
-            priceRange.write(to: &writer, shape: shape)
-        } else if shape == .wire {
-            writer.key("priceRange")
-            writer.null()
-        }
+        writer.object("priceRange", priceRange, shape: shape) { $0.write(to: &$1, shape: shape) }
         writer.endObject()
     }
 
