@@ -693,7 +693,7 @@ struct ETABenchmark: ParsableCommand {
                 let comparable = previous?.beforePickup == before
                 var jump: Jump?
                 if comparable, let last = previous, abs(estimate - last.estimate) > 30 {
-                    let here = status.vehicleLocation
+                    let here = status.vehicle.location
                     let limit = configuration.estimateDelayLimit
                     if estimate < last.estimate {
                         jump = .earlier
@@ -720,7 +720,7 @@ struct ETABenchmark: ParsableCommand {
                     oracleError: oracle - arrival, idealError: ideal - arrival, blindError: blind - arrival,
                     roadError: roadAlone - arrival)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
-                previous = (before, estimate, naive, status.vehicleLocation)
+                previous = (before, estimate, naive, status.vehicle.location)
             }
         }
         return samples

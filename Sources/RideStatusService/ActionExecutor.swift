@@ -5,6 +5,7 @@ import Logging
 import MQTTClient
 import RideDomain
 
+import struct RideStatusKit.RideStatus
 import struct RideStatusKit.RideTopics
 import enum RideStatusKit.Rule
 

@@ -3,6 +3,7 @@ import RideDomain
 import Testing
 
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.RideStatus
 
 @Suite("Cadence C1-C6")
 struct CadenceTests {
@@ -95,7 +96,7 @@ struct CadenceTests {
         }
         let stale = try #require(last)
         #expect(stale.stale)
-        #expect(stale.vehicleLocation?.coordinate == here, "last known location kept")
+        #expect(stale.vehicle.location?.coordinate == here, "last known location kept")
         let fresh = harness.fix(at: time.addingTimeInterval(1), here.moved(metres: 5, bearing: 0), speed: 1)
         #expect(fresh.statuses.map(\.stale) == [false])
 

@@ -3,6 +3,7 @@ import Testing
 import WorkerGroup
 
 import struct RideStatusKit.DeadLetter
+import struct RideStatusKit.RideStatus
 
 @testable import RideDomain
 
@@ -388,7 +389,7 @@ struct DurableStateWritesTests {
             let (_, resumed) = try restart(retained, at: time.addingTimeInterval(1))
             #expect(resumed.sequence > seen, "killed at \(second) s: \(resumed.sequence) after \(seen)")
             let last = try #require(harness.engine.ride("r-1")?.location)
-            #expect(resumed.vehicleLocation?.coordinate == last.coordinate, "L5: the last location intact")
+            #expect(resumed.vehicle.location?.coordinate == last.coordinate, "L5: the last location intact")
             #expect(resumed.phase == .ongoing)
             // Killed between the state and its status: the status never reached the broker.
             var lost = retained
@@ -483,7 +484,7 @@ struct DurableStateWritesTests {
 
         let (engine, resumed) = try restart(retained, at: now)
         let ride = try #require(engine.ride("r-1"))
-        #expect(resumed.vehicleLocation == live.location)
+        #expect(resumed.vehicle.location == live.location)
         // The live ride counts a fix once it is past the jitter threshold (at most 20 m) from the last counted;
         // the restored one counts straight to the retained location: they differ by at most that threshold.
         #expect(abs(ride.drivenMetres - live.drivenMetres) <= 20, "\(ride.drivenMetres) vs \(live.drivenMetres)")

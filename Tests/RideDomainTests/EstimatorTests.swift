@@ -4,6 +4,7 @@ import RideDomain
 import Testing
 
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.RideStatus
 
 /// E1 as built: the pace in two parts (the speed while moving and the share of time standing),
 /// smoothed in time, started from a moving fix or the typical speed, and ETAs that do not lurch later while the
@@ -251,8 +252,8 @@ struct EstimatorTests {
                 for status in actions.statuses where status.phase < .pickup {
                     let eta = try #require(status.estimatedPickupDate)
                     #expect(eta >= status.issuedAt, "E1: never in the past")
-                    if let previous, let before = previous.vehicleLocation?.coordinate,
-                        let here = status.vehicleLocation, (here.speed ?? 0) >= RideConfiguration().stoppedSpeed,
+                    if let previous, let before = previous.vehicle.location?.coordinate,
+                        let here = status.vehicle.location, (here.speed ?? 0) >= RideConfiguration().stoppedSpeed,
                         here.coordinate.distance(to: pickup) <= before.distance(to: pickup),
                         let last = previous.estimatedPickupDate
                     {

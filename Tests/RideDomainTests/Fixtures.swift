@@ -3,6 +3,7 @@ import RideDomain
 
 import struct RideStatusKit.DeadLetter
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.RideStatus
 import struct RideStatusKit.RideTopics
 
 /// A fixed clock origin: 2026-11-22T09:50:00Z.

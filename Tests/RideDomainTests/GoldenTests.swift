@@ -2,6 +2,8 @@ import Foundation
 import RideDomain
 import Testing
 
+import struct RideStatusKit.RideStatus
+
 /// Recorded fixes and events in, the exact statuses out, compared byte for byte and structurally with
 /// `Golden/full-ride.json`. Set `RECORD_GOLDEN=1` to write the file anew after an intended change.
 @Suite("Golden: a recorded ride")

@@ -36,14 +36,14 @@ struct HandoverContinuityTests {
         let actions =
             harness.fix(at: t0.addingTimeInterval(2), place, speed: 8)
             + harness.engine.tick(now: t0.addingTimeInterval(6))
-        let located = try #require(actions.statuses.first { $0.vehicleLocation != nil })
+        let located = try #require(actions.statuses.first { $0.vehicle.location != nil })
         written = Self.lastState(actions) ?? written
         #expect(written?.location != nil, "V5: the state is written with the first located status")
         var successor = RideEngine()
         let state = try #require(written)
         let first = try #require(
             try Self.takeOver(state, into: &successor, now: t0.addingTimeInterval(7)).statuses.first)
-        #expect(first.vehicleLocation?.coordinate == located.vehicleLocation?.coordinate)
+        #expect(first.vehicle.location?.coordinate == located.vehicle.location?.coordinate)
         #expect(first.sequence > located.sequence, "C5 across owners")
     }
 
@@ -123,7 +123,7 @@ struct HandoverContinuityTests {
             var actions = engine.receive(topic: "rides/r-1/start", payload: bookingJSON(), now: now)
             actions += engine.tick(now: now.addingTimeInterval(0.1))
             var state = Self.lastState(actions)
-            var seenLocation = actions.statuses.contains { $0.vehicleLocation != nil }
+            var seenLocation = actions.statuses.contains { $0.vehicle.location != nil }
             for (kind, metres, seconds) in steps {
                 now = now.addingTimeInterval(seconds)
                 switch kind {
@@ -142,9 +142,9 @@ struct HandoverContinuityTests {
                 state = Self.lastState(actions) ?? state
                 for status in actions.statuses {
                     if seenLocation {
-                        #expect(status.vehicleLocation != nil, "V5: sequence \(status.sequence) lost the location")
+                        #expect(status.vehicle.location != nil, "V5: sequence \(status.sequence) lost the location")
                     }
-                    seenLocation = seenLocation || status.vehicleLocation != nil
+                    seenLocation = seenLocation || status.vehicle.location != nil
                 }
             }
         }

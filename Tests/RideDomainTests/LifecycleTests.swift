@@ -93,7 +93,7 @@ struct LifecycleTests {
         // C5: statuses up to the ceiling the state reserved may have left before the restart: it continues above.
         #expect(resumed.sequence == (state?.sequenceCeiling ?? 0) + 1)
         #expect(resumed.sequence == (state?.sequence ?? 0) + RideConfiguration().sequenceBlock)
-        #expect(resumed.vehicleLocation?.coordinate == pickup.moved(metres: 900, bearing: 90))
+        #expect(resumed.vehicle.location?.coordinate == pickup.moved(metres: 900, bearing: 90))
         #expect(ride.lastValidStatus?.phase == .pickup, "V7's last valid status survives the restart")
         #expect(ride.lastValidStatus?.rideOption.name == "Compact")
 

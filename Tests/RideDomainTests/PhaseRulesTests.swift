@@ -6,6 +6,7 @@ import WorkerGroup
 import struct RideStatusKit.DeadLetter
 import struct RideStatusKit.Money
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.RideStatus
 
 /// Drives `vehicle` from `from` to `to` at `speed` m/s with one fix a second; returns the arrival time.
 @discardableResult

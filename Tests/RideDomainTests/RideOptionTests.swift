@@ -9,6 +9,7 @@ import struct RideStatusKit.FareLineItem
 import struct RideStatusKit.Money
 import struct RideStatusKit.Place
 import struct RideStatusKit.RideOptionsRequest
+import struct RideStatusKit.RideStatus
 
 /// A catalog like `config/ride-options.yaml`, built in code so the domain tests need no YAML.
 func testCatalog() -> RideOptionCatalog {

@@ -4,6 +4,7 @@ import RideDomain
 import Testing
 
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.RideStatus
 
 /// The encoder's output against the JSON Schemas in docs/schema (draft 2020-12), checked by Python's
 /// `jsonschema` (the reference validator; installed by `make deps`).

@@ -5,6 +5,7 @@ import Testing
 import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.Money
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.RideStatus
 import enum RideStatusKit.Rule
 import struct RideStatusKit.VehicleLocation
 
@@ -74,13 +75,13 @@ struct StatusValidityTests {
     @Test("V5: from confirmed on a map annotation image and a valid vehicle location once known; null before")
     func vehicle() throws {
         var status = try validStatus()
-        #expect(status.vehicleLocation == nil, "no position known yet: null, and still published")
+        #expect(status.vehicle.location == nil, "no position known yet: null, and still published")
         status.vehicle.mapAnnotationImage = nil
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1")?.rule == .V5)
         status.phase = .received
         #expect(StatusValidator.violation(of: status, bookedRide: "r-1") == nil)
         var located = try validStatus()
-        located.vehicleLocation = VehicleLocation(
+        located.vehicle.location = VehicleLocation(
             coordinate: Coordinate(latitude: 95, longitude: 0), course: nil, speed: nil, horizontalAccuracy: nil,
             timestamp: t0)
         #expect(StatusValidator.violation(of: located, bookedRide: "r-1")?.rule == .V5)

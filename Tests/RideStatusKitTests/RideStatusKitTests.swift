@@ -52,7 +52,7 @@ struct RideStatusKitTests {
         let t0 = Date(timeIntervalSince1970: 1_795_341_000)
         var engine = RideEngine()
         let topics = engine.topics
-        var statuses: [RideDomain.RideStatus] = []
+        var statuses: [RideStatusKit.RideStatus] = []
         func send(_ topic: String, _ text: String, _ seconds: Double) {
             for action in engine.receive(topic: topic, payload: Array(text.utf8), now: t0.addingTimeInterval(seconds)) {
                 if case .publish(let status, _, _) = action { statuses.append(status) }
@@ -75,7 +75,7 @@ struct RideStatusKitTests {
             #expect(decoded.phase.rawValue == original.phase.rawValue)
             #expect(decoded.sequence == original.sequence)
             #expect(abs(decoded.issuedAt.timeIntervalSince(original.issuedAt)) < 0.001)
-            #expect(decoded.vehicle.location?.course == original.vehicleLocation?.course)
+            #expect(decoded.vehicle.location?.course == original.vehicle.location?.course)
             #expect(decoded.completionStatus?.completed == original.completionStatus?.completed)
             if let payment = original.completionStatus?.paymentAmount {
                 #expect(decoded.completionStatus?.paymentAmount?.amount == payment.amount)

@@ -5,6 +5,7 @@ import RideStatusTesting
 import Testing
 import WorkerGroup
 
+import struct RideStatusKit.RideStatus
 import struct RideStatusKit.RideTopics
 
 @testable import RideStatusService
@@ -508,7 +509,7 @@ struct GroupInMemoryTests {
             keep(engine.tick(now: time.addingTimeInterval(0.1)))
         }
         let written = try #require(state)
-        let shown = try #require(last?.vehicleLocation)
+        let shown = try #require(last?.vehicle.location)
         #expect(written.location != nil && written.location?.coordinate != shown.coordinate, "the state lags")
 
         let broker = InMemoryBroker()

@@ -9,6 +9,7 @@ public import struct RideStatusKit.PriceRange
 public import struct RideStatusKit.RideOption
 public import enum RideStatusKit.RidePhase
 public import struct RideStatusKit.ScheduledPickupTime
+public import struct RideStatusKit.Vehicle
 public import struct RideStatusKit.VehicleLocation
 
 // MARK: - Shared shapes of section 1 and 3
@@ -27,6 +28,12 @@ public struct VehicleDetails: Sendable, Equatable, Codable {
         self.manufacturer = manufacturer
         self.model = model
         self.mapAnnotationImage = mapAnnotationImage
+    }
+
+    /// Whether `vehicle` is this car, wherever it is.
+    func describes(_ vehicle: borrowing Vehicle) -> Bool {
+        registrationPlate == vehicle.registrationPlate && manufacturer == vehicle.manufacturer
+            && model == vehicle.model && mapAnnotationImage == vehicle.mapAnnotationImage
     }
 }
 

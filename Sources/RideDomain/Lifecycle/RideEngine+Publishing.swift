@@ -1,5 +1,5 @@
 public import Foundation
-import RideStatusKit
+package import RideStatusKit
 
 // MARK: - Statuses out: the cadence (C1, C4), queries (L7), recovery (L5), stops (L2) and dead letters (3.5)
 
@@ -212,7 +212,7 @@ extension RideEngine {
             now: now, configuration: configuration, ranges: ranges, area: area)
         // V5, G3: the first status with a location writes the state too, so that a new owner reading it never
         // starts from no location once one was shown (the state's location may then lag by up to a block).
-        let located = status.vehicleLocation != nil && rideTable[slot: slot].lastValid?.value.vehicleLocation == nil
+        let located = status.vehicle.location != nil && rideTable[slot: slot].lastValid?.value.vehicleLocation == nil
         let significant = phaseChanged || crewChanged || located
         if let violation = StatusValidator.violation(of: status, bookedRide: id) {
             counters.invalidStatuses += 1

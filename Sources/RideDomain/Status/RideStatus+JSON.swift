@@ -8,6 +8,7 @@ public import struct RideStatusKit.Place
 public import struct RideStatusKit.PriceRange
 public import struct RideStatusKit.RideOption
 public import enum RideStatusKit.RidePhase
+public import struct RideStatusKit.RideStatus
 public import struct RideStatusKit.VehicleLocation
 
 // MARK: - JSON exactly as in section 3.3
@@ -32,7 +33,7 @@ extension RideStatus {
         writer.key("vehicle")
         writer.beginObject()
         writer.key("location")
-        if let vehicleLocation { vehicleLocation.write(to: &writer) } else { writer.null() }
+        if let location = vehicle.location { location.write(to: &writer) } else { writer.null() }
         writer.optional("registrationPlate", vehicle.registrationPlate)
         writer.optional("manufacturer", vehicle.manufacturer)
         writer.optional("model", vehicle.model)

@@ -15,32 +15,6 @@ extension CompletionStatus {
     }
 }
 
-/// The outgoing status (3.3), mirroring `INRideStatus`.
-public struct RideStatus: Sendable, Equatable {
-    public var rideIdentifier: String
-    public var phase: RidePhase
-    public var completionStatus: CompletionStatus?
-    public var vehicleLocation: VehicleLocation?
-    public var vehicle: VehicleDetails
-    public var driver: Driver?
-    public var rideOption: RideOption
-    public var estimatedPickupDate: Date?
-    public var estimatedPickupEndDate: Date?
-    public var estimatedDropOffDate: Date?
-    /// E1's range (beyond the contract: `docs/CONTRACT-NOTES.md`): the 90th percentile of the
-    /// arrival at the pickup, before `pickup`, and at the drop-off, before `completed`; never before the
-    /// estimate.
-    public var estimatedPickupDateLatest: Date?
-    public var estimatedDropOffDateLatest: Date?
-    public var pickupLocation: Place
-    public var dropOffLocation: Place
-    public var waypoints: [Place]
-    public var scheduledPickupTime: ScheduledPickupTime?
-    public var sequence: Int
-    public var issuedAt: Date
-    public var stale: Bool
-}
-
 // MARK: - Validation (V1-V6)
 
 /// A status that must not be published, with the rule it breaks.
@@ -84,7 +58,7 @@ public enum StatusValidator {
         if status.phase >= .confirmed && (status.vehicle.mapAnnotationImage ?? "").isEmpty {
             return StatusViolation(rule: .V5, detail: "vehicle.mapAnnotationImage is empty from confirmed on")
         }
-        if let location = status.vehicleLocation {
+        if let location = status.vehicle.location {
             if !location.coordinate.isValid || (location.coordinate.latitude == 0 && location.coordinate.longitude == 0)
             {
                 return StatusViolation(rule: .V5, detail: "vehicle.location is not a valid position")

@@ -301,8 +301,7 @@ extension LastValidStatus {
 }
 
 extension LastValidStatus.Durable {
-    // In an extension, so that the memberwise initializer stays the synthesized one, which the status path
-    // (``Ride/recordValid(_:)``) inlines: an explicit one cost 7 % more instructions per status (28,469 against 26,583, callgrind).
+    // In an extension, so that the memberwise initializer stays the synthesized one (`docs/research/struct-init-copies.md`).
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         func date(_ key: CodingKeys) throws -> Date? { try container.decodeIfPresent(Date.self, forKey: key) }
@@ -322,17 +321,5 @@ extension LastValidStatus.Durable {
             sequence: try container.decode(Int.self, forKey: .sequence),
             issuedAt: try container.decode(Date.self, forKey: .issuedAt),
             stale: try container.decode(Bool.self, forKey: .stale))
-    }
-
-    /// What a status says beyond the booking.
-    init(_ status: RideStatus) {
-        self.init(
-            phase: status.phase, completionStatus: status.completionStatus, vehicleLocation: status.vehicleLocation,
-            vehicle: status.vehicle, driver: status.driver, optionPickupDate: status.rideOption.estimatedPickupDate,
-            estimatedPickupDate: status.estimatedPickupDate, estimatedPickupEndDate: status.estimatedPickupEndDate,
-            estimatedDropOffDate: status.estimatedDropOffDate,
-            estimatedPickupDateLatest: status.estimatedPickupDateLatest,
-            estimatedDropOffDateLatest: status.estimatedDropOffDateLatest, sequence: status.sequence,
-            issuedAt: status.issuedAt, stale: status.stale)
     }
 }

@@ -121,7 +121,7 @@ extension Ride {
         let places: [(String, Coordinate?)] = [
             ("pickupLocation", booking.pickupLocation.coordinate),
             ("dropOffLocation", booking.dropOffLocation.coordinate), ("location", location?.coordinate),
-            ("lastValid.vehicleLocation", lastValidStatus?.vehicleLocation?.coordinate),
+            ("lastValid.vehicleLocation", lastValidStatus?.vehicle.location?.coordinate),
         ]
         for case (let field, let coordinate?) in places where !coordinate.isValid {
             throw Rejection(.invalidCoordinates, "\(field) is not a valid position (A2, T1)")
