@@ -45,9 +45,13 @@ report "fix: the same without the read API's track (rides.trackLength 0)" \
     --operation fix --count "$COUNT" --rides "$RIDES" --track-length 0
 report "fix: the same without \`speed\` (T7 derives it; E1's pace by distance)" \
     --operation fix --count "$COUNT" --rides "$RIDES" --without-speed
+report "fix: the same for rides with a route (E2: projected onto it)" \
+    --operation fix --count "$COUNT" --rides "$RIDES" --route
 report "status: C1 tick, V1-V7, JSON, durable state once per 12 (default)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12
 report "status: the same for rides booked from the catalog (3.4, P5 pricing)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12 --catalog
+report "status: the same for rides with a route (E2: the ETA along it; the state carries it)" \
+    --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 12 --route
 report "status: the same with the durable state before every status (block 1)" \
     --operation status --count "$COUNT" --rides "$RIDES" --sequence-block 1

@@ -42,7 +42,7 @@ def roles(topics=None):
     t = dict(DEFAULT_TOPICS, **(topics or {}))
     fleet, rides, service = t["fleetPrefix"], t["ridesPrefix"], t["serviceName"]
     options, replies = t["rideOptionsPrefix"], t["replyPrefix"]
-    controls = ("start", "assign", "event", "cancel", "stop")
+    controls = ("start", "assign", "event", "cancel", "stop", "route")
     worker = [
         ("read", f"{fleet}/vehicles/+/position"),
         ("read", f"{fleet}/vehicles/+/availability"),
@@ -93,7 +93,7 @@ def roles(topics=None):
         ("write", f"{fleet}/vehicles/+/position"),
         ("write", f"{fleet}/vehicles/+/availability"),
         ("write", f"{fleet}/vehicles/+/event"),
-        *[("write", f"{rides}/+/{kind}") for kind in ("start", "assign", "cancel", "stop")],
+        *[("write", f"{rides}/+/{kind}") for kind in ("start", "assign", "cancel", "stop", "route")],
         ("write", f"{options}/request"),
         ("read", f"{replies}/{{user}}/#"),
     ]

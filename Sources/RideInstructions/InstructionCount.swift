@@ -33,6 +33,11 @@ struct InstructionCount: ParsableCommand {
     var catalog = false
     @Flag(help: "Fixes without `speed`, as the recorded city trips (T7 derives one; E1's pace counts by distance).")
     var withoutSpeed = false
+    @Flag(
+        help:
+            "Give every ride a route on `assign` (E2): 5 km ahead of the car, a point every 14 m as OSRM's city routes have, then the pickup."
+    )
+    var route = false
 
     /// A catalog like `config/ride-options.yaml`'s: a fixed-price Compact and a metered Comfort with a
     /// surcharge and a discount, in one area around the rides.
@@ -80,6 +85,15 @@ struct InstructionCount: ParsableCommand {
             let booking =
                 #"{"rideIdentifier":"r-\#(index)","vehicleId":"v-\#(index)","rideOption":{"name":"\#(name)","estimatedPickupDate":"\#(Timestamps.format(origin.addingTimeInterval(600)))"},"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude)},"dropOffLocation":{"latitude":\#(pickup.latitude - 0.05),"longitude":\#(pickup.longitude)},"vehicle":{"mapAnnotationImage":"https://assets.example/cars/compact.png"}}"#
             _ = engine.receive(topic: "rides/r-\(index)/start", payload: Array(booking.utf8), now: origin)
+            if route {
+                let ahead = (0...357).map { position(index, round: $0 * 14 / 5) } + [pickup]
+                let line = Polyline.encode(ahead, precision: 6).replacingOccurrences(of: "\\", with: "\\\\")
+                let assign =
+                    #"{"vehicleId":"v-\#(index)","route":{"polyline":"\#(line)","precision":6,"duration":1200}}"#
+                let actions = engine.receive(
+                    topic: "rides/r-\(index)/assign", payload: Array(assign.utf8), now: origin)
+                precondition(!actions.contains { if case .deadLetter = $0 { true } else { false } }, "\(actions)")
+            }
         }
         precondition(engine.activeRideCount == rides)
         // The inputs are made before the counted work, in the set-up that `--count 0` measures too.

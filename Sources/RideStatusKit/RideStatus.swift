@@ -23,6 +23,16 @@ public enum RidePhase: String, Sendable, Hashable, Codable, CaseIterable, Compar
     public static func < (lhs: RidePhase, rhs: RidePhase) -> Bool { lhs.order < rhs.order }
 }
 
+/// E2: the source of a status's ETAs.
+public enum EstimateSource: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The remaining road distance along the ride's route (from `assign` or `rides/{ride}/route`).
+    case route
+    /// The remaining distance and duration the driver's navigation app put in its fixes.
+    case navigation
+    /// E1: the great-circle distance times the detour factor, at the smoothed speed.
+    case estimate
+}
+
 /// One ride status: retained on `rides/{rideIdentifier}/status`, at least every `updateInterval` seconds
 /// (C1) and at once on a change of phase or completion (C2). Decoding accepts exactly what
 /// `docs/schema/ride-status.schema.json` allows; encoding writes every key, null where there is no value.
@@ -58,12 +68,15 @@ public struct RideStatus: Sendable, Hashable, Codable {
     public var scheduledPickupTime: ScheduledPickupTime?
     /// No accepted fix for `staleAfter` seconds (C3).
     public var stale: Bool
+    /// E2: what made the ETAs: the ride's route, the driver's navigation app, or E1's estimate. Nil from a worker
+    /// older than E2.
+    public var estimateSource: EstimateSource?
 
     enum CodingKeys: String, CodingKey {
         case rideIdentifier, phase, completionStatus, vehicle, driver, rideOption, estimatedPickupDate
         case estimatedPickupEndDate, estimatedDropOffDate, estimatedPickupDateLatest, estimatedDropOffDateLatest
         case pickupLocation, dropOffLocation, waypoints
-        case scheduledPickupTime, sequence, issuedAt, stale
+        case scheduledPickupTime, sequence, issuedAt, stale, estimateSource
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -86,6 +99,7 @@ public struct RideStatus: Sendable, Hashable, Codable {
         try container.encode(sequence, forKey: .sequence)
         try container.encode(issuedAt, forKey: .issuedAt)
         try container.encode(stale, forKey: .stale)
+        try container.encodeOrNull(estimateSource, forKey: .estimateSource)
     }
 
     /// Whether this status replaces `other` for a subscriber (C5): same ride, higher sequence.
@@ -101,7 +115,7 @@ extension RideStatus {
         estimatedPickupEndDate: Date? = nil, estimatedDropOffDate: Date? = nil, estimatedPickupDateLatest: Date? = nil,
         estimatedDropOffDateLatest: Date? = nil, pickupLocation: Place,
         dropOffLocation: Place, waypoints: [Place] = [], scheduledPickupTime: ScheduledPickupTime? = nil,
-        sequence: Int, issuedAt: Date, stale: Bool = false
+        sequence: Int, issuedAt: Date, stale: Bool = false, estimateSource: EstimateSource? = nil
     ) {
         self.init(
             rideIdentifier: rideIdentifier, sequence: sequence, issuedAt: issuedAt, phase: phase,
@@ -110,7 +124,7 @@ extension RideStatus {
             estimatedDropOffDate: estimatedDropOffDate, estimatedPickupDateLatest: estimatedPickupDateLatest,
             estimatedDropOffDateLatest: estimatedDropOffDateLatest, pickupLocation: pickupLocation,
             dropOffLocation: dropOffLocation, waypoints: waypoints, scheduledPickupTime: scheduledPickupTime,
-            stale: stale)
+            stale: stale, estimateSource: estimateSource)
     }
 }
 

@@ -23,7 +23,8 @@ public struct RideTopics: Sendable, Hashable {
 
     /// What dispatch sends about a ride (3.2).
     public enum Control: String, Sendable, Hashable, CaseIterable {
-        case start, assign, event, cancel, stop
+        /// `route`: E2's new route after a reroute.
+        case start, assign, event, cancel, stop, route
     }
 
     /// A vehicle's fixes (3.1).

@@ -2,6 +2,7 @@ import Foundation
 import PropertyBased
 import Testing
 
+import struct RideStatusKit.TelemetryFix
 import struct RideStatusKit.VehicleLocation
 
 @testable import RideDomain
@@ -24,6 +25,12 @@ struct CompactStorageTests {
         // 336 until G6: a grant's epoch is etcd's revision plus a base, so `epoch` is 64 bits and no longer fits
         // the padding after the leg (8 bytes a ride, 0.8 MB at 100,000 rides; docs/performance.md).
         #expect(MemoryLayout<Ride>.size <= 344, "\(MemoryLayout<Ride>.size) bytes")
+        // A fix is copied a few times on its way in: above 128 bytes each copy calls memcpy (+3.9 % instructions a
+        // fix when E2's two optionals took it to 129; one optional pair keeps it at 121).
+        #expect(MemoryLayout<TelemetryFix>.size <= 128, "\(MemoryLayout<TelemetryFix>.size) bytes")
+        // The booking's box: 16 bytes of header and at most 200 take malloc's 224-byte class (208, with E2's route
+        // and the party size as `Int?`, took the 240-byte one).
+        #expect(MemoryLayout<BookingTerms>.size <= 200, "\(MemoryLayout<BookingTerms>.size) bytes")
         #expect(MemoryLayout<Ride>.stride <= 344, "\(MemoryLayout<Ride>.stride) bytes")
         // The snapshot is boxed: 136 bytes and a 16-byte header fill malloc's 160-byte class; 137 take 176.
         #expect(MemoryLayout<LastValidStatus>.size <= 136, "\(MemoryLayout<LastValidStatus>.size) bytes")

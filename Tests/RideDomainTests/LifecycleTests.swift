@@ -286,7 +286,7 @@ struct LifecycleTests {
         #expect(custom.parse("fleet/vehicles/v-9/position") == .unknown)
         #expect(
             topics.controlFilters == [
-                "rides/+/start", "rides/+/assign", "rides/+/event", "rides/+/cancel", "rides/+/stop",
+                "rides/+/start", "rides/+/assign", "rides/+/event", "rides/+/cancel", "rides/+/stop", "rides/+/route",
             ])
         #expect(
             topics.presence(worker: "w1") == "ridestatus/workers/w1" && topics.deadLetter == "ridestatus/deadletter")

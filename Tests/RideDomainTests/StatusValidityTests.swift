@@ -173,14 +173,15 @@ struct StatusValidityTests {
         let status = try #require(harness.engine.tick(now: t0.addingTimeInterval(5.14)).statuses.first)
         let json = try JSONParser.parse(status.encoded())
         guard case .object(let members) = json else { Issue.record("not an object"); return }
-        // The contract's fields, and the two E1's range adds (docs/CONTRACT-NOTES.md): nothing else.
+        // The contract's fields, the two E1's range adds, and E2's source (docs/CONTRACT-NOTES.md): nothing else.
         #expect(
             Set(members.keys) == [
                 "rideIdentifier", "phase", "completionStatus", "vehicle", "driver", "rideOption", "estimatedPickupDate",
                 "estimatedPickupEndDate", "estimatedDropOffDate", "pickupLocation", "dropOffLocation", "waypoints",
                 "scheduledPickupTime", "sequence", "issuedAt", "stale", "estimatedPickupDateLatest",
-                "estimatedDropOffDateLatest",
+                "estimatedDropOffDateLatest", "estimateSource",
             ])
+        #expect(json["estimateSource"] == .string("estimate"), "E2: no route, no navigation: E1's estimate")
         #expect(json["estimatedPickupDateLatest"]?.stringValue?.hasSuffix("Z") == true)
         #expect(
             json["completionStatus"] == .null && json["estimatedPickupEndDate"] == .null

@@ -197,10 +197,30 @@ extension Ride {
             let horizon = metres * detourFactor / max(pace * moving, configuration.speedFloor)
             return Self.expectedSpeed(pace: pace, cruise: cruise, horizon: horizon) * moving
         }
-        let legSeconds = estimator.travelTime(
-            metres: legMetres, speed: cruising.map { $0 * moving } ?? unseenSpeed(configuration: configuration))
+        // E2: along the route where it reaches the pickup or the drop-off: the whole leg from the pickup, the rest
+        // from the car's place on it.
+        let track = terms.value.route
+        let floor = configuration.speedFloor
+        let legSpeed = max(cruising.map { $0 * moving } ?? unseenSpeed(configuration: configuration), floor)
+        let routeLeg = track.flatMap { track in
+            track.pickupAlong.flatMap { from in
+                routeSeconds(to: track.dropOffAlong, from: from, now: now) { _ in legSpeed }
+            }
+        }
+        let legSeconds =
+            routeLeg
+            ?? estimator.travelTime(
+                metres: legMetres, speed: cruising.map { $0 * moving } ?? unseenSpeed(configuration: configuration))
         if phase < .pickup {
-            if let location {
+            if navigating {
+                // E2: the navigation app's ETA, set by the fix (``navigate(_:now:)``); never in the past.
+                estimatedPickupDate = max(estimatedPickupDate, now)
+            } else if location != nil,
+                let seconds = routeSeconds(
+                    to: track?.pickupAlong, now: now, speed: { max(speed(toCover: $0), floor) })
+            {
+                estimatedPickupDate = now.addingTimeInterval(seconds)
+            } else if let location {
                 let metres = metresToPickup ?? location.coordinate.distance(to: pickup)
                 let seconds = estimator.travelTime(metres: metres, speed: speed(toCover: metres))
                 estimatedPickupDate = now.addingTimeInterval(seconds)
@@ -209,7 +229,18 @@ extension Ride {
             }
             estimatedDropOffDate = estimatedPickupDate.addingTimeInterval(legSeconds)
         } else if phase == .pickup {
-            estimatedDropOffDate = max(now, estimatedPickupDate).addingTimeInterval(legSeconds)
+            if navigating, let date = estimatedDropOffDate {
+                estimatedDropOffDate = max(date, now, estimatedPickupDate)
+            } else {
+                estimatedDropOffDate = max(now, estimatedPickupDate).addingTimeInterval(legSeconds)
+            }
+        } else if navigating, let date = estimatedDropOffDate {
+            estimatedDropOffDate = max(date, now, estimatedPickupDate)
+        } else if location != nil,
+            let seconds = routeSeconds(
+                to: track?.dropOffAlong, now: now, speed: { max(speed(toCover: $0), floor) })
+        {
+            estimatedDropOffDate = max(now.addingTimeInterval(seconds), estimatedPickupDate)
         } else {
             let metres = (location?.coordinate ?? pickup).distance(to: dropOff)
             let seconds = estimator.travelTime(metres: metres, speed: speed(toCover: metres))

@@ -23,9 +23,16 @@ public struct BookingTerms: Sendable, Equatable {
     public let dropOffLocation: Place
     public let waypoints: [Place]
     public let scheduledPickupTime: ScheduledPickupTime?
-    public let partySize: Int?
+    /// The party size (1...100 at intake), or nil.
+    public var partySize: Int? { storedPartySize == 0 ? nil : Int(storedPartySize) }
     private let fareBox: Shared<FareTerms>?
     public var fare: FareTerms? { fareBox?.value }
+    /// E2: the route the vehicle drives, from `assign` or `rides/{ride}/route`; nil without one, or once the car
+    /// left it (``Ride/advanceOnRoute(_:seconds:)``).
+    package var route: RouteTrack?
+    /// The party size in two bytes, 0 for none, last: with `Int?` (16 bytes) and the route the box grew out of
+    /// malloc's 224-byte class into the 240-byte one, 16 bytes a ride.
+    private let storedPartySize: UInt16
 
     private enum OptionStorage: Sendable, Equatable {
         /// An option with nothing but its name and pickup estimate.
@@ -64,7 +71,7 @@ public struct BookingTerms: Sendable, Equatable {
         self.dropOffLocation = dropOffLocation
         self.waypoints = waypoints
         self.scheduledPickupTime = scheduledPickupTime
-        self.partySize = partySize
+        self.storedPartySize = partySize.map { UInt16(clamping: max(0, $0)) } ?? 0
         fareBox = fare.map(Shared.init)
     }
 }

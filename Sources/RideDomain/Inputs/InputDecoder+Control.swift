@@ -89,8 +89,55 @@ extension InputDecoder {
         let location = try vehicleFields.map { (fields) throws(Rejection) in try Self.location(fields) } ?? nil
         let driverFields = try fields.optionalObject("driver")
         let driver = try driverFields.map { (fields) throws(Rejection) in try Self.driver(fields) }
+        let route = try fields.optionalObject("route").map { (fields) throws(Rejection) in try Self.route(fields) }
         return Assignment(
-            vehicleId: vehicleId, vehicle: vehicle.map { Vehicle($0, location: location) }, driver: driver)
+            vehicleId: vehicleId, vehicle: vehicle.map { Vehicle($0, location: location) }, driver: driver,
+            route: route)
+    }
+
+    /// E2: `rides/{ride}/route`, a new route after a reroute: the route object itself.
+    public func route(rideIdentifier: String, payload: [UInt8]) throws(Rejection) -> Route {
+        _ = try Identifier.validated(rideIdentifier, field: "rideIdentifier in topic")
+        let fields = Fields(try object(payload))
+        try fields.checkRide(rideIdentifier)
+        return try Self.route(fields)
+    }
+
+    /// E2: a route's members, each of its type (``RouteTrack/points(of:)`` checks what they describe).
+    static func route(_ fields: Fields) throws(Rejection) -> Route {
+        var geometry: Route.LineString? = nil
+        if let line = try fields.optionalObject("geometry") {
+            guard let type = try line.optionalString("type") else {
+                throw Rejection(.missingField, "route.geometry.type is required (E2)")
+            }
+            var coordinates: [[Double]] = []
+            for position in try line.optionalArray("coordinates") ?? [] {
+                guard case .array(let numbers) = position else {
+                    throw Rejection(.invalidField, "route.geometry.coordinates holds [longitude, latitude] pairs (E2)")
+                }
+                var pair: [Double] = []
+                for number in numbers {
+                    guard let value = number.doubleValue else {
+                        throw Rejection(.invalidField, "route.geometry.coordinates holds numbers (E2)")
+                    }
+                    pair.append(value)
+                }
+                coordinates.append(pair)
+            }
+            geometry = Route.LineString(coordinates: coordinates)
+            geometry?.type = type
+        }
+        var precision: Int? = nil
+        if let number = try fields.optionalNumber("precision") {
+            guard number == 5 || number == 6 else {
+                throw Rejection(.invalidField, "route.precision must be 5 or 6 (E2)")
+            }
+            precision = Int(number)
+        }
+        return Route(
+            polyline: try fields.optionalString("polyline"), precision: precision, geometry: geometry,
+            distance: try fields.optionalNumber("distance"), duration: try fields.optionalNumber("duration"),
+            version: try fields.optionalString("version"))
     }
 
     public func event(rideIdentifier: String, payload: [UInt8]) throws(Rejection) -> DriverEvent {

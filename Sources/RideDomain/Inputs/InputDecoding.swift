@@ -64,7 +64,9 @@ public struct InputDecoder: Sendable {
             speed: try fields.optionalNumber("speed").flatMap(Self.usableSpeed),
             course: try fields.optionalNumber("course").flatMap(Self.usableCourse),
             horizontalAccuracy: try fields.optionalNumber("horizontalAccuracy"),
-            sequence: try fields.optionalNumber("sequence").map { Int(exactly: $0.rounded()) ?? 0 })
+            sequence: try fields.optionalNumber("sequence").map { Int(exactly: $0.rounded()) ?? 0 },
+            navigation: Self.usableNavigation(
+                try fields.optionalNumber("remainingDistance"), try fields.optionalNumber("remainingDuration")))
     }
 
     func ownTracks(vehicleId: String, fields: Fields) throws(Rejection) -> TelemetryFix {
@@ -76,6 +78,15 @@ public struct InputDecoder: Sendable {
             speed: kmh.map { $0 / 3.6 }.flatMap(Self.usableSpeed),
             course: try fields.optionalNumber("cog").flatMap(Self.usableCourse),
             horizontalAccuracy: try fields.optionalNumber("acc"))
+    }
+
+    /// E2: a navigation app's progress counts with both its remaining distance and duration, finite and at least 0;
+    /// otherwise it is treated as absent, as T6 treats a negative speed: the fix's position still counts.
+    static func usableNavigation(_ distance: Double?, _ duration: Double?) -> (distance: Double, duration: Double)? {
+        guard let distance, let duration, distance.isFinite, duration.isFinite, distance >= 0, duration >= 0 else {
+            return nil
+        }
+        return (distance, duration)
     }
 
     /// T6: a negative speed is treated as absent.

@@ -62,10 +62,12 @@ extension TelemetryFix {
     /// A fix as the worker reads it (3.1, or converted from OwnTracks): always with the topic's vehicle (I3).
     public init(
         vehicleId: String, timestamp: Date, coordinate: Coordinate, speed: Double? = nil, course: Double? = nil,
-        horizontalAccuracy: Double? = nil, sequence: Int? = nil
+        horizontalAccuracy: Double? = nil, sequence: Int? = nil,
+        navigation: (distance: Double, duration: Double)? = nil
     ) {
         self.init(
             vehicleId: vehicleId, timestamp: timestamp, latitude: coordinate.latitude, longitude: coordinate.longitude,
-            speed: speed, course: course, horizontalAccuracy: horizontalAccuracy, sequence: sequence)
+            speed: speed, course: course, horizontalAccuracy: horizontalAccuracy, sequence: sequence,
+            remainingDistance: navigation?.distance, remainingDuration: navigation?.duration)
     }
 }

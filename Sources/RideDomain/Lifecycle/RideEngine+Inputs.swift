@@ -150,6 +150,18 @@ extension RideEngine {
         case .stop:
             _ = try decoder.stop(rideIdentifier: id, payload: payload)
             stop(id, into: &actions)
+        case .route:
+            let route = try decoder.route(rideIdentifier: id, payload: payload)
+            let slot = try activeSlot(of: id)
+            var ride = rideTable[slot: slot]
+            guard ride.vehicleId != nil, ride.phase < .completed else {
+                throw Rejection(
+                    .eventNotAllowed,
+                    "a route needs an assigned vehicle and a ride not completed (phase \(ride.phase.rawValue), E2)")
+            }
+            try ride.follow(route, now: now)
+            ride.updateEstimates(now: now, configuration: configuration)
+            rideTable[slot: slot] = ride
         }
     }
 

@@ -71,6 +71,12 @@ public struct Ride: Sendable, Equatable {
     /// outside every area), whose learned ranges its latest times use (``ArrivalRanges``); an index, not the
     /// name, so it fits the padding here (16 bytes a ride). Not durable: an engine finds it again.
     package internal(set) var areaIndex: UInt16 = 0
+    /// E2: fixes off the ride's route in a row (``RouteTrack/offRouteFixes`` of them give it up).
+    package internal(set) var routeMisses: UInt8 = 0
+    /// E2: the ETA to where the car goes next is the driver's navigation app's, from the last fix.
+    package internal(set) var navigating = false
+    /// E2: how far along its route the car is, in metres; only forward.
+    package internal(set) var routeAlong: Float = 0
     /// G2: the ownership epoch, which grows with every change of the ride's owner; carried by every status
     /// and state publish as the MQTT 5 user property `epoch`, and kept in the durable state.
     package internal(set) var epoch: UInt64 = 1
@@ -159,6 +165,8 @@ public struct Ride: Sendable, Equatable {
             crew = Shared(updated)
         }
         if let known = assignment.vehicle?.location { location = known }
+        if replaced != nil { dropRoute() }
+        if let route = assignment.route { try follow(route, now: now) }
         let changed = phase == .received
         if changed { phase = .confirmed }
         updateEstimates(now: now, configuration: configuration)
@@ -186,6 +194,10 @@ public struct Ride: Sendable, Equatable {
         // it lies farther than twice its accuracy, 5 to 20 m, from the point counted last, so a car waiting at a
         // light is not charged for its position's jitter, which summed fix to fix added metres every second).
         recordPace(fix, reportedSpeed: reportedSpeed, previous: previous, configuration: configuration)
+        if terms.value.route != nil {
+            let seconds = previous.map { fix.timestamp.timeIntervalSince($0.timestamp) } ?? 0
+            advanceOnRoute(fix.coordinate, seconds: seconds)
+        }
         let before = phase
         let stopped = (fix.speed ?? 0) < configuration.stoppedSpeed
         let toPickup = fix.coordinate.distance(to: booking.pickupLocation.coordinate)
@@ -203,6 +215,7 @@ public struct Ride: Sendable, Equatable {
         case .received, .completed:
             break
         }
+        navigate(fix, now: now)
         updateEstimates(now: now, configuration: configuration, metresToPickup: toPickup)
         // P2, by the estimate this fix makes (E1's, the cruise included), which the next status publishes unless
         // E1's delay limit holds it back (a car approaching whose ETA moved later by more than the limit): P2 and
@@ -274,6 +287,8 @@ public struct Ride: Sendable, Equatable {
     // MARK: Transitions
 
     private mutating func arriveAtPickup(now: Date, configuration: RideConfiguration) {
+        // The navigation app's ETA was to the pickup (E2): the drop-off's comes with the next fix that has one.
+        navigating = false
         phase = .pickup
         pickupArrivedAt = now
         estimatedPickupEndDate = now.addingTimeInterval(configuration.maxPickupWait)
@@ -281,6 +296,7 @@ public struct Ride: Sendable, Equatable {
     }
 
     private mutating func startRide(now: Date) {
+        if phase < .pickup { navigating = false }
         if pickupArrivedAt == nil { estimatedPickupDate = min(estimatedPickupDate, now) }
         phase = .ongoing
         ongoingSince = now

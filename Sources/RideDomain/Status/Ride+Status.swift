@@ -38,7 +38,7 @@ extension Ride {
             estimatedDropOffDateLatest: dropOffLatest, pickupLocation: booking.pickupLocation,
             dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
             scheduledPickupTime: booking.scheduledPickupTime, sequence: sequence, issuedAt: issuedAt,
-            stale: isStale(now: now, configuration: configuration))
+            stale: isStale(now: now, configuration: configuration), estimateSource: estimateSource)
     }
 
     /// E1's range: the latest times of the estimates just made, from the ranges learned for the ride's
@@ -152,7 +152,7 @@ extension Ride {
             estimatedDropOffDateLatest: last.estimatedDropOffDateLatest, pickupLocation: booking.pickupLocation,
             dropOffLocation: booking.dropOffLocation, waypoints: booking.waypoints,
             scheduledPickupTime: booking.scheduledPickupTime, sequence: last.sequence, issuedAt: last.issuedAt,
-            stale: last.stale)
+            stale: last.stale, estimateSource: estimateSource)
     }
 
     /// V7: the last valid status again, with this publish's sequence and time.

@@ -78,6 +78,8 @@ extension RideStatus {
         writer.date("issuedAt", issuedAt)
         writer.key("stale")
         writer.bool(stale)
+        writer.key("estimateSource")
+        if let estimateSource { writer.string(estimateSource.rawValue) } else { writer.null() }
         writer.endObject()
     }
 }

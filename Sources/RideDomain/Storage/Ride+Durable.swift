@@ -3,6 +3,7 @@ import Foundation
 import struct RideStatusKit.CompletionStatus
 import struct RideStatusKit.Driver
 import enum RideStatusKit.RidePhase
+import struct RideStatusKit.Route
 import struct RideStatusKit.VehicleLocation
 
 // MARK: - Durable state (L5): written by JSONWriter, read by JSONDecoder
@@ -95,8 +96,39 @@ extension Ride {
             writer.key("detourFactor")
             writer.number(detourFactor)
         }
+        writeRoute(to: &writer)
         writer.endObject()
         return writer.bytes
+    }
+
+    /// E2: the ride's route (as polyline6, at most ``RouteTrack/maximumEncodedLength`` characters), how far along
+    /// it the car is, and whether its ETA is a navigation app's. Absent without them: older workers read the rest.
+    private func writeRoute(to writer: inout JSONWriter) {
+        if let track = terms.value.route {
+            writer.key("route")
+            writer.beginObject()
+            writer.key("polyline")
+            writer.string(track.encoded)
+            writer.key("distance")
+            writer.number(track.distance)
+            if let duration = track.duration {
+                writer.key("duration")
+                writer.number(duration)
+            }
+            writer.ifPresent("version", track.version)
+            writer.date("receivedAt", track.receivedAt)
+            writer.key("startAlong")
+            writer.number(track.startAlong)
+            writer.endObject()
+            writer.key("routeAlong")
+            writer.number(Double(routeAlong))
+            writer.key("routeMisses")
+            writer.integer(Int(routeMisses))
+        }
+        if navigating {
+            writer.key("navigating")
+            writer.bool(true)
+        }
     }
 
     /// A ride from its durable state, in any shape a release wrote (no checks: ``restored(topicRide:payload:now:configuration:)``
@@ -203,6 +235,21 @@ extension Ride: Decodable {
         var legMetres: Double?
         /// Absent before shape 6: the new owner gives the ride its area's factor.
         var detourFactor: Double?
+        /// E2: absent without a route.
+        var route: DurableRoute?
+        var routeAlong: Double?
+        var routeMisses: Int?
+        var navigating: Bool?
+    }
+
+    /// E2: a route as the durable state keeps it.
+    private struct DurableRoute: Decodable {
+        var polyline: String
+        var distance: Double?
+        var duration: Double?
+        var version: String?
+        var receivedAt: Date
+        var startAlong: Double?
     }
 
     public init(from decoder: any Decoder) throws {
@@ -242,6 +289,29 @@ extension Ride: Decodable {
         if let last = durable.lastValid ?? durable.lastValidStatus?.snapshot {
             lastValid = snapshot(last)
         }
+        if let stored = durable.route {
+            // A2: checked as a route that came on `assign` would be.
+            let points: [Coordinate]
+            do {
+                points = try RouteTrack.points(
+                    of: Route(
+                        polyline: stored.polyline, precision: 6, distance: stored.distance, duration: stored.duration,
+                        version: stored.version))
+            } catch {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: decoder.codingPath, debugDescription: "route: \(error.detail)"))
+            }
+            let track = RouteTrack(
+                points: points, distance: stored.distance, duration: stored.duration, version: stored.version,
+                receivedAt: stored.receivedAt, pickup: booking.pickupLocation.coordinate,
+                dropOff: booking.dropOffLocation.coordinate, car: nil, startAlong: stored.startAlong ?? 0)
+            var terms = booking
+            terms.route = track
+            self.terms = Shared(terms)
+            routeAlong = Float(durable.routeAlong ?? track.startAlong)
+            routeMisses = UInt8(clamping: max(0, durable.routeMisses ?? 0))
+        }
+        navigating = durable.navigating ?? false
     }
 }
 

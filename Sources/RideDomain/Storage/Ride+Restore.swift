@@ -114,6 +114,19 @@ extension Ride {
                 .invalidField, "cruiseMetres \(cruiseMetres) over cruiseSeconds \(cruiseSeconds) is not a pace (A2, E1)"
             )
         }
+        if let track = terms.value.route {
+            guard track.receivedAt >= Self.earliestTime && track.receivedAt <= latest else {
+                throw Rejection(.invalidField, "route.receivedAt is not a past time (A2, E2)")
+            }
+            guard track.startAlong.isFinite, (0...track.length + 1).contains(track.startAlong),
+                routeAlong.isFinite, (0...track.length + 1).contains(Double(routeAlong))
+            else {
+                throw Rejection(.invalidField, "routeAlong or route.startAlong is not a place on the route (A2, E2)")
+            }
+            guard routeMisses < RouteTrack.offRouteFixes else {
+                throw Rejection(.invalidField, "routeMisses \(routeMisses) would have given the route up (A2, E2)")
+            }
+        }
         if let prior = cruisePrior, !AreaLearning.speeds.contains(prior) {
             throw Rejection(.invalidField, "cruisePrior \(prior) is outside 0.5...60 m/s (A2, E1)")
         }

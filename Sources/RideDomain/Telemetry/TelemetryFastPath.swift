@@ -18,6 +18,8 @@ enum TelemetryFastPath {
         var course: Double?
         var accuracy: Double?
         var sequence: Double?
+        var remainingDistance: Double?
+        var remainingDuration: Double?
         var vehicleIdBytes: (start: Int, end: Int)?
     }
 
@@ -51,7 +53,8 @@ enum TelemetryFastPath {
                     vehicleId: vehicleId, timestamp: timestamp, coordinate: coordinate,
                     speed: fields.speed.flatMap(InputDecoder.usableSpeed),
                     course: fields.course.flatMap(InputDecoder.usableCourse), horizontalAccuracy: fields.accuracy,
-                    sequence: sequence))
+                    sequence: sequence,
+                    navigation: InputDecoder.usableNavigation(fields.remainingDistance, fields.remainingDuration)))
         }
     }
 
@@ -144,7 +147,8 @@ enum TelemetryFastPath {
                     fields.vehicleIdBytes = (value.0, value.1)
                 } else if key(name, is: "_type") || key(name, is: "latitude") || key(name, is: "longitude")
                     || key(name, is: "speed") || key(name, is: "course") || key(name, is: "horizontalAccuracy")
-                    || key(name, is: "sequence")
+                    || key(name, is: "sequence") || key(name, is: "remainingDistance")
+                    || key(name, is: "remainingDuration")
                 {
                     return nil
                 }
@@ -162,6 +166,10 @@ enum TelemetryFastPath {
                     fields.accuracy = value
                 } else if key(name, is: "sequence") {
                     fields.sequence = value
+                } else if key(name, is: "remainingDistance") {
+                    fields.remainingDistance = value
+                } else if key(name, is: "remainingDuration") {
+                    fields.remainingDuration = value
                 } else if key(name, is: "timestamp") {
                     fields.timestampNumber = value
                     fields.timestamp = nil
@@ -184,6 +192,8 @@ enum TelemetryFastPath {
                 if key(name, is: "course") { fields.course = nil }
                 if key(name, is: "horizontalAccuracy") { fields.accuracy = nil }
                 if key(name, is: "sequence") { fields.sequence = nil }
+                if key(name, is: "remainingDistance") { fields.remainingDistance = nil }
+                if key(name, is: "remainingDuration") { fields.remainingDuration = nil }
                 if key(name, is: "vehicleId") { fields.vehicleIdBytes = nil }
             } else {
                 return nil  // booleans, objects, arrays: the general path

@@ -1,0 +1,96 @@
+import Foundation
+
+package import enum RideStatusKit.EstimateSource
+package import struct RideStatusKit.Route
+package import struct RideStatusKit.TelemetryFix
+
+// MARK: - E2: a route, and a navigation app's progress
+
+extension Ride {
+    /// E2: what makes the ride's ETAs now.
+    package var estimateSource: EstimateSource {
+        if navigating { return .navigation }
+        if location != nil, let track = terms.value.route,
+            (phase < .pickup ? track.pickupAlong : track.dropOffAlong) != nil
+        {
+            return .route
+        }
+        return .estimate
+    }
+
+    /// E2: follows `route` from now on (on `assign`, or `rides/{ride}/route` after a reroute); the car's progress
+    /// starts from its place on it.
+    mutating func follow(_ route: Route, now: Date) throws(Rejection) {
+        let points = try RouteTrack.points(of: route)
+        let track = RouteTrack(
+            points: points, distance: route.distance, duration: route.duration, version: route.version,
+            receivedAt: now, pickup: booking.pickupLocation.coordinate, dropOff: booking.dropOffLocation.coordinate,
+            car: location?.coordinate)
+        guard track.pickupAlong != nil || track.dropOffAlong != nil else {
+            throw Rejection(
+                .invalidField,
+                "route passes neither the pickup nor the drop-off within \(Int(RouteTrack.offRouteMetres)) m (E2)")
+        }
+        setRoute(track)
+    }
+
+    /// E2: no route from now on: another car, or the car left it.
+    mutating func dropRoute() {
+        guard terms.value.route != nil else { return }
+        setRoute(nil)
+    }
+
+    mutating func setRoute(_ track: RouteTrack?) {
+        var updated = terms.value
+        updated.route = track
+        terms = Shared(updated)
+        routeAlong = Float(track?.startAlong ?? 0)
+        routeMisses = 0
+    }
+
+    /// E2: a fix on the route moves the car along it, never back; ``RouteTrack/offRouteFixes`` in a row off it
+    /// give the route up, and E1 applies until a new one comes.
+    /// - Parameter seconds: since the fix before: how far on the car can have driven (at most 40 m/s, plus the
+    ///   fixes' error). After a fix off the route, the whole rest of it: the car may come back anywhere on it.
+    mutating func advanceOnRoute(_ coordinate: Coordinate, seconds: Double) {
+        guard let track = terms.value.route else { return }
+        let reach = routeMisses > 0 ? .infinity : 60 + 40 * max(0, seconds)
+        let place = track.place(of: coordinate, from: Double(routeAlong), reach: reach)
+        if place.offset <= Double(RouteTrack.offRouteMetres) {
+            routeAlong = max(routeAlong, Float(place.along))
+            routeMisses = 0
+        } else {
+            routeMisses += 1
+            if routeMisses >= RouteTrack.offRouteFixes { dropRoute() }
+        }
+    }
+
+    /// E2: a fix with the navigation app's progress sets the ETA to where the car goes next: the fix's time plus
+    /// the app's remaining duration. One without it hands the ETAs back to the route or E1.
+    mutating func navigate(_ fix: TelemetryFix, now: Date) {
+        guard let seconds = fix.remainingDuration, fix.remainingDistance != nil, phase < .completed else {
+            navigating = false
+            return
+        }
+        navigating = true
+        let arrival = max(now, fix.timestamp.addingTimeInterval(seconds))
+        if phase < .pickup { estimatedPickupDate = arrival } else { estimatedDropOffDate = arrival }
+    }
+
+    /// E2: seconds from the car's place on the route to `target` metres along it (the engine's duration scaled by
+    /// the car's pace so far, or without one the road left at `speed`); nil without a route that reaches it.
+    func routeSeconds(to target: Double?, from start: Double? = nil, now: Date, speed: (Double) -> Double)
+        -> Double?
+    {
+        guard let track = terms.value.route, let target else { return nil }
+        let from = start ?? Double(routeAlong)
+        if let seconds = track.engineSeconds(
+            fromAlong: from, toAlong: target, carAlong: Double(routeAlong),
+            elapsed: now.timeIntervalSince(track.receivedAt))
+        {
+            return seconds
+        }
+        let metres = max(0, target - from)
+        return metres / speed(metres)
+    }
+}
