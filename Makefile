@@ -220,10 +220,12 @@ bench-scale: deps
 
 ## bench-eta: ETA error by horizon and class of trip (issues 15, 31): arterial, urban and mixed trips calibrated to
 ## 22 recorded city trips, and the old grid city, replayed through the ride domain; the worker beside naive, the
-## oracle, ideal E1, the oracle blind to stops and the road alone, with issue 31's targets. ETA_ARGS: --classes, --trips, --trips-folder DIR. A few seconds.
+## oracle, ideal E1, the oracle blind to stops and the road alone, with issue 31's targets; then Porto's 240 recorded
+## fares with no route, the route, and the route with an engine's duration (E2), cold and warm, with issue 50's
+## targets. ETA_ARGS: --classes, --trips, --trips-folder DIR. A few seconds.
 bench-eta: deps
 	$(SWIFT) build -c release --product ride-bench
-	.build/release/ride-bench eta $(ETA_ARGS)
+	.build/release/ride-bench eta --porto Tests/Data/porto-taxi/trips.csv $(ETA_ARGS)
 
 ## bench-eta-rhythm: the same classes over four weeks, 1,500 trips each, driven slower at rush hour; each class
 ## replayed with and without the areas' hours of the week (rides.hoursOfWeek). About half a minute.

@@ -4,6 +4,7 @@ import Foundation
 import RideDomain
 import WorkerGroup
 
+import enum RideStatusKit.EstimateSource
 import enum RideStatusKit.RidePhase
 import struct RideStatusKit.VehicleLocation
 
@@ -31,6 +32,11 @@ struct ETABenchmark: ParsableCommand {
     @Option(help: "Random seed of the simulated trips.") var seed: UInt64 = 15
     @Option(help: "A folder of recorded trips (GPX or CSV time,latitude,longitude) replayed too.") var tripsFolder:
         String?
+    @Option(
+        help:
+            "Porto's recorded fares (Tests/Data/porto-taxi/trips.csv): replayed with no route, the route, and the route with an engine's duration, cold and warm (E1, E2)."
+    )
+    var porto: String?
     @Option(help: "The worker's rides.speedTimeConstant, seconds (default: the worker's).") var speedTimeConstant:
         Double?
     @Option(help: "The worker's rides.stopShareTimeConstant, seconds (default: the worker's).")
@@ -103,6 +109,13 @@ struct ETABenchmark: ParsableCommand {
         /// The trip's place among its class's trips (statuses of one trip are not independent: the coverage's
         /// sampling error is counted over trips, ``coverageInterval(_:)``).
         var trip = 0
+        /// Naive as issue 50's table has it: great circle x 1.3 at 30 km/h.
+        var naiveDetourError = 0.0
+        /// The route at the trip's recent pace: the exact rest of the road at the road metres driven over the last
+        /// 90 s (a navigation engine's best case without its duration).
+        var paceError = 0.0
+        /// What made the worker's estimate (E2).
+        var source: EstimateSource? = nil
     }
 
     /// What a restarted worker carries over (``restartComparison``).
@@ -141,6 +154,13 @@ struct ETABenchmark: ParsableCommand {
         var reportsSpeed: Bool
         /// When the trip starts, seconds after ``ETABenchmark/base``.
         var startsAt = 0.0
+        /// A recorded trip: a fix at each multiple of `fixEvery`, where it was recorded, without added noise.
+        var exactFixes = false
+        /// The driver app says `arrivedAtPickup` and `passengerOnBoard` at the pickup (a pickup where the car does
+        /// not stop, as a recorded fare's synthetic one).
+        var driverEvents = false
+        /// E2: the route object `assign` brings at the start, if any.
+        var route: String? = nil
     }
 
     /// When the first trip starts: Friday 15 January 2027, 08:00 UTC (the zone of the bench's hours of the week).
@@ -170,7 +190,7 @@ struct ETABenchmark: ParsableCommand {
             return DrivingClass.congestion(hour: AreaLearning.hourOfWeek(start, in: nil))
                 * dayFactors[min(day, dayFactors.count - 1)]
         }
-        for name in classes.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+        for name in classes.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
             if name == "grid" {
                 all += (0..<trips).map { index in
                     var trip = Self.simulatedTrip(random: &random)
@@ -249,6 +269,7 @@ struct ETABenchmark: ParsableCommand {
                     stopPerMetre: stopPerMetre, classSpeed: classSpeed, random: &random)
             }
         }
+        if let porto { try Self.portoReport(path: porto, seed: seed, configuration: rideConfiguration) }
     }
 
     /// The range after a restart: the class's trips replayed through one worker that keeps running,
@@ -652,16 +673,33 @@ struct ETABenchmark: ParsableCommand {
         _ = engine.receive(
             topic: "rides/\(ride)/start", payload: booking(ride, pickup: pickup, dropOff: dropOff, at: start),
             now: start)
+        if let route = trip.route {
+            let refused = engine.receive(
+                topic: "rides/\(ride)/assign", payload: Array(#"{"vehicleId":"v-\#(ride)","route":\#(route)}"#.utf8),
+                now: start
+            ).filter { if case .deadLetter = $0 { true } else { false } }
+            precondition(refused.isEmpty, "the trip's route was refused: \(refused)")
+        }
         var samples: (pickup: [Sample], dropOff: [Sample]) = ([], [])
         var previous: (beforePickup: Bool, estimate: Double, naive: Double, location: VehicleLocation?)?
         var nextFix = 0.0
         var lastFix: Coordinate?
         for (position, point) in points.enumerated() {
             let now = start.addingTimeInterval(point.time)
-            if point.time >= nextFix {
-                let noisy = point.coordinate.moved(
-                    metres: Double.random(in: 0...4, using: &random),
-                    bearing: Double.random(in: 0..<360, using: &random))
+            if trip.driverEvents, point.time == pickupArrival {
+                for event in ["arrivedAtPickup", "passengerOnBoard"] {
+                    _ = engine.receive(
+                        topic: "rides/\(ride)/event", payload: Array(#"{"type":"\#(event)"}"#.utf8), now: now)
+                }
+            }
+            let recorded = trip.exactFixes && point.time.truncatingRemainder(dividingBy: trip.fixEvery) == 0
+            if trip.exactFixes ? recorded : point.time >= nextFix {
+                let noisy =
+                    trip.exactFixes
+                    ? point.coordinate
+                    : point.coordinate.moved(
+                        metres: Double.random(in: 0...4, using: &random),
+                        bearing: Double.random(in: 0..<360, using: &random))
                 let speed =
                     trip.reportsSpeed ? max(0, point.speed + Double.random(in: -0.3...0.3, using: &random)) : nil
                 _ = engine.receive(
@@ -690,6 +728,11 @@ struct ETABenchmark: ParsableCommand {
                 let blind =
                     departs + road / (before ? movingSpeed.pickup : movingSpeed.ride) + road * stopPerMetre
                 let roadAlone = departs + road / classSpeed + road * stopPerMetre
+                // The route at the trip's recent pace: road driven over the last 90 s (or since the start).
+                let back = max(0, position - 90)
+                let recent = (left[back] - left[position]) / max(1, point.time - points[back].time)
+                let paced = departs + road / max(recent, 1)
+                let naiveDetour = point.time + 1.3 * lastFix.distance(to: target) / naiveSpeed
                 let comparable = previous?.beforePickup == before
                 var jump: Jump?
                 if comparable, let last = previous, abs(estimate - last.estimate) > 30 {
@@ -718,7 +761,8 @@ struct ETABenchmark: ParsableCommand {
                     latestError: latest - arrival, width: latest - estimate,
                     jump: jump, naiveJumped: comparable && abs(naive - previous!.naive) > 30,
                     oracleError: oracle - arrival, idealError: ideal - arrival, blindError: blind - arrival,
-                    roadError: roadAlone - arrival)
+                    roadError: roadAlone - arrival, naiveDetourError: naiveDetour - arrival, paceError: paced - arrival,
+                    source: status.estimateSource)
                 if before { samples.pickup.append(sample) } else { samples.dropOff.append(sample) }
                 previous = (before, estimate, naive, status.vehicle.location)
             }
