@@ -61,17 +61,20 @@ struct RouteTests {
         // The engine says 10 m/s over the whole route.
         let length = RouteTests.length(RouteTests.points)
         var harness = RouteTests.routed(duration: length / 10, holdLater: 600)
+        // The car leaves: 40 m on at t0 + 6 (it left halfway between the two fixes, at 3.5 s).
+        harness.fix(at: t0.addingTimeInterval(6), RouteTests.start.moved(metres: 40, bearing: 90))
         var status = try RouteTests.status(&harness, at: 8)
         #expect(status.estimateSource == .route)
-        // 2 km at the engine's 10 m/s, nothing driven yet.
+        // 1,960 m left at the engine's 10 m/s from the fix's time, the pace so far (40 m in 2.5 s) weighed at
+        // 40 / (40 + 4,000): 6 + 196 x (1 + 0.0099 x (0.625 - 1)) = 201.3.
         let first = try #require(status.estimatedPickupDate).timeIntervalSince(t0)
-        #expect(abs(first - 208) < 3, "\(first)")
-        // The car reaches the corner 150 s after the route came: 1.5 times the engine's time for that kilometre,
-        // weighed half (1 km driven against 1 km of weight): the last kilometre's 100 s become 125 s.
+        #expect(abs(first - 201.3) < 1, "\(first)")
+        // The car reaches the corner at t0 + 152: 1,000 m in 148.5 s, 1.485 times the engine's time, weighed at
+        // 1,000 / 5,000: the last kilometre's 100 s become 100 x (1 + 0.2 x 0.485) = 109.7 s.
         let moved = harness.fix(at: t0.addingTimeInterval(152), RouteTests.corner)
         status = try RouteTests.status(&harness, at: 152, after: moved)
         let second = try #require(status.estimatedPickupDate).timeIntervalSince(t0)
-        #expect(abs(second - 277) < 4, "\(second)")
+        #expect(abs(second - 261.7) < 2, "\(second)")
         #expect(status.estimateSource == .route)
     }
 
@@ -203,6 +206,7 @@ struct RouteTests {
         let original = try #require(before.booking.route)
         #expect(abs(track.length - original.length) < 1 && track.duration == 400 && track.version == "1")
         #expect(track.receivedAt == original.receivedAt && track.startAlong == original.startAlong)
+        #expect(track.departedAt != nil && track.departedAt == original.departedAt)
         // A new owner's next status goes on along the route, where the old one's would have.
         var next = Harness()
         _ = next.engine.restore(

@@ -52,13 +52,20 @@ extension Ride {
     /// give the route up, and E1 applies until a new one comes.
     /// - Parameter seconds: since the fix before: how far on the car can have driven (at most 40 m/s, plus the
     ///   fixes' error). After a fix off the route, the whole rest of it: the car may come back anywhere on it.
-    mutating func advanceOnRoute(_ coordinate: Coordinate, seconds: Double) {
+    /// - Parameter at: the fix's time.
+    mutating func advanceOnRoute(_ coordinate: Coordinate, seconds: Double, at time: Date) {
         guard let track = terms.value.route else { return }
         let reach = routeMisses > 0 ? .infinity : 60 + 40 * max(0, seconds)
         let place = track.place(of: coordinate, from: Double(routeAlong), reach: reach)
         if place.offset <= Double(RouteTrack.offRouteMetres) {
             routeAlong = max(routeAlong, Float(place.along))
             routeMisses = 0
+            // Left the start: between the fix before and this one, halfway for want of better.
+            if track.departedAt == nil, Double(routeAlong) - track.startAlong >= 30 {
+                var updated = terms.value
+                updated.route = track.departed(at: time.addingTimeInterval(-max(0, seconds) / 2))
+                terms = Shared(updated)
+            }
         } else {
             routeMisses += 1
             if routeMisses >= RouteTrack.offRouteFixes { dropRoute() }
@@ -84,13 +91,16 @@ extension Ride {
     {
         guard let track = terms.value.route, let target else { return nil }
         let from = start ?? Double(routeAlong)
+        // From the last fix's place, so from its time: the road driven since is not counted twice.
+        let base = start == nil ? min(now, location?.timestamp ?? now) : now
+        let spent = now.timeIntervalSince(base)
         if let seconds = track.engineSeconds(
             fromAlong: from, toAlong: target, carAlong: Double(routeAlong),
-            elapsed: now.timeIntervalSince(track.receivedAt))
+            elapsed: base.timeIntervalSince(track.departedAt ?? track.receivedAt))
         {
-            return seconds
+            return max(0, seconds - spent)
         }
         let metres = max(0, target - from)
-        return metres / speed(metres)
+        return max(0, metres / speed(metres) - spent)
     }
 }

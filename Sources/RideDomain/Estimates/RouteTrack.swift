@@ -37,6 +37,9 @@ package final class RouteTrack: Sendable, Equatable {
     /// When the worker received the route, and how far along it the car was then (the base of the car's pace).
     package let receivedAt: Date
     package let startAlong: Double
+    /// When the car left ``startAlong`` (set once, by the first fix 30 m on): its pace counts from then, not from
+    /// when the route came, so a wait at the start is not taken for slow driving.
+    package let departedAt: Date?
     /// Where the ride's pickup and drop-off lie along the route, when they are within ``offRouteMetres`` of it
     /// (a route to the pickup only has no drop-off).
     package let pickupAlong: Double?
@@ -57,8 +60,9 @@ package final class RouteTrack: Sendable, Equatable {
     ///   - startAlong: where the car was on it when it came, as a durable state kept it (instead of `car`).
     package init(
         points: [Coordinate], distance: Double?, duration: Double?, version: String?, receivedAt: Date,
-        pickup: Coordinate, dropOff: Coordinate, car: Coordinate?, startAlong: Double? = nil
+        pickup: Coordinate, dropOff: Coordinate, car: Coordinate?, startAlong: Double? = nil, departedAt: Date? = nil
     ) {
+        self.departedAt = departedAt
         let origin = points[0]
         originLatitude = origin.latitude
         originLongitude = origin.longitude
@@ -105,10 +109,31 @@ package final class RouteTrack: Sendable, Equatable {
         self.startAlong = start
     }
 
+    /// The same route, the car having left its start at `date`: the points are shared, not copied.
+    private init(_ track: RouteTrack, departedAt date: Date) {
+        originLatitude = track.originLatitude
+        originLongitude = track.originLongitude
+        metresPerDegreeLongitude = track.metresPerDegreeLongitude
+        xy = track.xy
+        along = track.along
+        duration = track.duration
+        distance = track.distance
+        version = track.version
+        receivedAt = track.receivedAt
+        startAlong = track.startAlong
+        departedAt = date
+        pickupAlong = track.pickupAlong
+        dropOffAlong = track.dropOffAlong
+        encoded = track.encoded
+    }
+
+    package func departed(at date: Date) -> RouteTrack { RouteTrack(self, departedAt: date) }
+
     package static func == (lhs: RouteTrack, rhs: RouteTrack) -> Bool {
         lhs === rhs
             || (lhs.xy == rhs.xy && lhs.duration == rhs.duration && lhs.distance == rhs.distance
-                && lhs.version == rhs.version && lhs.receivedAt == rhs.receivedAt && lhs.startAlong == rhs.startAlong)
+                && lhs.version == rhs.version && lhs.receivedAt == rhs.receivedAt && lhs.startAlong == rhs.startAlong
+                && lhs.departedAt == rhs.departedAt)
     }
 
     /// The route's points, back in degrees.
@@ -196,22 +221,26 @@ package final class RouteTrack: Sendable, Equatable {
     /// already driven compared with the engine's prediction for it; nil without the engine's duration.
     /// - Parameters:
     ///   - carAlong: where the car is on the route now...
-    ///   - elapsed: ...`elapsed` seconds after the route came, when it was at ``startAlong``.
+    ///   - elapsed: ...`elapsed` seconds after it left ``startAlong``.
     package func engineSeconds(fromAlong: Double, toAlong: Double, carAlong: Double, elapsed: Double) -> Double? {
         guard let duration, length > 0 else { return nil }
         let perMetre = duration / length
         let predicted = perMetre * max(0, toAlong - fromAlong)
         let driven = max(0, carAlong - startAlong)
         guard driven > 0, elapsed > 0 else { return predicted }
-        // How the car's pace so far compares with the engine's, weighed in as the car drives: over the first few
-        // hundred metres a red light says more about the light than about the road.
+        // How the car's pace so far compares with the engine's, weighed in slowly as the car drives: over the first
+        // kilometres a red light says more about the light than about the road.
         let ratio = min(3, max(0.5, elapsed / (perMetre * driven)))
         let weight = driven / (driven + Self.paceWeightMetres)
         return predicted * (1 + weight * (ratio - 1))
     }
 
-    /// How far the car drives before its own pace weighs as much as the engine's (``engineSeconds``).
-    package static let paceWeightMetres = 1_000.0
+    /// How far the car drives before its own pace weighs as much as the engine's (``engineSeconds``). Chosen on
+    /// Porto's recorded fares (`make bench-eta`, pickup at 60-120 / 120-240 s, cold): 250 m 47.1 / 98.3 s, 1 km
+    /// 41.6 / 83.8 s, 4 km 38.2 / 75.5 s, the engine alone 38.0 / 74.3 s. A fare's pace so far says little of the
+    /// rest (a slow start, lights), so the engine leads; 4 km rather than never, for an engine wrong in one
+    /// direction all day (traffic), which a random error per trip does not show.
+    package static let paceWeightMetres = 4_000.0
 }
 
 // MARK: - Reading a route (E2)

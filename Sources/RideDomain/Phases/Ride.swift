@@ -196,7 +196,7 @@ public struct Ride: Sendable, Equatable {
         recordPace(fix, reportedSpeed: reportedSpeed, previous: previous, configuration: configuration)
         if terms.value.route != nil {
             let seconds = previous.map { fix.timestamp.timeIntervalSince($0.timestamp) } ?? 0
-            advanceOnRoute(fix.coordinate, seconds: seconds)
+            advanceOnRoute(fix.coordinate, seconds: seconds, at: fix.timestamp)
         }
         let before = phase
         let stopped = (fix.speed ?? 0) < configuration.stoppedSpeed

@@ -119,6 +119,7 @@ extension Ride {
             writer.date("receivedAt", track.receivedAt)
             writer.key("startAlong")
             writer.number(track.startAlong)
+            writer.dateIfPresent("departedAt", track.departedAt)
             writer.endObject()
             writer.key("routeAlong")
             writer.number(Double(routeAlong))
@@ -250,6 +251,7 @@ extension Ride: Decodable {
         var version: String?
         var receivedAt: Date
         var startAlong: Double?
+        var departedAt: Date?
     }
 
     public init(from decoder: any Decoder) throws {
@@ -304,7 +306,8 @@ extension Ride: Decodable {
             let track = RouteTrack(
                 points: points, distance: stored.distance, duration: stored.duration, version: stored.version,
                 receivedAt: stored.receivedAt, pickup: booking.pickupLocation.coordinate,
-                dropOff: booking.dropOffLocation.coordinate, car: nil, startAlong: stored.startAlong ?? 0)
+                dropOff: booking.dropOffLocation.coordinate, car: nil, startAlong: stored.startAlong ?? 0,
+                departedAt: stored.departedAt)
             var terms = booking
             terms.route = track
             self.terms = Shared(terms)

@@ -118,6 +118,9 @@ extension Ride {
             guard track.receivedAt >= Self.earliestTime && track.receivedAt <= latest else {
                 throw Rejection(.invalidField, "route.receivedAt is not a past time (A2, E2)")
             }
+            if let departed = track.departedAt, departed < Self.earliestTime || departed > latest {
+                throw Rejection(.invalidField, "route.departedAt is not a past time (A2, E2)")
+            }
             guard track.startAlong.isFinite, (0...track.length + 1).contains(track.startAlong),
                 routeAlong.isFinite, (0...track.length + 1).contains(Double(routeAlong))
             else {
