@@ -10,7 +10,7 @@ DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
 
-.PHONY: all deps build build-release build-unbuffered run run-cluster lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-push test-security test-pause test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
+.PHONY: all deps build build-release build-unbuffered run run-cluster lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-routes test-push test-security test-pause test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
 
 all: build
 
@@ -68,7 +68,7 @@ test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build --skip NATSClusterTests --skip "EtcdGatewayTests|GroupEtcdTests"
 	$(SWIFT) test --skip-build --filter "EtcdGatewayTests|GroupEtcdTests"
-	@$(MAKE) --no-print-directory test-browser test-api test-ops test-push test-security build-unbuffered SKIP_BUILD=1
+	@$(MAKE) --no-print-directory test-browser test-api test-ops test-push test-security test-routes build-unbuffered SKIP_BUILD=1
 
 ## build-unbuffered: the MQTT client without its read buffer under libmosquitto (the package trait UnbufferedIO,
 ## the path every platform but Linux with glibc takes), in its own build folder; about a minute
@@ -80,6 +80,12 @@ build-unbuffered: deps
 test-browser: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
 	python3 Tests/Python/browser/test_map.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+
+## test-routes: E2 end to end: mosquitto, the worker and fleet-sim sending routes; statuses name their source, before
+## and after the pickup, and no route is dead-lettered (about a minute and a half)
+test-routes: deps
+	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
+	python3 Tests/Python/routes/test_routes.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-ops: promtool over the alert rules (and their unit tests) and a real scrape; the dashboard's metrics exist
 test-ops: deps

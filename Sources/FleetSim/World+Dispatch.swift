@@ -93,17 +93,20 @@ extension World {
             #"{"rideIdentifier":"\#(ride)",\#(vehiclePart)\#(optionPart),"pickupLocation":{"latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"name":"Pickup \#(ride.dropFirst(ridePrefix.count))"},"dropOffLocation":{"latitude":\#(dropOff.latitude),"longitude":\#(dropOff.longitude)},\#(vehicleDetails),"driver":{"displayName":"Driver \#(vehicle.id)","rating":"4.8"},"partySize":\#(partySize)}"#
         out.append(
             OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
-        if assignLater {
-            out.append(
-                OutgoingMessage(
-                    topic: topics.control(.assign, ride: ride), payload: Array(#"{"vehicleId":"\#(vehicle.id)"}"#.utf8),
-                    control: true))
-        }
         // A fifth of drivers pull in around the corner, out of the pickup's arrival radius (P3).
         vehicle.passesPickup = Double.random(in: 0..<1, using: &random) < 0.2
         let stop =
             vehicle.passesPickup ? pickup.moved(metres: 90, bearing: pickup.bearing(to: vehicle.position)) : pickup
         startTrip(&vehicle, to: stop)
+        vehicle.routed = Double.random(in: 0..<1, using: &random) < routeShare
+        // E2: the route comes with the assignment (a later one, or one for the booking's car).
+        if assignLater || vehicle.routed {
+            let routePart = vehicle.routed ? #","route":"# + route(of: vehicle.trip, to: pickup) : ""
+            out.append(
+                OutgoingMessage(
+                    topic: topics.control(.assign, ride: ride),
+                    payload: Array(#"{"vehicleId":"\#(vehicle.id)"\#(routePart)}"#.utf8), control: true))
+        }
         vehicle.stage = .toPickup
         ridesStarted += 1
     }

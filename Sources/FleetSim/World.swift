@@ -47,6 +47,8 @@ struct World {
         var standby = false
         /// This ride's pickup is not where the car stops; the driver's events report it.
         var passesPickup = false
+        /// E2: dispatch sends this ride's routes.
+        var routed = false
         var stage: Stage = .idle(until: nil)
         var ride: String?
         var ownTracks: Bool
@@ -128,6 +130,24 @@ struct World {
 
     /// Starts a trip from where the vehicle is: a street trip (grid legs, slow and fast streets, red lights), or
     /// its class's on a road with the recorded trips' detours.
+    /// E2: the share of rides whose dispatch sends the car's route (its planned path, as a navigation engine
+    /// would give it, with a duration off by up to 20 %): the rest go by E1, so both show in `make run`.
+    var routeShare = 0.7
+
+    /// E2: `trip` as a route object to `end`: a point every 20 m or so of the planned path, and the engine's duration.
+    mutating func route(of trip: [StreetTrip.Point], to end: Coordinate) -> String {
+        var points: [Coordinate] = []
+        for point in trip where points.last.map({ $0.distance(to: point.coordinate) >= 20 }) ?? true {
+            points.append(point.coordinate)
+        }
+        // The driver may stop short of the place (P3's pull-in): the route goes to the place itself.
+        if let last = points.last, last.distance(to: end) >= 1 { points.append(end) }
+        if points.count < 2 { points.append(end) }
+        let seconds = (trip.last?.time ?? 0) * Double.random(in: 0.8...1.2, using: &random)
+        let line = Polyline.encode(points, precision: 6).replacingOccurrences(of: "\\", with: "\\\\")
+        return #"{"polyline":"\#(line)","precision":6,"duration":\#(Int(seconds.rounded())),"version":"\#(tick)"}"#
+    }
+
     mutating func startTrip(_ vehicle: inout Vehicle, to end: Coordinate) {
         if let kind = vehicle.profile.kind {
             let road = DrivingClass.road(
@@ -226,7 +246,15 @@ struct World {
                 if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
                     out.append(event(ride, "passengerOnBoard", by: vehicle.id))
                 }
-                startTrip(&vehicle, to: dropOffs[vehicle.id] ?? randomPlace())
+                let dropOff = dropOffs[vehicle.id] ?? randomPlace()
+                startTrip(&vehicle, to: dropOff)
+                if vehicle.routed, let ride = vehicle.ride {
+                    // E2: a new route for the ride's second leg.
+                    let rerouted = route(of: vehicle.trip, to: dropOff)
+                    out.append(
+                        OutgoingMessage(
+                            topic: topics.control(.route, ride: ride), payload: Array(rerouted.utf8), control: true))
+                }
                 vehicle.stage = .toDropOff
             }
         case .done(let stopAt):
