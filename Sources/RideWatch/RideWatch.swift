@@ -41,6 +41,8 @@ struct RideWatchCommand: AsyncParsableCommand {
         var etaKey: String?
         /// G2: the worker that published the ride's last status (its `worker` user property; MQTT 5 only).
         var worker: String?
+        /// E2: what made the ETA: route, nav(igation) or est(imate, E1); "-" from a worker older than E2.
+        var source = "-"
     }
 
     func run() async throws {
@@ -164,7 +166,7 @@ struct RideWatchCommand: AsyncParsableCommand {
         screen +=
             "RIDE         PHASE              "
             + "ETA (P pickup, D drop-off)".padding(toLength: Self.etaWidth, withPad: " ", startingAt: 0)
-            + "   AGE   GAP   SEQ  WORKER\n"
+            + "FROM    AGE   GAP   SEQ  WORKER\n"
         for (ride, row) in snapshot.prefix(rows) {
             let eta = Self.etaColumn(
                 phase: row.phase, remaining: row.eta.map { max(0, $0.timeIntervalSinceNow) }, total: row.firstEta)
@@ -173,7 +175,7 @@ struct RideWatchCommand: AsyncParsableCommand {
             let phase = row.phase.padding(toLength: 18, withPad: " ", startingAt: 0)
             let name = ride.padding(toLength: 12, withPad: " ", startingAt: 0)
             let line =
-                "\(name) \(phase) \(eta) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")"
+                "\(name) \(phase) \(eta)\(row.source.padding(toLength: 5, withPad: " ", startingAt: 0)) \(String(format: "%4.0fs", age)) \(gap) \(row.sequence)  \(row.worker ?? "-")\(row.stale ? "  STALE" : "")"
             let colour = age > Self.overdueAfter ? "\u{1B}[31m" : row.stale ? "\u{1B}[33m" : ""
             screen += colour.isEmpty ? line + "\n" : colour + line + "\u{1B}[0m\n"
         }
@@ -216,6 +218,12 @@ final class Rows: Sendable {
             row.phase = status.phase.rawValue
             row.stale = status.stale
             row.sequence = status.sequence
+            switch status.estimateSource {
+            case .route: row.source = "route"
+            case .navigation: row.source = "nav"
+            case .estimate: row.source = "est"
+            case nil: row.source = "-"
+            }
             let beforePickup = [.received, .confirmed, .approachingPickup].contains(status.phase)
             let key = beforePickup ? "estimatedPickupDate" : "estimatedDropOffDate"
             let eta = beforePickup ? status.estimatedPickupDate : status.estimatedDropOffDate
