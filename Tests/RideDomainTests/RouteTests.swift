@@ -282,6 +282,70 @@ struct RouteTests {
         #expect(try await validateJSON(schema: "ride-status.schema.json", documents: [routed.encoded()]).code == 0)
     }
 
+    @Test("E2: the wait at the pickup is not taken for slow driving: the ride's leg goes at the engine's pace again")
+    func waitAtPickup() throws {
+        let length = RouteTests.length(RouteTests.points)
+        var harness = RouteTests.routed(duration: length / 10, holdLater: 600)
+        // On the engine's pace to the corner and the pickup, then 300 s at the pickup.
+        harness.fix(at: t0.addingTimeInterval(6), RouteTests.start.moved(metres: 40, bearing: 90))
+        harness.fix(at: t0.addingTimeInterval(103), RouteTests.corner)
+        harness.fix(at: t0.addingTimeInterval(203), pickup, speed: 0)
+        harness.event("arrivedAtPickup", at: t0.addingTimeInterval(203))
+        harness.fix(at: t0.addingTimeInterval(503), pickup, speed: 0)
+        harness.event("passengerOnBoard", at: t0.addingTimeInterval(503))
+        let toDropOff = pickup.distance(to: dropOff)
+        let moved = harness.fix(at: t0.addingTimeInterval(508), toward(pickup, dropOff, metres: 50))
+        let status = try RouteTests.status(&harness, at: 508, after: moved)
+        #expect(status.phase == .ongoing && status.estimateSource == .route)
+        // The rest of the leg at the engine's 10 m/s: the 300 s wait is in no ratio.
+        let seconds = try #require(status.estimatedDropOffDate).timeIntervalSince(t0) - 508
+        #expect(abs(seconds - (toDropOff - 50) / 10) < 0.1 * toDropOff / 10, "\(seconds) s")
+    }
+
+    @Test("E2: a navigation fix that brings the car to the pickup leaves the drop-off ETA to the ride's leg")
+    func navigationAtPickup() throws {
+        var harness = Harness()
+        harness.start()
+        let arriving =
+            #"{"vehicleId":"v-1","timestamp":"\#(iso(t0.addingTimeInterval(60)))","latitude":\#(pickup.latitude),"longitude":\#(pickup.longitude),"speed":0,"remainingDistance":0,"remainingDuration":0}"#
+        let actions = harness.send("fleet/vehicles/v-1/position", bytes(arriving), at: t0.addingTimeInterval(60))
+        let status = try RouteTests.status(&harness, at: 60, after: actions)
+        #expect(status.phase == .pickup && status.estimateSource == .estimate)
+        let leg = try #require(status.estimatedDropOffDate).timeIntervalSince(t0) - 60
+        #expect(leg > 60, "the drop-off is a ride away, not now: \(leg) s")
+    }
+
+    @Test("E2: another car drops the navigation ETA and the route; an unusable route on assign is refused alone")
+    func newCar() throws {
+        var harness = Harness()
+        harness.start()
+        let fix =
+            #"{"vehicleId":"v-1","timestamp":"\#(iso(t0.addingTimeInterval(10)))","latitude":\#(RouteTests.start.latitude),"longitude":\#(RouteTests.start.longitude),"remainingDistance":1900,"remainingDuration":140}"#
+        harness.send("fleet/vehicles/v-1/position", bytes(fix), at: t0.addingTimeInterval(10))
+        #expect(try RouteTests.status(&harness, at: 12).estimateSource == .navigation)
+        let elsewhere = RouteTests.routeJSON([
+            pickup.moved(metres: 5000, bearing: 0), pickup.moved(metres: 6000, bearing: 0),
+        ])
+        let assigned = harness.send(
+            "rides/r-1/assign", bytes(#"{"vehicleId":"v-2","route":\#(elsewhere)}"#), at: t0.addingTimeInterval(13))
+        #expect(assigned.reasons == [.invalidField], "the route alone is refused")
+        #expect(harness.engine.rides["r-1"]?.vehicleId == "v-2", "the car is assigned all the same")
+        #expect(try RouteTests.status(&harness, at: 13, after: assigned).estimateSource == .estimate)
+    }
+
+    @Test("E2, V6: a route's duration or a navigation app's over a day is refused, or counts as none")
+    func durationsBounded() throws {
+        var harness = RouteTests.routed(duration: 300)
+        let refused = harness.send(
+            "rides/r-1/route", bytes(RouteTests.routeJSON(duration: 1e12)), at: t0.addingTimeInterval(5))
+        #expect(refused.reasons == [.invalidField])
+        let fix =
+            #"{"vehicleId":"v-1","timestamp":"\#(iso(t0.addingTimeInterval(10)))","latitude":\#(RouteTests.start.latitude),"longitude":\#(RouteTests.start.longitude),"remainingDistance":1900,"remainingDuration":1e9}"#
+        let sent = harness.send("fleet/vehicles/v-1/position", bytes(fix), at: t0.addingTimeInterval(10))
+        #expect(sent.deadLetters.isEmpty)
+        #expect(try RouteTests.status(&harness, at: 12).estimateSource == .route, "no navigation: the route")
+    }
+
     static func length(_ points: [Coordinate]) -> Double {
         zip(points, points.dropFirst()).map { $0.distance(to: $1) }.reduce(0, +)
     }

@@ -204,7 +204,7 @@ extension Ride {
         let legSpeed = max(cruising.map { $0 * moving } ?? unseenSpeed(configuration: configuration), floor)
         let routeLeg = track.flatMap { track in
             track.pickupAlong.flatMap { from in
-                routeSeconds(to: track.dropOffAlong, from: from, now: now) { _ in legSpeed }
+                routeSeconds(track, to: track.dropOffAlong, from: from, now: now) { _ in legSpeed }
             }
         }
         let legSeconds =
@@ -217,7 +217,7 @@ extension Ride {
                 estimatedPickupDate = max(estimatedPickupDate, now)
             } else if location != nil,
                 let seconds = routeSeconds(
-                    to: track?.pickupAlong, now: now, speed: { max(speed(toCover: $0), floor) })
+                    track, to: track?.pickupAlong, now: now, speed: { max(speed(toCover: $0), floor) })
             {
                 estimatedPickupDate = now.addingTimeInterval(seconds)
             } else if let location {
@@ -238,7 +238,7 @@ extension Ride {
             estimatedDropOffDate = max(date, now, estimatedPickupDate)
         } else if location != nil,
             let seconds = routeSeconds(
-                to: track?.dropOffAlong, now: now, speed: { max(speed(toCover: $0), floor) })
+                track, to: track?.dropOffAlong, now: now, speed: { max(speed(toCover: $0), floor) })
         {
             estimatedDropOffDate = max(now.addingTimeInterval(seconds), estimatedPickupDate)
         } else {

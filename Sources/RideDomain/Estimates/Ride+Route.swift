@@ -9,11 +9,15 @@ package import struct RideStatusKit.TelemetryFix
 extension Ride {
     /// E2: what makes the ride's ETAs now.
     package var estimateSource: EstimateSource {
+        guard phase < .completed else { return .estimate }
         if navigating { return .navigation }
-        if location != nil, let track = terms.value.route,
-            (phase < .pickup ? track.pickupAlong : track.dropOffAlong) != nil
-        {
-            return .route
+        // As ``updateEstimates(now:configuration:metresToPickup:)`` decides: the ETA of the leg under way.
+        if let track = terms.value.route {
+            switch phase {
+            case .pickup: if track.pickupAlong != nil && track.dropOffAlong != nil { return .route }
+            case .ongoing: if location != nil && track.dropOffAlong != nil { return .route }
+            default: if location != nil && track.pickupAlong != nil { return .route }
+            }
         }
         return .estimate
     }
@@ -31,7 +35,20 @@ extension Ride {
                 .invalidField,
                 "route passes neither the pickup nor the drop-off within \(Int(RouteTrack.offRouteMetres)) m (E2)")
         }
+        guard phase < .pickup || track.dropOffAlong != nil else {
+            throw Rejection(
+                .invalidField,
+                "from the pickup on, a route must reach the drop-off within \(Int(RouteTrack.offRouteMetres)) m (E2)")
+        }
         setRoute(track)
+    }
+
+    /// E2: the car's pace along the route counts again from where it is (at the pickup: the wait is no driving).
+    mutating func restartRoutePace() {
+        guard let track = terms.value.route else { return }
+        var updated = terms.value
+        updated.route = track.restarted(from: Double(routeAlong))
+        terms = Shared(updated)
     }
 
     /// E2: no route from now on: another car, or the car left it.
@@ -53,8 +70,7 @@ extension Ride {
     /// - Parameter seconds: since the fix before: how far on the car can have driven (at most 40 m/s, plus the
     ///   fixes' error). After a fix off the route, the whole rest of it: the car may come back anywhere on it.
     /// - Parameter at: the fix's time.
-    mutating func advanceOnRoute(_ coordinate: Coordinate, seconds: Double, at time: Date) {
-        guard let track = terms.value.route else { return }
+    mutating func advanceOnRoute(_ track: RouteTrack, _ coordinate: Coordinate, seconds: Double, at time: Date) {
         let reach = routeMisses > 0 ? .infinity : 60 + 40 * max(0, seconds)
         let place = track.place(of: coordinate, from: Double(routeAlong), reach: reach)
         if place.offset <= Double(RouteTrack.offRouteMetres) {
@@ -86,17 +102,20 @@ extension Ride {
 
     /// E2: seconds from the car's place on the route to `target` metres along it (the engine's duration scaled by
     /// the car's pace so far, or without one the road left at `speed`); nil without a route that reaches it.
-    func routeSeconds(to target: Double?, from start: Double? = nil, now: Date, speed: (Double) -> Double)
-        -> Double?
-    {
-        guard let track = terms.value.route, let target else { return nil }
+    /// - Parameter track: the ride's route (passed down, not read again from the booking's box: each read retains
+    ///   it, `make bench-instructions`).
+    func routeSeconds(
+        _ track: RouteTrack?, to target: Double?, from start: Double? = nil, now: Date, speed: (Double) -> Double
+    ) -> Double? {
+        guard let track, let target else { return nil }
         let from = start ?? Double(routeAlong)
-        // From the last fix's place, so from its time: the road driven since is not counted twice.
-        let base = start == nil ? min(now, location?.timestamp ?? now) : now
-        let spent = now.timeIntervalSince(base)
+        // From the last fix's place, so from its time: the road driven since is not counted twice. The car's pace
+        // so far runs to that fix too.
+        let fixTime = min(now, location?.timestamp ?? now)
+        let spent = start == nil ? now.timeIntervalSince(fixTime) : 0
         if let seconds = track.engineSeconds(
             fromAlong: from, toAlong: target, carAlong: Double(routeAlong),
-            elapsed: base.timeIntervalSince(track.departedAt ?? track.receivedAt))
+            elapsed: fixTime.timeIntervalSince(track.departedAt ?? track.receivedAt))
         {
             return max(0, seconds - spent)
         }

@@ -21,6 +21,9 @@ package final class RouteTrack: Sendable, Equatable {
     /// Fixes off the route in a row before the worker gives the route up (E2: "after a few fixes"): one wild fix
     /// (a tunnel's, a reflection's) does not end a route; three, 3 to 45 s of driving at fleets' fix rates, do.
     package static let offRouteFixes: UInt8 = 3
+    /// The longest duration a route or a navigation app may give: a day. Beyond it every ETA would fail V6, and the
+    /// ride would show its last valid status (V7) until the route is dropped.
+    package static let maximumDuration = 86_400.0
 
     let originLatitude: Double
     let originLongitude: Double
@@ -109,8 +112,9 @@ package final class RouteTrack: Sendable, Equatable {
         self.startAlong = start
     }
 
-    /// The same route, the car having left its start at `date`: the points are shared, not copied.
-    private init(_ track: RouteTrack, departedAt date: Date) {
+    /// The same route, the car having left its start at `date` (or starting again from `start`, not yet left): the
+    /// points are shared, not copied.
+    private init(_ track: RouteTrack, departedAt date: Date?, startAlong start: Double? = nil) {
         originLatitude = track.originLatitude
         originLongitude = track.originLongitude
         metresPerDegreeLongitude = track.metresPerDegreeLongitude
@@ -120,7 +124,7 @@ package final class RouteTrack: Sendable, Equatable {
         distance = track.distance
         version = track.version
         receivedAt = track.receivedAt
-        startAlong = track.startAlong
+        startAlong = start ?? track.startAlong
         departedAt = date
         pickupAlong = track.pickupAlong
         dropOffAlong = track.dropOffAlong
@@ -128,6 +132,9 @@ package final class RouteTrack: Sendable, Equatable {
     }
 
     package func departed(at date: Date) -> RouteTrack { RouteTrack(self, departedAt: date) }
+
+    /// The car's pace counts again from `along`, once it leaves it.
+    package func restarted(from along: Double) -> RouteTrack { RouteTrack(self, departedAt: nil, startAlong: along) }
 
     package static func == (lhs: RouteTrack, rhs: RouteTrack) -> Bool {
         lhs === rhs
@@ -185,6 +192,8 @@ package final class RouteTrack: Sendable, Equatable {
             let middle = (low + high) / 2
             if along[middle + 1] <= from { low = middle + 1 } else { high = middle }
         }
+        // The nearest point. (On a route back along the same street within one fix's reach, that may be the way back:
+        // a penalty on the distance along lagged the car on Porto's fixes 15 s apart, docs/routes.md.)
         var best: (along: Float, squared: Float) = (from, .infinity)
         var index = low
         while index < count - 1, along[index] <= upTo {
@@ -283,13 +292,14 @@ extension RouteTrack {
             throw Rejection(
                 .invalidCoordinates, "route point \(point.latitude), \(point.longitude) is not valid (T1, E2)")
         }
-        for (name, value) in [("distance", route.distance), ("duration", route.duration)] {
-            if let value, !(value.isFinite && value >= 0) {
-                throw Rejection(.invalidField, "route.\(name) must be a number at least 0 (E2)")
-            }
+        if let distance = route.distance, !(distance.isFinite && distance >= 0) {
+            throw Rejection(.invalidField, "route.distance must be a number at least 0 (E2)")
         }
-        if let version = route.version, version.utf8.count > 128 {
-            throw Rejection(.invalidField, "route.version is longer than 128 bytes (E2)")
+        if let duration = route.duration, !(duration.isFinite && duration >= 0 && duration <= maximumDuration) {
+            throw Rejection(.invalidField, "route.duration must be 0 to \(Int(maximumDuration)) seconds (E2, V6)")
+        }
+        if let version = route.version, version.count > 128 {
+            throw Rejection(.invalidField, "route.version is longer than 128 characters (E2)")
         }
         guard Polyline.encodedLength(points, precision: 6) <= maximumEncodedLength else {
             throw Rejection(

@@ -80,10 +80,13 @@ public struct InputDecoder: Sendable {
             horizontalAccuracy: try fields.optionalNumber("acc"))
     }
 
-    /// E2: a navigation app's progress counts with both its remaining distance and duration, finite and at least 0;
+    /// E2: a navigation app's progress counts with both its remaining distance and duration, finite, at least 0 and
+    /// the duration at most a day;
     /// otherwise it is treated as absent, as T6 treats a negative speed: the fix's position still counts.
     static func usableNavigation(_ distance: Double?, _ duration: Double?) -> (distance: Double, duration: Double)? {
-        guard let distance, let duration, distance.isFinite, duration.isFinite, distance >= 0, duration >= 0 else {
+        guard let distance, let duration, distance.isFinite, duration.isFinite, distance >= 0, duration >= 0,
+            duration <= RouteTrack.maximumDuration
+        else {
             return nil
         }
         return (distance, duration)

@@ -131,9 +131,15 @@ extension RideEngine {
             assignment.vehicle?.mapAnnotationImage = image
             // On a copy: a refused input leaves the ride exactly as it was.
             var ride = rideTable[slot: slot]
-            let (replaced, changed) = try ride.assign(assignment, now: now, configuration: configuration)
+            let (replaced, changed, routeRefused) = try ride.assign(
+                assignment, now: now, configuration: configuration)
             try checkPublishable(ride, now: now, reason: .invalidField)
             rideTable[slot: slot] = ride
+            // E2: a route the worker cannot follow is refused alone; the car and driver stand.
+            if let routeRefused {
+                let topic = topics.control(.assign, ride: id)
+                reject(routeRefused, topic: topic, payload: payload, now: now, into: &actions)
+            }
             if let replaced { release(vehicle: replaced, rideSlot: slot, into: &actions) }
             retain(vehicle: assignment.vehicleId, ride: id, into: &actions)
             publish(slot, now: now, phaseChanged: changed, crewChanged: true, into: &actions)
@@ -161,6 +167,7 @@ extension RideEngine {
             }
             try ride.follow(route, now: now)
             ride.updateEstimates(now: now, configuration: configuration)
+            try checkPublishable(ride, now: now, reason: .invalidField)
             rideTable[slot: slot] = ride
         }
     }

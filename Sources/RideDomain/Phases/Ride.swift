@@ -135,8 +135,10 @@ public struct Ride: Sendable, Equatable {
     // MARK: Inputs
 
     /// `assign`: allowed before `pickup`. Returns the vehicle it replaced, if any, and whether the phase changed.
+    /// - Returns: also the refusal of the assignment's route, if it came with one the worker cannot follow (E2): the
+    ///   assignment stands without it.
     mutating func assign(_ assignment: Assignment, now: Date, configuration: RideConfiguration) throws(Rejection)
-        -> (replaced: String?, changed: Bool)
+        -> (replaced: String?, changed: Bool, routeRefused: Rejection?)
     {
         guard phase < .pickup else {
             throw Rejection(.eventNotAllowed, "assign is not allowed in phase \(phase.rawValue) (P8)")
@@ -150,6 +152,7 @@ public struct Ride: Sendable, Equatable {
             (anchorLatitude, anchorTime, smoothedSpeed) = (nil, nil, nil)
             (cruiseMetres, cruiseSeconds) = (0, 0)
             arrivalSamples.clear()
+            navigating = false
         }
         vehicleId = assignment.vehicleId
         if assignment.vehicle != nil || assignment.driver != nil {
@@ -166,11 +169,14 @@ public struct Ride: Sendable, Equatable {
         }
         if let known = assignment.vehicle?.location { location = known }
         if replaced != nil { dropRoute() }
-        if let route = assignment.route { try follow(route, now: now) }
+        var routeRefused: Rejection?
+        if let route = assignment.route {
+            do throws(Rejection) { try follow(route, now: now) } catch { routeRefused = error }
+        }
         let changed = phase == .received
         if changed { phase = .confirmed }
         updateEstimates(now: now, configuration: configuration)
-        return (replaced, changed)
+        return (replaced, changed, routeRefused)
     }
 
     /// What an accepted fix changed: the phase (C2), or a `stale` flag that the fix cleared (C3).
@@ -194,11 +200,14 @@ public struct Ride: Sendable, Equatable {
         // it lies farther than twice its accuracy, 5 to 20 m, from the point counted last, so a car waiting at a
         // light is not charged for its position's jitter, which summed fix to fix added metres every second).
         recordPace(fix, reportedSpeed: reportedSpeed, previous: previous, configuration: configuration)
-        if terms.value.route != nil {
+        if let track = terms.value.route {
             let seconds = previous.map { fix.timestamp.timeIntervalSince($0.timestamp) } ?? 0
-            advanceOnRoute(fix.coordinate, seconds: seconds, at: fix.timestamp)
+            advanceOnRoute(track, fix.coordinate, seconds: seconds, at: fix.timestamp)
         }
         let before = phase
+        // E2: before the phase moves on: the app's ETA is to where the car was going (at the pickup, P3 below
+        // hands the drop-off's to the next fix that has one).
+        navigate(fix, now: now)
         let stopped = (fix.speed ?? 0) < configuration.stoppedSpeed
         let toPickup = fix.coordinate.distance(to: booking.pickupLocation.coordinate)
         switch phase {
@@ -215,7 +224,6 @@ public struct Ride: Sendable, Equatable {
         case .received, .completed:
             break
         }
-        navigate(fix, now: now)
         updateEstimates(now: now, configuration: configuration, metresToPickup: toPickup)
         // P2, by the estimate this fix makes (E1's, the cruise included), which the next status publishes unless
         // E1's delay limit holds it back (a car approaching whose ETA moved later by more than the limit): P2 and
@@ -287,8 +295,10 @@ public struct Ride: Sendable, Equatable {
     // MARK: Transitions
 
     private mutating func arriveAtPickup(now: Date, configuration: RideConfiguration) {
-        // The navigation app's ETA was to the pickup (E2): the drop-off's comes with the next fix that has one.
+        // The navigation app's ETA was to the pickup (E2): the drop-off's comes with the next fix that has one. The
+        // car's pace along its route counts again from here: the wait is no driving.
         navigating = false
+        restartRoutePace()
         phase = .pickup
         pickupArrivedAt = now
         estimatedPickupEndDate = now.addingTimeInterval(configuration.maxPickupWait)
@@ -297,6 +307,7 @@ public struct Ride: Sendable, Equatable {
 
     private mutating func startRide(now: Date) {
         if phase < .pickup { navigating = false }
+        restartRoutePace()
         if pickupArrivedAt == nil { estimatedPickupDate = min(estimatedPickupDate, now) }
         phase = .ongoing
         ongoingSince = now
