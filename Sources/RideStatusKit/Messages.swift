@@ -6,7 +6,7 @@ import RideJSON
 /// A telemetry fix in the native form (3.1), on `fleet/vehicles/{vehicleId}/position`.
 public struct TelemetryFix: Sendable, Hashable {
     // Declared in another order than the public initializer's parameters, which calls the memberwise initializer
-    // through its own labels (as `RideStatus` does; `docs/performance.md`, "The status and the kit's types").
+    // through its own labels (as `RideStatus` does; `docs/research/struct-init-copies.md`).
     public var timestamp: Date
     /// When present, it must equal the topic's vehicle (I3).
     public var vehicleId: String?
