@@ -16,6 +16,8 @@ import os
 import re
 import shutil
 import subprocess
+import threading
+import time
 import sys
 import tempfile
 
@@ -43,12 +45,23 @@ def check_terminal_view(bin_dir, stack):
     """ride-watch reads statuses, presence and dead letters through RideStatusKit."""
     view = subprocess.Popen([os.path.join(bin_dir, "ride-watch"), "--broker", stack.broker, "--plain"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        output = view.communicate(timeout=5)[0]
-    except subprocess.TimeoutExpired:
-        view.terminate()
-        output = view.communicate()[0]
-    lines = output.splitlines()
+    # Until a status, the worker and a dead letter have shown, at most 30 s: fleet-sim's bad input goes mostly to
+    # vehicles' position topics, which the worker hears only for vehicles with a ride, so in the first seconds a
+    # dead letter may not have come yet (5 s of watching failed when fleet-sim's random draws moved).
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in view.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        shown = list(lines)
+        if (any(" seq " in line for line in shown) and any(line.startswith("dead letter ") for line in shown)
+                and any(line.startswith("worker ") and line.endswith(" online") for line in shown)):
+            break
+        time.sleep(0.2)
+    view.terminate()
+    view.wait(5)
+    reader.join(5)
+    output = "\n".join(lines)
     statuses = [line for line in lines if " seq " in line]
     assert statuses, f"ride-watch showed no status:\n{output[:2000]}"
     assert any(line.startswith("worker ") and line.endswith(" online") for line in lines), "the worker online"
