@@ -109,7 +109,7 @@ struct ETABenchmark: ParsableCommand {
         /// The trip's place among its class's trips (statuses of one trip are not independent: the coverage's
         /// sampling error is counted over trips, ``coverageInterval(_:)``).
         var trip = 0
-        /// Naive as issue 50's table has it: great circle x 1.3 at 30 km/h.
+        /// Naive as E2's judging table has it (docs/routes.md): great circle x 1.3 at 30 km/h.
         var naiveDetourError = 0.0
         /// The route at the trip's recent pace: the exact rest of the road at the road metres driven over the last
         /// 90 s (a navigation engine's best case without its duration).

@@ -6,7 +6,7 @@ import WorkerGroup
 import enum RideStatusKit.EstimateSource
 
 /// Real trips for E1 and E2: Porto's taxi fares (`Tests/Data/porto-taxi`, CC BY 4.0), a fix every 15 s. A fare has
-/// no approach to a pickup and no routing engine, so, as issue 50's hidden set does: the pickup is the fix at 40 % of
+/// no approach to a pickup and no routing engine, so, as the recorded set E2 is judged on does: the pickup is the fix at 40 % of
 /// the trip's time (the driver app says so: the car does not stop there); the route is the trip's own path (a
 /// navigation engine's best case); the engine's duration is the trip's true duration times a lognormal error
 /// (sigma 0.2, seeded).
@@ -71,7 +71,7 @@ extension ETABenchmark {
     /// Porto's trips through the worker given nothing, the route, and the route with the engine's duration; cold
     /// (every trip at once on a fresh worker, as a new city's first rides) and warm (one after another, the worker
     /// learning from each). Per horizon, pickup and drop-off: the worker beside naive (great circle x 1.3 at
-    /// 30 km/h), the route at the trip's recent pace, and the oracle; then issue 50's targets.
+    /// 30 km/h), the route at the trip's recent pace, and the oracle; then E2's targets (docs/routes.md).
     static func portoReport(path: String, seed: UInt64, configuration: RideConfiguration) throws {
         let loaded = try portoTrips(path: path, seed: seed)
         let minutes = loaded.map { ($0.trip.toPickup.last!.time + $0.trip.toDropOff.last!.time) / 60 }.sorted()
