@@ -55,7 +55,6 @@ package final class RouteTrack: Sendable, Equatable {
 
     /// The geometry's length in metres.
     package var length: Double { Double(along.last ?? 0) }
-    package var pointCount: Int { along.count }
 
     /// - Parameters:
     ///   - points: at least two, valid coordinates.
@@ -141,15 +140,6 @@ package final class RouteTrack: Sendable, Equatable {
             || (lhs.xy == rhs.xy && lhs.duration == rhs.duration && lhs.distance == rhs.distance
                 && lhs.version == rhs.version && lhs.receivedAt == rhs.receivedAt && lhs.startAlong == rhs.startAlong
                 && lhs.departedAt == rhs.departedAt)
-    }
-
-    /// The route's points, back in degrees.
-    package var points: [Coordinate] {
-        (0..<along.count).map { index in
-            Coordinate(
-                latitude: originLatitude + Double(xy[2 * index + 1]) / Self.metresPerDegree,
-                longitude: originLongitude + Double(xy[2 * index]) / metresPerDegreeLongitude)
-        }
     }
 
     static func local(_ point: Coordinate, _ origin: Coordinate, _ perLongitude: Double) -> (Float, Float) {
