@@ -229,7 +229,7 @@ let package = Package(
         ),
         .target(
             name: "FleetModel",
-            dependencies: ["RideDomain", "WorkerGroup"],
+            dependencies: ["RideDomain", "RideJSON", "WorkerGroup"],
             swiftSettings: swiftSettings
         ),
         // MARK: How services read settings: a YAML file, environment variables, flags (worker and ride-push)
@@ -249,6 +249,8 @@ let package = Package(
         .executableTarget(
             name: "FleetSim",
             dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 "BrokerOptions",
                 "FleetModel",
                 "Locking",
@@ -349,7 +351,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetSimTests",
-            dependencies: ["FleetSim", "FleetModel", "RideDomain", "RideWatch"],
+            dependencies: ["FleetSim", "FleetModel", "RideDomain", "RideStatusKit", "RideWatch", "WorkerGroup"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

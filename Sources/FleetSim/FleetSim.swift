@@ -1,10 +1,12 @@
 public import ArgumentParser
+import AsyncHTTPClient
 import BrokerOptions
 import FleetModel
 import Foundation
 import Locking
 import Logging
 import MQTTClient
+import NIOCore
 import RideDomain
 import RideStatusKit
 
@@ -44,6 +46,18 @@ struct FleetSimCommand: AsyncParsableCommand {
             5 s, half without speed), or one class: arterial, urban, mixed.
             """)
     var driving: FleetDriving = .grid
+    @Option(
+        help: """
+            Real streets: the GeoJSON of scripts/roads.sh (streets.geojson). Cars, pickups and drop-offs lie on \
+            them; the city's centre and radius come from them.
+            """)
+    var streets: String?
+    @Option(
+        help: """
+            The routing engine (osrm-routed, scripts/roads.sh --serve), for example http://127.0.0.1:5005: each \
+            leg is driven along its route, and dispatch sends that route (E2). Needs --streets.
+            """)
+    var osrm: String?
 
     func validate() throws {
         guard (1...100_000).contains(vehicles) else { throw ValidationError("--vehicles must be 1...100000") }
@@ -53,6 +67,10 @@ struct FleetSimCommand: AsyncParsableCommand {
         }
         guard (0...1).contains(badInputRate), (0...1).contains(ownTracksShare), (0...1).contains(cancelRate) else {
             throw ValidationError("rates and shares must be in 0...1")
+        }
+        if osrm != nil && streets == nil { throw ValidationError("--osrm needs --streets (where the cars are)") }
+        if let osrm, !(osrm.hasPrefix("http://") || osrm.hasPrefix("https://")) {
+            throw ValidationError("--osrm takes the engine's URL, for example http://127.0.0.1:5005")
         }
     }
 
@@ -81,12 +99,25 @@ struct FleetSimCommand: AsyncParsableCommand {
         // MQTT 3.1.1 (a NATS cluster) has no Response Topic, so a quote request could not be answered (A1).
         let quotes = configuration.protocolVersion == .v5
         if !quotes { logger.notice("MQTT 3.1.1: no Response Topic (A1), so the simulated riders book without quotes") }
+        var streetMap: StreetMap?
+        if let streets {
+            do {
+                streetMap = try StreetMap(geoJSON: Array(try Data(contentsOf: URL(fileURLWithPath: streets))))
+            } catch {
+                throw ValidationError("--streets \(streets): \(error)")
+            }
+            logger.info(
+                "real streets", metadata: ["file": "\(streets)", "metres": "\(Int(streetMap?.length ?? 0))"])
+        }
+        let routes = RouteInbox()
         var world = World(
-            seed: seed, vehicles: vehicles, center: Coordinate(latitude: parts[0], longitude: parts[1]), radius: radius,
+            seed: seed, vehicles: vehicles,
+            center: streetMap?.center ?? Coordinate(latitude: parts[0], longitude: parts[1]),
+            radius: radius,
             ownTracksShare: ownTracksShare, cancelRate: cancelRate, badInputRate: badInputRate,
             quoteReplies: quotes ? replyTopic : nil,
             ridePrefix: ridePrefix ?? "r-\(String(UInt64(Date().timeIntervalSince1970) % 46_656, radix: 36))-",
-            driving: driving)
+            driving: driving, streets: streetMap)
         if let replay { try world.addReplay(try Trace.load(path: replay).map(\.coordinate)) }
         logger.info(
             "simulating",
@@ -102,6 +133,7 @@ struct FleetSimCommand: AsyncParsableCommand {
             for (correlation, payload) in inbox.drain() {
                 world.receiveQuote(correlationData: correlation, payload: payload)
             }
+            for (key, route) in routes.drain() { world.receiveRoute(key, route) }
             for message in world.step(now: now, dt: 1 / rate) {
                 do {
                     try client.publishWithoutWaiting(
@@ -113,6 +145,14 @@ struct FleetSimCommand: AsyncParsableCommand {
                     logger.warning("publish failed", metadata: ["error": "\(error)"])
                 }
             }
+            for request in world.routeRequests {
+                if let osrm {
+                    routes.fetch(request, engine: osrm, logger: logger)
+                } else {
+                    routes.add(request.key, nil)
+                }
+            }
+            world.routeRequests = []
             if ContinuousClock.now - lastReport >= .seconds(10) {
                 lastReport = ContinuousClock.now
                 logger.info("progress", metadata: world.summary.mapValues { .string($0) })
@@ -134,6 +174,38 @@ final class QuoteInbox: Sendable {
         items.withLock { items in
             defer { items = [] }
             return items
+        }
+    }
+}
+
+/// Routes from the engine, asked in the background and handed to the simulation loop.
+final class RouteInbox: Sendable {
+    private let items = Locked<[(String, EngineRoute?)]>([])
+
+    func add(_ key: String, _ route: EngineRoute?) { items.withLock { $0.append((key, route)) } }
+
+    func drain() -> [(String, EngineRoute?)] {
+        items.withLock { items in
+            defer { items = [] }
+            return items
+        }
+    }
+
+    /// Asks `engine` (osrm-routed) for a leg's route; the answer, or nil with a warning, lands in this inbox.
+    func fetch(_ request: World.RouteRequest, engine: String, logger: Logger) {
+        Task {
+            do {
+                let response = try await HTTPClient.shared.execute(
+                    HTTPClientRequest(url: engine + EngineRoute.path(from: request.from, to: request.to)),
+                    timeout: .seconds(5))
+                let body = try await response.body.collect(upTo: 4 << 20)
+                add(request.key, try EngineRoute(osrm: Array(body.readableBytesView)))
+            } catch {
+                logger.warning(
+                    "no route from the engine: this leg drives a made-up road",
+                    metadata: ["leg": "\(request.key)", "engine": "\(engine)", "error": "\(error)"])
+                add(request.key, nil)
+            }
         }
     }
 }

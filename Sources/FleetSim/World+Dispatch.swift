@@ -1,3 +1,4 @@
+import FleetModel
 import Foundation
 import RideDomain
 import RideJSON
@@ -20,11 +21,21 @@ extension World {
     mutating func askForOptions(_ vehicle: inout Vehicle, now: Date, into out: inout [OutgoingMessage]) {
         rideCounter += 1
         let ride = "\(ridePrefix)\(rideCounter)"
-        let pickup = vehicle.position.moved(
-            metres: Double.random(in: 400...1500, using: &random), bearing: Double.random(in: 0..<360, using: &random))
-        var dropOff = randomPlace()
-        if dropOff.distance(to: pickup) < 500 {
-            dropOff = pickup.moved(metres: 1500, bearing: Double.random(in: 0..<360, using: &random))
+        let pickup: Coordinate
+        var dropOff: Coordinate
+        if let streets {
+            // On real streets: the engine's route to the pickup is asked for now, and comes with the assignment.
+            pickup = streets.place(from: vehicle.position, metres: 400...1500, random: &random)
+            dropOff = streets.place(from: pickup, metres: 500...3000, random: &random)
+            askRoute("\(ride)/pickup", from: vehicle.position, to: pickup)
+        } else {
+            pickup = vehicle.position.moved(
+                metres: Double.random(in: 400...1500, using: &random),
+                bearing: Double.random(in: 0..<360, using: &random))
+            dropOff = randomPlace()
+            if dropOff.distance(to: pickup) < 500 {
+                dropOff = pickup.moved(metres: 1500, bearing: Double.random(in: 0..<360, using: &random))
+            }
         }
         dropOffs[vehicle.id] = dropOff
         let partySize = vehicle.option == "Compact" ? 1 : Int.random(in: 1...3, using: &random)
@@ -95,13 +106,23 @@ extension World {
             OutgoingMessage(topic: topics.control(.start, ride: ride), payload: Array(booking.utf8), control: true))
         // A fifth of drivers pull in around the corner, out of the pickup's arrival radius (P3).
         vehicle.passesPickup = Double.random(in: 0..<1, using: &random) < 0.2
-        let stop =
-            vehicle.passesPickup ? pickup.moved(metres: 90, bearing: pickup.bearing(to: vehicle.position)) : pickup
-        startTrip(&vehicle, to: stop)
+        let engine = takeRoute("\(ride)/pickup")
+        if let engine {
+            // On real streets the driver pulls in 90 m before the pickup along the engine's route.
+            startTrip(
+                &vehicle, to: pickup, along: engine.points(stoppingShortBy: vehicle.passesPickup ? 90 : 0))
+        } else {
+            let stop =
+                vehicle.passesPickup ? pickup.moved(metres: 90, bearing: pickup.bearing(to: vehicle.position)) : pickup
+            startTrip(&vehicle, to: stop)
+        }
         vehicle.routed = Double.random(in: 0..<1, using: &random) < routeShare
-        // E2: the route comes with the assignment (a later one, or one for the booking's car).
+        // E2: the route comes with the assignment (a later one, or one for the booking's car): the engine's on
+        // real streets, else the made-up road's.
         if assignLater || vehicle.routed {
-            let routePart = vehicle.routed ? #","route":"# + route(of: vehicle.trip, to: pickup) : ""
+            let routePart =
+                vehicle.routed
+                ? #","route":"# + (engine?.message(version: "\(tick)") ?? route(of: vehicle.trip, to: pickup)) : ""
             out.append(
                 OutgoingMessage(
                     topic: topics.control(.assign, ride: ride),

@@ -78,18 +78,38 @@ struct World {
     var quotesAnswered = 0
     var ridesBookedByQuote = 0
     var tick = 0
-    /// Where quote replies arrive: this simulator's own response topic.
     /// Where quote replies come back (A1); nil under MQTT 3.1.1, which has no Response Topic: no quotes are asked.
     let quoteReplies: String?
     /// Replies received, by ride (the correlation data).
     var quoteReplies_: [String: [UInt8]] = [:]
+    /// Real streets (`--streets`): every car, pickup and drop-off lies on one, and each leg is driven along the
+    /// routing engine's route (`--osrm`), asked through ``routeRequests`` and answered by ``receiveRoute(_:_:)``.
+    /// Nil: the made-up roads of `--driving`.
+    let streets: StreetMap?
+    /// Routes to ask the engine for; the loop takes them each tick.
+    var routeRequests: [RouteRequest] = []
+    /// The engine's answers, by request key, until a leg starts; a key in `failedRoutes` got none (the leg is
+    /// driven on a made-up road then).
+    var engineRoutes: [String: EngineRoute] = [:]
+    var failedRoutes: Set<String> = []
+    var engineRoutesUsed = 0
+    /// Seconds a leg waits for its engine route past its own start before it goes without.
+    static let routeWait = 5.0
+
+    /// A route to ask the engine for: `key` names the ride and its leg.
+    struct RouteRequest: Sendable, Equatable {
+        var key: String
+        var from: Coordinate
+        var to: Coordinate
+    }
 
     init(
         seed: UInt64, vehicles count: Int, center: Coordinate, radius: Double, ownTracksShare: Double,
         cancelRate: Double, badInputRate: Double, quoteReplies: String? = "replies/fleet-sim/quotes",
-        ridePrefix: String = "r-", driving: FleetDriving = .grid, start: Date = Date()
+        ridePrefix: String = "r-", driving: FleetDriving = .grid, streets: StreetMap? = nil, start: Date = Date()
     ) {
         random = SeededRandom(seed: seed)
+        self.streets = streets
         self.ridePrefix = ridePrefix
         self.quoteReplies = quoteReplies
         self.center = center
@@ -119,11 +139,15 @@ struct World {
         return [
             "rides.started": "\(ridesStarted)", "rides.stopped": "\(ridesStopped)", "rides.active": "\(active)",
             "bad.inputs": "\(badInputs)", "quotes.asked": "\(quotesAsked)", "quotes.answered": "\(quotesAnswered)",
-        ]
+        ].merging(
+            streets == nil
+                ? [:] : ["engine.routes.used": "\(engineRoutesUsed)", "engine.routes.failed": "\(failedRoutes.count)"]
+        ) { $1 }
     }
 
     mutating func randomPlace() -> Coordinate {
-        center.moved(
+        if let streets { return streets.place(random: &random) }
+        return center.moved(
             metres: radius * Double.random(in: 0...1, using: &random).squareRoot(),
             bearing: Double.random(in: 0..<360, using: &random))
     }
@@ -148,8 +172,38 @@ struct World {
         return #"{"polyline":"\#(line)","precision":6,"duration":\#(Int(seconds.rounded())),"version":"\#(tick)"}"#
     }
 
-    mutating func startTrip(_ vehicle: inout Vehicle, to end: Coordinate) {
-        if let kind = vehicle.profile.kind {
+    /// Asks the engine for a leg's route (with real streets); ``receiveRoute(_:_:)`` brings the answer.
+    mutating func askRoute(_ key: String, from: Coordinate, to: Coordinate) {
+        guard streets != nil else { return }
+        routeRequests.append(RouteRequest(key: key, from: from, to: to))
+    }
+
+    /// The engine's answer for a route asked by ``askRoute(_:from:to:)``: a route, or nil for none.
+    mutating func receiveRoute(_ key: String, _ route: EngineRoute?) {
+        if let route { engineRoutes[key] = route } else { failedRoutes.insert(key) }
+    }
+
+    /// Whether a leg may start: without real streets at once; with them once the engine answered, or `routeWait`
+    /// seconds after `since`.
+    func routeSettled(_ key: String, now: Date, since: Date) -> Bool {
+        streets == nil || engineRoutes[key] != nil || failedRoutes.contains(key)
+            || now >= since.addingTimeInterval(Self.routeWait)
+    }
+
+    /// The engine's route for a leg, taken (nil if it has none).
+    mutating func takeRoute(_ key: String) -> EngineRoute? {
+        failedRoutes.remove(key)
+        let route = engineRoutes.removeValue(forKey: key)
+        if route != nil { engineRoutesUsed += 1 }
+        return route
+    }
+
+    /// Starts a leg: along `road` (the engine's route, on real streets) in the vehicle's class of driving, else on
+    /// a made-up road.
+    mutating func startTrip(_ vehicle: inout Vehicle, to end: Coordinate, along road: [Coordinate]? = nil) {
+        if let road {
+            vehicle.trip = (vehicle.profile.kind ?? .urban).drive(along: road, random: &random)
+        } else if let kind = vehicle.profile.kind {
             let road = DrivingClass.road(
                 from: vehicle.position, to: end, detour: DrivingClass.detour(random: &random), random: &random)
             // From standing: a trip starts at the curb, or where the car waited.
@@ -204,7 +258,9 @@ struct World {
                 askForOptions(&vehicle, now: now, into: &out)
             }
         case .quoting(let ride, let pickup, let partySize, let deadline):
-            if quoteReplies_[ride] != nil || now >= deadline {
+            if quoteReplies_[ride] != nil || now >= deadline,
+                routeSettled("\(ride)/pickup", now: now, since: deadline)
+            {
                 book(&vehicle, ride: ride, pickup: pickup, partySize: partySize, now: now, into: &out)
             }
         case .toPickup, .toDropOff:
@@ -217,6 +273,9 @@ struct World {
                 vehicle.nextFix = now
                 let standing = vehicle.profile.fixEvery.map { 3 * FleetDriving.longestGap(every: $0) + 1 } ?? 0
                 if case .toPickup = vehicle.stage {
+                    if let ride = vehicle.ride, let dropOff = dropOffs[vehicle.id] {
+                        askRoute("\(ride)/dropOff", from: vehicle.position, to: dropOff)
+                    }
                     vehicle.stage = .waiting(
                         until: now.addingTimeInterval(max(standing, Double.random(in: 5...20, using: &random))))
                     // Stopped short of the pickup, only the driver's word says the car is there (P3).
@@ -242,15 +301,16 @@ struct World {
             }
         case .waiting(let until):
             vehicle.speed = 0
-            if now >= until {
+            if now >= until, routeSettled("\(vehicle.ride ?? "")/dropOff", now: now, since: until) {
                 if vehicle.passesPickup || Bool.random(using: &random), let ride = vehicle.ride {
                     out.append(event(ride, "passengerOnBoard", by: vehicle.id))
                 }
                 let dropOff = dropOffs[vehicle.id] ?? randomPlace()
-                startTrip(&vehicle, to: dropOff)
+                let engine = takeRoute("\(vehicle.ride ?? "")/dropOff")
+                startTrip(&vehicle, to: dropOff, along: engine?.points)
                 if vehicle.routed, let ride = vehicle.ride {
-                    // E2: a new route for the ride's second leg.
-                    let rerouted = route(of: vehicle.trip, to: dropOff)
+                    // E2: a new route for the ride's second leg: the engine's, or the made-up road's.
+                    let rerouted = engine?.message(version: "\(tick)") ?? route(of: vehicle.trip, to: dropOff)
                     out.append(
                         OutgoingMessage(
                             topic: topics.control(.route, ride: ride), payload: Array(rerouted.utf8), control: true))
