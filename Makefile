@@ -9,6 +9,8 @@ VEHICLES ?= 50
 DRIVING ?= classes
 METRICS_PORT ?= 9466
 KEEP ?= 0
+OSRM_PORT ?= 5005
+STREETS ?= 1
 
 .PHONY: all deps build build-release build-unbuffered run run-cluster lock reset fuzz chaos bench-flood test test-browser test-api test-ops test-routes test-push test-security test-pause test-tsan test-cluster test-starts test-accounts lint format bench bench-client bench-domain bench-subscribe bench-quotes bench-e2e bench-scale bench-eta bench-eta-rhythm bench-eta-restart bench-live-map bench-instructions bench-group bench-push clean
 
@@ -27,17 +29,21 @@ build-release: deps
 	$(SWIFT) build -c release --product ride-watch
 	$(SWIFT) build -c release --product ride-push
 
-## run: the main job: local mosquitto, the worker, the fleet simulator and the live view (Ctrl-C stops all)
-## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT, VEHICLES and DRIVING change the
-## defaults; DRIVING=grid drives the old grid city instead of issue 31's classes of real driving). It runs debug
+## run: the main job: local mosquitto, the worker, the fleet simulator and the live view (Ctrl-C stops all), the
+## cars on central Helsinki's streets along a routing engine's routes (scripts/roads.sh prepares OSRM and the
+## extract once, in seconds; STREETS=0 drives made-up roads around Berlin)
+## (KEEP=1 keeps the rides of the previous run; BROKER_PORT, METRICS_PORT, OSRM_PORT, VEHICLES and DRIVING change the
+## defaults; DRIVING=grid drives the old grid city instead of the classes of real driving). It runs debug
 ## builds of what it starts, the ones `make test` leaves: 50 cars need no optimiser, and a first debug build of
 ## these four takes minutes where release builds took 18 (RELEASE=1 runs release builds, for many more cars)
 RUN_PRODUCTS := ride-status-worker fleet-sim ride-watch ride-push
 run: deps
+	@$(if $(filter 0,$(STREETS)),true,./scripts/roads.sh --install)
 	@echo "==> building $(RUN_PRODUCTS) ($(if $(RELEASE),release,debug)); a first build on 2 cores takes a few minutes"
 	@set -e; for product in $(RUN_PRODUCTS); do $(SWIFT) build $(if $(RELEASE),-c release,) --product $$product; done
 	@BIN_DIR="$$($(SWIFT) build $(if $(RELEASE),-c release,) --show-bin-path)" BROKER_PORT=$(BROKER_PORT) \
-		METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) DRIVING=$(DRIVING) KEEP=$(KEEP) ./scripts/run-local.sh
+		METRICS_PORT=$(METRICS_PORT) VEHICLES=$(VEHICLES) DRIVING=$(DRIVING) KEEP=$(KEEP) \
+		OSRM_PORT=$(OSRM_PORT) STREETS=$(STREETS) ./scripts/run-local.sh
 
 ## run-cluster: a group on a clustered broker with etcd (G6), on loopback: three etcd members, a 3-node NATS cluster
 ## (MQTT 3.1.1), three workers, fleet-sim and the live view (debug builds; Ctrl-C stops all; docs/operations.md)
@@ -82,10 +88,13 @@ test-browser: deps
 	python3 Tests/Python/browser/test_map.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-routes: E2 end to end: mosquitto, the worker and fleet-sim sending routes; statuses name their source, before
-## and after the pickup, and no route is dead-lettered (about a minute and a half)
+## and after the pickup, and no route is dead-lettered; then the same on real streets with the real routing engine
+## (osrm-routed on the Helsinki extract): every route is the engine's, every car drives on a street (two minutes)
 test-routes: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
+	@./scripts/roads.sh --install
 	python3 Tests/Python/routes/test_routes.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
+	python3 Tests/Python/routes/test_routes.py --streets --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-ops: promtool over the alert rules (and their unit tests) and a real scrape; the dashboard's metrics exist
 test-ops: deps

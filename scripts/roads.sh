@@ -11,7 +11,8 @@
 # What it prepares, in $ROADS_DIR (default .cache/roads, kept by `make reset` and ignored by git):
 #   osrm/bin/osrm-{extract,contract,routed}, osrm/profiles/car.lua  OSRM 26.10.0 (BSD-2-Clause)
 #   helsinki/helsinki.osrm*      the car graph, contraction hierarchies (osrm-extract, osrm-contract)
-#   helsinki/streets.geojson     the drivable streets as LineStrings, for the map and fleet-sim's places (osmium)
+#   helsinki/streets.geojson     the drivable streets as LineStrings, for the map and fleet-sim's places (osmium,
+#                                scripts/streets.py)
 # The extract is © OpenStreetMap contributors, under the ODbL (https://www.openstreetmap.org/copyright).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,11 +78,11 @@ install() {
     osmium tags-filter --overwrite "$city/helsinki.osm.pbf" \
         w/highway=motorway,trunk,primary,secondary,tertiary,unclassified,residential,service,living_street,motorway_link,trunk_link,primary_link,secondary_link,tertiary_link \
         -o "$city/car.osm.pbf"
-    osmium export --overwrite "$city/car.osm.pbf" --geometry-types=linestring -o "$city/streets.all.geojson"
+    osmium cat --overwrite "$city/car.osm.pbf" -f opl -o "$city/car.opl"
     # Only the class, the name and whether a car can get there and back stay (scripts/streets.py says why).
-    python3 scripts/streets.py "$city/streets.all.geojson" "$city/streets.geojson" \
+    python3 scripts/streets.py "$city/car.opl" "$city/streets.geojson" \
         --osrm-routed "$roads/osrm/bin/osrm-routed" --graph "$city/helsinki.osrm"
-    rm -f "$city/car.osm.pbf" "$city/streets.all.geojson"
+    rm -f "$city/car.osm.pbf" "$city/car.opl"
     ready
 }
 

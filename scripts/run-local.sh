@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 port="${BROKER_PORT:-8883}"
 worker_port="${WORKER_BROKER_PORT:-$((port + 1))}"
 metrics_port="${METRICS_PORT:-9466}"
+# The routing engine (osrm-routed on central Helsinki's streets, scripts/roads.sh): fleet-sim's cars drive its routes.
+# STREETS=0 drives the made-up roads of DRIVING around Berlin instead.
+osrm_port="${OSRM_PORT:-5005}"
+streets="${STREETS:-1}"
 vehicles="${VEHICLES:-50}"
 # How the simulated cars drive (fleet-sim --driving): classes of real driving by default, grid for the
 # old grid city.
@@ -29,7 +33,7 @@ say() { printf '%s\n' "$*" 2>/dev/null || true; }
 stop_leftovers() {
     [ -d "$run_dir" ] || return 0
     # Reverse start order, so that the worker can still say offline and flush to the broker (L8).
-    for name in push-demo ride-watch fleet-sim ride-status-worker mosquitto; do
+    for name in push-demo ride-watch fleet-sim ride-status-worker osrm-routed mosquitto; do
         local file="$run_dir/$name.pid"
         [ -e "$file" ] || continue
         local pid
@@ -62,6 +66,10 @@ stop_leftovers
 check_port "$port" "the broker" "BROKER_PORT=$((port + 10000 > 65535 ? port - 2 : port + 10000))"
 check_port "$worker_port" "the broker's worker listener" "WORKER_BROKER_PORT=$((worker_port + 10000 > 65535 ? worker_port - 2 : worker_port + 10000))"
 check_port "$metrics_port" "the worker's /metrics" "METRICS_PORT=$((metrics_port + 10000 > 65535 ? metrics_port - 1 : metrics_port + 10000))"
+if [ "$streets" = 1 ]; then
+    check_port "$osrm_port" "the routing engine" "OSRM_PORT=$((osrm_port + 10000))"
+    roads=$(scripts/roads.sh) || { say "error: the streets are not prepared: run scripts/roads.sh --install (make run does)" >&2; exit 1; }
+fi
 
 mkdir -p var/log var/mosquitto var/worker "$run_dir"
 if [ "$keep" != 1 ]; then
@@ -160,10 +168,13 @@ python3 scripts/broker-accounts.py upgrade --secrets "$security/accounts" --stat
     exit 1
 }
 
+# On real streets the map draws them (no tiles needed: they are often unreachable where this runs).
+map_settings=()
+[ "$streets" = 1 ] && map_settings=(--set "http.streets=$roads/streets.geojson" --set "http.tileURL=")
 say "==> starting ride-status-worker (log: var/log/worker.log, metrics: http://127.0.0.1:$metrics_port/metrics)"
 start ride-status-worker "$bin/ride-status-worker" --broker "mqtts://localhost:$worker_port" --state-dir var/worker \
     --set "broker.caFile=$security/tls/ca.crt" --set "broker.certificateFile=$security/tls/worker.crt" \
-    --set "broker.keyFile=$security/tls/worker.key" --set "http.shareKeys=$share/keys.json" \
+    --set "broker.keyFile=$security/tls/worker.key" --set "http.shareKeys=$share/keys.json" "${map_settings[@]}" \
     --metrics-port "$metrics_port" >> var/log/worker.log 2>&1
 ready=0
 for _ in $(seq 1 150); do
@@ -177,10 +188,20 @@ if [ "$ready" != 1 ]; then
     exit 1
 fi
 
-say "==> starting fleet-sim with $vehicles vehicles driving $driving (log: var/log/fleet-sim.log)"
+city=()
+if [ "$streets" = 1 ]; then
+    say "==> starting osrm-routed on 127.0.0.1:$osrm_port: central Helsinki's streets (© OpenStreetMap contributors, ODbL) (log: var/log/osrm.log)"
+    start osrm-routed scripts/roads.sh --serve "$osrm_port" >> var/log/osrm.log 2>&1
+    for _ in $(seq 1 100); do grep -q "running and waiting for requests" var/log/osrm.log 2>/dev/null && break; sleep 0.1; done
+    grep -q "running and waiting for requests" var/log/osrm.log || { say "error: osrm-routed did not start; see var/log/osrm.log" >&2; exit 1; }
+    city=(--streets "$roads/streets.geojson" --osrm "http://127.0.0.1:$osrm_port")
+fi
+where=""
+[ "$streets" = 1 ] && where=" along the routing engine's routes in Helsinki"
+say "==> starting fleet-sim with $vehicles vehicles driving $driving$where (log: var/log/fleet-sim.log)"
 start fleet-sim "$bin/fleet-sim" --broker "mqtts://localhost:$port" --ca-file "$security/tls/ca.crt" \
     --username fleet-sim --password-file "$security/secrets/fleet-sim" --vehicles "$vehicles" \
-    --driving "$driving" --bad-input-rate 0.002 >> var/log/fleet-sim.log 2>&1
+    --driving "$driving" --bad-input-rate 0.002 "${city[@]}" >> var/log/fleet-sim.log 2>&1
 
 # Says so in the terminal if the worker stops while the live view runs (the view shows its presence too).
 (

@@ -63,13 +63,41 @@ function position(summary) {
   return [summary.pickup.latitude, summary.pickup.longitude]; // no fix yet: where it is going
 }
 
+// Streets from an extract (http.streets, make run's Helsinki): drawn under everything, in their own pane, for a map
+// that has no tiles offline. With them the view starts on the streets, not on the catalog's areas.
+map.createPane("streets").style.zIndex = 250;
+let streetsShown = false;
+
 fetch("/map-config.json").then((r) => r.json()).then((config) => {
-  if (!config.tileURL) { offlineNote("no basemap configured (http.tileURL)"); return; }
+  if (config.streets) drawStreets(config.streets, config.streetsAttribution);
+  if (!config.tileURL) {
+    if (!config.streets) offlineNote("no basemap configured (http.tileURL)");
+    return;
+  }
   let failed = 0;
   L.tileLayer(config.tileURL, { maxZoom: 19, attribution: config.tileAttribution })
-    .on("tileerror", () => { if (++failed === 4) offlineNote("basemap tiles unreachable: areas, rides and scale only"); })
+    .on("tileerror", () => {
+      if (++failed === 4 && !config.streets) offlineNote("basemap tiles unreachable: areas, rides and scale only");
+    })
     .addTo(map);
 }).catch(() => offlineNote("no map configuration"));
+
+function drawStreets(url, attribution) {
+  fetch(url).then((r) => r.json()).then((streets) => {
+    const major = new Set(["motorway", "trunk", "primary", "secondary", "tertiary"]);
+    const layer = L.geoJSON(streets, {
+      pane: "streets",
+      interactive: false,
+      style: (feature) => ({
+        color: "#b9c0c8", weight: major.has(feature.properties.highway) ? 4 : 2, opacity: 0.9,
+      }),
+    }).addTo(map);
+    // Escaped: Leaflet puts attributions into innerHTML.
+    if (attribution) map.attributionControl.addAttribution(textNode(attribution).innerHTML);
+    streetsShown = true;
+    if (!fitted && rides.size === 0) map.fitBounds(layer.getBounds());
+  }).catch(() => offlineNote("the streets could not be read"));
+}
 
 fetch("/v1/areas").then((r) => r.json()).then((areas) => {
   if (!areas.features || areas.features.length === 0) return;
@@ -80,7 +108,7 @@ fetch("/v1/areas").then((r) => r.json()).then((areas) => {
     onEachFeature: (feature, l) => l.bindTooltip(textNode(`${feature.properties.name} (${feature.properties.currencyCode})`)),
   }).addTo(map);
   layer.bringToBack();
-  if (!fitted && rides.size === 0) { map.fitBounds(layer.getBounds()); }
+  if (!fitted && !streetsShown && rides.size === 0) { map.fitBounds(layer.getBounds()); }
 }).catch(() => {});
 
 function textNode(text) {

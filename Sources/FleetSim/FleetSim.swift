@@ -191,21 +191,32 @@ final class RouteInbox: Sendable {
         }
     }
 
-    /// Asks `engine` (osrm-routed) for a leg's route; the answer, or nil with a warning, lands in this inbox.
+    /// Asks `engine` (osrm-routed) for a leg's route; the answer, or nil with a warning, lands in this inbox. A
+    /// connection the engine closed as it was reused (`remoteConnectionClosed`, seen when 40 cars ask at once) is
+    /// tried again, up to three times in all; an answer without a route is not.
     func fetch(_ request: World.RouteRequest, engine: String, logger: Logger) {
         Task {
-            do {
-                let response = try await HTTPClient.shared.execute(
-                    HTTPClientRequest(url: engine + EngineRoute.path(from: request.from, to: request.to)),
-                    timeout: .seconds(5))
-                let body = try await response.body.collect(upTo: 4 << 20)
-                add(request.key, try EngineRoute(osrm: Array(body.readableBytesView)))
-            } catch {
-                logger.warning(
-                    "no route from the engine: this leg drives a made-up road",
-                    metadata: ["leg": "\(request.key)", "engine": "\(engine)", "error": "\(error)"])
-                add(request.key, nil)
+            var failure: any Error = CancellationError()
+            for attempt in 1...3 {
+                do {
+                    let response = try await HTTPClient.shared.execute(
+                        HTTPClientRequest(url: engine + EngineRoute.path(from: request.from, to: request.to)),
+                        timeout: .seconds(5))
+                    let body = try await response.body.collect(upTo: 4 << 20)
+                    add(request.key, try EngineRoute(osrm: Array(body.readableBytesView)))
+                    return
+                } catch let problem as EngineRoute.Problem {
+                    failure = problem
+                    break
+                } catch {
+                    failure = error
+                    if attempt < 3 { try? await Task.sleep(for: .milliseconds(100 * attempt)) }
+                }
             }
+            logger.warning(
+                "no route from the engine: this leg drives a made-up road",
+                metadata: ["leg": "\(request.key)", "engine": "\(engine)", "error": "\(failure)"])
+            add(request.key, nil)
         }
     }
 }

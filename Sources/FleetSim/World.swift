@@ -93,6 +93,7 @@ struct World {
     var engineRoutes: [String: EngineRoute] = [:]
     var failedRoutes: Set<String> = []
     var engineRoutesUsed = 0
+    var engineRoutesFailed = 0
     /// Seconds a leg waits for its engine route past its own start before it goes without.
     static let routeWait = 5.0
 
@@ -141,7 +142,7 @@ struct World {
             "bad.inputs": "\(badInputs)", "quotes.asked": "\(quotesAsked)", "quotes.answered": "\(quotesAnswered)",
         ].merging(
             streets == nil
-                ? [:] : ["engine.routes.used": "\(engineRoutesUsed)", "engine.routes.failed": "\(failedRoutes.count)"]
+                ? [:] : ["engine.routes.used": "\(engineRoutesUsed)", "engine.routes.failed": "\(engineRoutesFailed)"]
         ) { $1 }
     }
 
@@ -180,7 +181,12 @@ struct World {
 
     /// The engine's answer for a route asked by ``askRoute(_:from:to:)``: a route, or nil for none.
     mutating func receiveRoute(_ key: String, _ route: EngineRoute?) {
-        if let route { engineRoutes[key] = route } else { failedRoutes.insert(key) }
+        if let route {
+            engineRoutes[key] = route
+        } else {
+            failedRoutes.insert(key)
+            engineRoutesFailed += 1
+        }
     }
 
     /// Whether a leg may start: without real streets at once; with them once the engine answered, or `routeWait`

@@ -36,6 +36,9 @@ struct WorkerHTTPServer: Service {
         var openAPIDocument: String?
         /// The share page (`share.html` of the web root), when found.
         var sharePage: String?
+        /// The streets the map draws (`http.streets`), served at `/streets.geojson`.
+        var streets: [UInt8]? = nil
+        var streetsAttribution = ""
     }
 
     /// What share links read: a ride's status from the broker (``ShareFeed``).
@@ -79,8 +82,21 @@ struct WorkerHTTPServer: Service {
             writer.string(content.tileURL)
             writer.key("tileAttribution")
             writer.string(content.tileAttribution)
+            if content.streets != nil {
+                writer.key("streets")
+                writer.string("/streets.geojson")
+                writer.key("streetsAttribution")
+                writer.string(content.streetsAttribution)
+            }
             writer.endObject()
             return Self.json(.init(status: 200, body: writer.bytes))
+        }
+        if content.readAPI, let streets = content.streets {
+            router.get("/streets.geojson") { _, _ in
+                Response(
+                    status: .ok, headers: [.contentType: "application/geo+json", .cacheControl: "max-age=3600"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: streets)))
+            }
         }
         // A known path asked with a method it does not take answers 405 with `Allow` (RFC 9110), not 404.
         router.add(middleware: ReadOnlyPaths())

@@ -6,6 +6,7 @@ public import MQTTClient
 import Metrics
 import RideAccess
 import RideDomain
+import RideJSON
 public import ServiceLifecycle
 import SettingsLayers
 import WorkerGroup
@@ -193,6 +194,28 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 "the live map's files were not found: / and /v1/openapi.json answer 404",
                 metadata: ["http.webRoot": "\(settings.webRoot)"])
         }
+        var streets: [UInt8]?
+        if settings.readAPI && !settings.streets.isEmpty {
+            // The map's streets: a file the operator named must be there and be GeoJSON, or start-up stops naming it.
+            let problem: String?
+            do {
+                let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: settings.streets)))
+                if bytes.count > 16 << 20 {
+                    problem = "larger than 16 MiB"
+                } else if case .object(let collection) = try JSONParser.parse(bytes),
+                    collection["type"] == .string("FeatureCollection")
+                {
+                    (streets, problem) = (bytes, nil)
+                } else {
+                    problem = "not a GeoJSON FeatureCollection"
+                }
+            } catch {
+                problem = "\(error)"
+            }
+            if let problem {
+                throw WorkerSettings.Problem(key: "http.streets", message: "\(settings.streets): \(problem)")
+            }
+        }
         var share: (any WorkerHTTPServer.ShareSource)?
         if settings.readAPI, access.verifier != nil, let shareTransport {
             share = ShareFeed(transport: shareTransport, topics: settings.topics, time: time, logger: logger)
@@ -206,7 +229,8 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             content: .init(
                 webRoot: settings.webRoot, leafletDirectory: settings.leafletDirectory, tileURL: settings.tileURL,
                 tileAttribution: settings.tileAttribution, readAPI: settings.readAPI, openAPIDocument: openAPI,
-                sharePage: try? String(contentsOf: web.appendingPathComponent("share.html"), encoding: .utf8)),
+                sharePage: try? String(contentsOf: web.appendingPathComponent("share.html"), encoding: .utf8),
+                streets: streets, streetsAttribution: settings.streetsAttribution),
             time: time, access: access, share: share)
     }
 

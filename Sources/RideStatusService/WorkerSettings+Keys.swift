@@ -73,6 +73,8 @@ extension WorkerSettings {
         "http.leaflet": { $0.leafletDirectory = $1 },
         "http.tileURL": { $0.tileURL = $1 },
         "http.tileAttribution": { $0.tileAttribution = $1 },
+        "http.streets": { $0.streets = $1 == "none" ? "" : $1 },
+        "http.streetsAttribution": { $0.streetsAttribution = $1 },
         "http.readAPI": { $0.readAPI = try SettingValue.flag($1, "http.readAPI") },
         "http.shareKeys": { $0.shareKeys = $1 == "none" ? "" : $1 },
         "http.operatorTokenFile": { $0.operatorTokenFile = $1 == "none" ? "" : $1 },

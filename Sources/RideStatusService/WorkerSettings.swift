@@ -36,6 +36,10 @@ public struct WorkerSettings: Sendable {
     /// still show, so the map works offline).
     public var tileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     public var tileAttribution = "© OpenStreetMap contributors"
+    /// A GeoJSON file of streets the map draws under the rides, for a map with no reachable tiles (`make run`'s
+    /// extract from `scripts/roads.sh`); empty draws none. Read once at start-up, at most 16 MiB.
+    public var streets = ""
+    public var streetsAttribution = "© OpenStreetMap contributors, ODbL"
     /// Whether the HTTP server serves the live map and the read API `/v1` beside `/metrics` and the probes.
     public var readAPI = true
     /// Share links: a JSON Web Key Set of the Ed25519 public keys share tokens are signed with; empty

@@ -219,7 +219,7 @@ struct RideOptionsEndToEndTests {
     func shippedCatalogLoads() throws {
         let catalog = try RideOptionCatalog.load(path: shippedCatalog)
         #expect(catalog.options.map(\.name) == ["Compact", "Comfort", "SUV"])
-        #expect(catalog.areas.map(\.currencyCode) == ["EUR", "CHF"])
+        #expect(catalog.areas.map(\.currencyCode) == ["EUR", "CHF", "EUR"])
         #expect(catalog.options[0].fares["berlin"]?.perKilometer == Decimal(string: "1.10"))
         #expect(catalog.option(named: "Kompakt")?.name == "Compact")
         #expect(catalog.area(containing: pickupPoint)?.name == "berlin")
@@ -228,7 +228,10 @@ struct RideOptionsEndToEndTests {
             try RideOptionCatalog.parse(yaml: "areas: []\noptions: []\n")
         }
         // E1: each area's hours of the week in its own time zone; a name that is none is refused.
-        #expect(catalog.areas.map { $0.timeZone?.identifier } == ["Europe/Berlin", "Europe/Zurich"])
+        #expect(
+            catalog.areas.map { $0.timeZone?.identifier } == ["Europe/Berlin", "Europe/Zurich", "Europe/Helsinki"])
+        // make run's city, on scripts/roads.sh's streets.
+        #expect(catalog.area(containing: Coordinate(latitude: 60.1716, longitude: 24.9443))?.name == "helsinki")
         let shipped = try String(contentsOfFile: shippedCatalog, encoding: .utf8)
         let wrongZone = shipped.replacingOccurrences(of: "timeZone: Europe/Zurich", with: "timeZone: Europe/Zurik")
         #expect(wrongZone != shipped)
