@@ -288,12 +288,15 @@ struct EstimatorTests {
         var learning = AreaLearning()
         #expect(learning.factor(for: Self.grid, configuration: configuration) == 1.2)
         #expect(learning.factor(for: nil, configuration: configuration) == 1.3)
-        // A ride that drove 1.5 times the straight line: 1.2 + 0.1 * (1.5 - 1.2) = 1.23.
+        // A ride that drove 1.5 times the straight line rises it by at most 0.1 (detourRise): 1.2 + 0.1 * 0.1 = 1.21.
         let taught = learning.learn(driven: 3000, straight: 2000, area: Self.grid, configuration: configuration)
         #expect(taught)
-        #expect(abs(learning.factor(for: Self.grid, configuration: configuration) - 1.23) < 1e-9)
+        #expect(abs(learning.factor(for: Self.grid, configuration: configuration) - 1.21) < 1e-9)
+        // One that drove 1.1 times pulls it down by all of it: 1.21 + 0.1 * (1.1 - 1.21) = 1.199.
+        learning.learn(driven: 2200, straight: 2000, area: Self.grid, configuration: configuration)
+        #expect(abs(learning.factor(for: Self.grid, configuration: configuration) - 1.199) < 1e-9)
         #expect(
-            abs(learning.factor(for: nil, configuration: configuration) - 1.23) < 1e-9,
+            abs(learning.factor(for: nil, configuration: configuration) - 1.199) < 1e-9,
             "an area with no history of its own starts from the fleet's, not rides.detourFactor")
         // Short legs teach nothing; a wild ratio counts only up to the bound.
         let short = learning.learn(driven: 900, straight: 300, area: Self.grid, configuration: configuration)
@@ -305,7 +308,7 @@ struct EstimatorTests {
         for _ in 0..<200 { learning.learn(driven: 500, straight: 1000, area: Self.grid, configuration: configuration) }
         let low = learning.factor(for: Self.grid, configuration: configuration)
         #expect(low >= configuration.detourFactorMinimum && low < configuration.detourFactorMinimum + 1e-6, "\(low)")
-        #expect(learning.learned["grid"]?.rides == 401)
+        #expect(learning.learned["grid"]?.rides == 402)
         // Learning off.
         configuration.detourLearningRate = 0
         var off = AreaLearning()
@@ -355,7 +358,9 @@ struct EstimatorTests {
         let learned = try #require(engine.learning.learned["grid"])
         #expect(learned.rides == 1)
         let ratio = (pickup.distance(to: corner) + corner.distance(to: dropOff)) / pickup.distance(to: dropOff)
-        #expect(abs(learned.factor - (1.2 + 0.5 * (ratio - 1.2))) < 0.02, "\(learned.factor) from ratio \(ratio)")
+        // Its rise capped at detourRise.
+        let rise = min(ratio - 1.2, AreaLearning.detourRise)
+        #expect(abs(learned.factor - (1.2 + 0.5 * rise)) < 0.02, "\(learned.factor) from ratio \(ratio)")
         // Its later statuses teach nothing more; a canceled ride teaches nothing.
         _ = engine.tick(now: t0.addingTimeInterval(second + 20))
         send("rides/r-2/start", bookingJSON(ride: "r-2", vehicle: "v-2"), second + 30)

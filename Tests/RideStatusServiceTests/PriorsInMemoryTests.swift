@@ -49,7 +49,7 @@ struct PriorsInMemoryTests {
             futureTolerance: 5)
         let priors = try #require(decoded)
         #expect(priors.worker == "w-mem" && priors.rides == 31)
-        // 1.2 (adopted) + 0.05 * (1.5 - 1.2).
-        #expect(abs(priors.detourFactor - 1.215) < 1e-9)
+        // 1.2 (adopted) + 0.05 * min(1.5 - 1.2, detourRise 0.1).
+        #expect(abs(priors.detourFactor - 1.205) < 1e-9)
     }
 }
