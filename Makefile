@@ -38,7 +38,6 @@ build-release: deps
 ## these four takes minutes where release builds took 18 (RELEASE=1 runs release builds, for many more cars)
 RUN_PRODUCTS := ride-status-worker fleet-sim ride-watch ride-push
 run: deps
-	@$(if $(filter 0,$(STREETS)),true,./scripts/roads.sh --install)
 	@echo "==> building $(RUN_PRODUCTS) ($(if $(RELEASE),release,debug)); a first build on 2 cores takes a few minutes"
 	@set -e; for product in $(RUN_PRODUCTS); do $(SWIFT) build $(if $(RELEASE),-c release,) --product $$product; done
 	@BIN_DIR="$$($(SWIFT) build $(if $(RELEASE),-c release,) --show-bin-path)" BROKER_PORT=$(BROKER_PORT) \

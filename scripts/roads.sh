@@ -16,6 +16,10 @@
 # The extract is © OpenStreetMap contributors, under the ODbL (https://www.openstreetmap.org/copyright).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(uname -m)" != x86_64 ] && [ "${1:-}" = --install ]; then
+    echo "error: the pinned OSRM wheel is for x86_64 Linux only (this is $(uname -m))" >&2
+    exit 1
+fi
 
 osrm_version="26.10.0"
 osrm_sha256="840d6f82812eb9f9e17c71eb9083dfa15f3be2bfec4965c32aefa48b00d3a951"
@@ -39,7 +43,8 @@ wheel() {
         found=$(ls "$roads"/wheels/$pattern | head -1)
     fi
     if [ "$(sha256sum "$found" | cut -d' ' -f1)" != "$sha256" ]; then
-        echo "error: $found is not the pinned $name $version (SHA-256 differs); removed it, run again" >&2
+        echo "error: $found is not the pinned $name $version: its SHA-256 differs (a broken download, or PyPI's" \
+            "file changed: then this script's pin must change with it); removed it" >&2
         rm -f "$found"
         exit 1
     fi
@@ -83,7 +88,7 @@ install() {
     python3 scripts/streets.py "$city/car.opl" "$city/streets.geojson" \
         --osrm-routed "$roads/osrm/bin/osrm-routed" --graph "$city/helsinki.osrm"
     rm -f "$city/car.osm.pbf" "$city/car.opl"
-    ready
+    ready || { echo "error: preparing the roads left something out under $roads" >&2; exit 1; }
 }
 
 case "${1:-}" in

@@ -89,7 +89,7 @@ function drawStreets(url, attribution) {
       pane: "streets",
       interactive: false,
       style: (feature) => ({
-        color: "#b9c0c8", weight: major.has(feature.properties.highway) ? 4 : 2, opacity: 0.9,
+        color: "#b9c0c8", weight: major.has((feature.properties || {}).highway) ? 4 : 2, opacity: 0.9,
       }),
     }).addTo(map);
     // Escaped: Leaflet puts attributions into innerHTML.

@@ -49,7 +49,7 @@ struct FleetSimCommand: AsyncParsableCommand {
     @Option(
         help: """
             Real streets: the GeoJSON of scripts/roads.sh (streets.geojson). Cars, pickups and drop-offs lie on \
-            them; the city's centre and radius come from them.
+            them (--center and --radius do not apply).
             """)
     var streets: String?
     @Option(
@@ -69,8 +69,8 @@ struct FleetSimCommand: AsyncParsableCommand {
             throw ValidationError("rates and shares must be in 0...1")
         }
         if osrm != nil && streets == nil { throw ValidationError("--osrm needs --streets (where the cars are)") }
-        if let osrm, !(osrm.hasPrefix("http://") || osrm.hasPrefix("https://")) {
-            throw ValidationError("--osrm takes the engine's URL, for example http://127.0.0.1:5005")
+        if let osrm, !(osrm.hasPrefix("http://") || osrm.hasPrefix("https://")) || osrm.hasSuffix("/") {
+            throw ValidationError("--osrm takes the engine's URL without a path, for example http://127.0.0.1:5005")
         }
     }
 
@@ -193,15 +193,19 @@ final class RouteInbox: Sendable {
 
     /// Asks `engine` (osrm-routed) for a leg's route; the answer, or nil with a warning, lands in this inbox. A
     /// connection the engine closed as it was reused (`remoteConnectionClosed`, seen when 40 cars ask at once) is
-    /// tried again, up to three times in all; an answer without a route is not.
+    /// tried again, up to three times in all, within the leg's wait (``World/routeWait``); an answer without a
+    /// route is not.
     func fetch(_ request: World.RouteRequest, engine: String, logger: Logger) {
         Task {
             var failure: any Error = CancellationError()
+            let deadline = ContinuousClock.now + .seconds(World.routeWait)
             for attempt in 1...3 {
+                let left = deadline - ContinuousClock.now
+                guard left > .milliseconds(50) else { break }
                 do {
                     let response = try await HTTPClient.shared.execute(
                         HTTPClientRequest(url: engine + EngineRoute.path(from: request.from, to: request.to)),
-                        timeout: .seconds(5))
+                        timeout: .milliseconds(Int64((left / .milliseconds(1)).rounded(.down))))
                     let body = try await response.body.collect(upTo: 4 << 20)
                     add(request.key, try EngineRoute(osrm: Array(body.readableBytesView)))
                     return

@@ -88,12 +88,16 @@ struct World {
     let streets: StreetMap?
     /// Routes to ask the engine for; the loop takes them each tick.
     var routeRequests: [RouteRequest] = []
+    /// The legs asked for and not started yet: an answer for any other leg (one that came after its leg started
+    /// without it) is dropped, so nothing is kept for a leg that will never take it.
+    var pendingRoutes: Set<String> = []
     /// The engine's answers, by request key, until a leg starts; a key in `failedRoutes` got none (the leg is
     /// driven on a made-up road then).
     var engineRoutes: [String: EngineRoute] = [:]
     var failedRoutes: Set<String> = []
+    /// Legs driven along the engine's route, and legs that started without one (no answer, or none in time).
     var engineRoutesUsed = 0
-    var engineRoutesFailed = 0
+    var engineRoutesMissed = 0
     /// Seconds a leg waits for its engine route past its own start before it goes without.
     static let routeWait = 5.0
 
@@ -142,7 +146,7 @@ struct World {
             "bad.inputs": "\(badInputs)", "quotes.asked": "\(quotesAsked)", "quotes.answered": "\(quotesAnswered)",
         ].merging(
             streets == nil
-                ? [:] : ["engine.routes.used": "\(engineRoutesUsed)", "engine.routes.failed": "\(engineRoutesFailed)"]
+                ? [:] : ["engine.routes.used": "\(engineRoutesUsed)", "engine.routes.missed": "\(engineRoutesMissed)"]
         ) { $1 }
     }
 
@@ -176,17 +180,14 @@ struct World {
     /// Asks the engine for a leg's route (with real streets); ``receiveRoute(_:_:)`` brings the answer.
     mutating func askRoute(_ key: String, from: Coordinate, to: Coordinate) {
         guard streets != nil else { return }
+        pendingRoutes.insert(key)
         routeRequests.append(RouteRequest(key: key, from: from, to: to))
     }
 
     /// The engine's answer for a route asked by ``askRoute(_:from:to:)``: a route, or nil for none.
     mutating func receiveRoute(_ key: String, _ route: EngineRoute?) {
-        if let route {
-            engineRoutes[key] = route
-        } else {
-            failedRoutes.insert(key)
-            engineRoutesFailed += 1
-        }
+        guard pendingRoutes.contains(key) else { return }
+        if let route { engineRoutes[key] = route } else { failedRoutes.insert(key) }
     }
 
     /// Whether a leg may start: without real streets at once; with them once the engine answered, or `routeWait`
@@ -198,9 +199,10 @@ struct World {
 
     /// The engine's route for a leg, taken (nil if it has none).
     mutating func takeRoute(_ key: String) -> EngineRoute? {
+        guard pendingRoutes.remove(key) != nil else { return nil }
         failedRoutes.remove(key)
         let route = engineRoutes.removeValue(forKey: key)
-        if route != nil { engineRoutesUsed += 1 }
+        if route != nil { engineRoutesUsed += 1 } else { engineRoutesMissed += 1 }
         return route
     }
 

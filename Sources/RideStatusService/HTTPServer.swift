@@ -94,7 +94,7 @@ struct WorkerHTTPServer: Service {
         if content.readAPI, let streets = content.streets {
             router.get("/streets.geojson") { _, _ in
                 Response(
-                    status: .ok, headers: [.contentType: "application/geo+json", .cacheControl: "max-age=3600"],
+                    status: .ok, headers: [.contentType: "application/geo+json", .cacheControl: "no-cache"],
                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: streets)))
             }
         }

@@ -102,6 +102,79 @@ struct StreetsTests {
         #expect(throws: StreetMap.Problem.self) { try StreetMap(geoJSON: Array("[1".utf8)) }
     }
 
+    /// A one-car world on one street, the recorded route's line, that books without quotes.
+    static func oneCarWorld() throws -> (World, EngineRoute) {
+        let route = try EngineRoute(osrm: recorded("route.json"))
+        let line = route.points.map { "[\($0.longitude),\($0.latitude)]" }.joined(separator: ",")
+        let map = try StreetMap(
+            geoJSON: Array(
+                #"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"LineString","coordinates":[\#(line)]},"properties":{"drive":true}}]}"#
+                    .utf8))
+        var world = World(
+            seed: 5, vehicles: 1, center: map.center, radius: 500, ownTracksShare: 0, cancelRate: 0, badInputRate: 0,
+            quoteReplies: nil, driving: .urban, streets: map, start: WorldTests.start)
+        world.routeShare = 1
+        return (world, route)
+    }
+
+    static func isQuoting(_ stage: World.Stage) -> Bool {
+        if case .quoting = stage { return true }
+        return false
+    }
+
+    @Test("a booking waits for its engine route: held 3 s, the car books when it comes, along it")
+    func waitsForTheRoute() throws {
+        var (world, route) = try Self.oneCarWorld()
+        var asked: (second: Int, key: String)?
+        var assign: String?
+        for second in 1...120 {
+            let messages = world.step(now: WorldTests.start.addingTimeInterval(Double(second)), dt: 1)
+            if asked == nil, let request = world.routeRequests.first { asked = (second, request.key) }
+            world.routeRequests = []
+            if let asked {
+                if second < asked.second + 3 {
+                    #expect(Self.isQuoting(world.vehicles[0].stage), "booked at \(second) s without its route")
+                } else if second == asked.second + 3 {
+                    world.receiveRoute(asked.key, route)
+                }
+            }
+            if let message = messages.first(where: { $0.topic.hasSuffix("/assign") }) {
+                assign = String(decoding: message.payload, as: UTF8.self)
+                break
+            }
+        }
+        #expect(asked != nil)
+        let sent = try #require(assign)
+        #expect(sent.contains(#""duration":145"#), "the engine's route: \(sent)")
+        #expect(world.engineRoutesUsed == 1 && world.engineRoutesMissed == 0)
+    }
+
+    @Test("with no answer within routeWait the car books on a made-up road, and a late answer is dropped")
+    func goesWithoutALateRoute() throws {
+        var (world, route) = try Self.oneCarWorld()
+        var asked: (second: Int, key: String)?
+        var booked: Int?
+        var assign: String?
+        for second in 1...120 {
+            let messages = world.step(now: WorldTests.start.addingTimeInterval(Double(second)), dt: 1)
+            if asked == nil, let request = world.routeRequests.first { asked = (second, request.key) }
+            world.routeRequests = []
+            if let message = messages.first(where: { $0.topic.hasSuffix("/assign") }) {
+                assign = String(decoding: message.payload, as: UTF8.self)
+                booked = second
+                break
+            }
+        }
+        let (second, key) = try #require(asked)
+        #expect(booked == second + Int(World.routeWait), "it waits routeWait seconds, no more, no less")
+        let sent = try #require(assign)
+        #expect(!sent.contains(route.polyline.prefix(20)), "not the engine's route")
+        #expect(world.engineRoutesUsed == 0 && world.engineRoutesMissed == 1)
+        // The answer comes after the leg started: nothing keeps it.
+        world.receiveRoute(key, route)
+        #expect(world.engineRoutes.isEmpty && world.pendingRoutes.isEmpty && world.failedRoutes.isEmpty)
+    }
+
     @Test(
         "E2: on real streets a car asks the engine, drives its route, and dispatch sends that route with the assignment"
     )

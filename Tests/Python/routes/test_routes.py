@@ -105,18 +105,23 @@ def main():
     streets = None
     if args.streets:
         roads = subprocess.run([os.path.join(ROOT, "scripts/roads.sh")], capture_output=True, text=True, check=True)
-        city = roads.stdout.strip()
+        city = os.path.join(ROOT, roads.stdout.strip())  # relative to the checkout, unless ROADS_DIR is absolute
         streets = Streets(os.path.join(city, "streets.geojson"))
         engine_port = free_port()
         engine_log = open(os.path.join(folder, "osrm.log"), "w")
         engine = subprocess.Popen([os.path.join(ROOT, "scripts/roads.sh"), "--serve", str(engine_port)],
                                   stdout=engine_log, stderr=subprocess.STDOUT)
-        wait_until("osrm-routed to be ready",
-                   lambda: "running and waiting for requests" in open(engine_log.name).read(), 15)
-        stack = Stack(args.bin_dir, folder, vehicles=60,
-                      worker_settings=(f"http.streets={city}/streets.geojson",),
-                      fleet_arguments=("--driving", "classes", "--streets", f"{city}/streets.geojson",
-                                       "--osrm", f"http://127.0.0.1:{engine_port}"))
+        try:
+            wait_until("osrm-routed to be ready",
+                       lambda: "running and waiting for requests" in open(engine_log.name).read(), 15)
+            stack = Stack(args.bin_dir, folder, vehicles=60,
+                          worker_settings=(f"http.streets={city}/streets.geojson",),
+                          fleet_arguments=("--driving", "classes", "--streets", f"{city}/streets.geojson",
+                                           "--osrm", f"http://127.0.0.1:{engine_port}"))
+        except BaseException:
+            engine.terminate()
+            engine.wait(10)
+            raise
     else:
         # A small city: cars reach their pickups within a minute.
         stack = Stack(args.bin_dir, folder, vehicles=60, fleet_arguments=("--radius", "600"))
