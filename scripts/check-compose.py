@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""No Docker engine runs on CI: parse docker-compose.yml and the Dockerfile and check what they name exists."""
+"""No Docker engine runs on CI: parse docker-compose.yml, docker-compose.cluster.yml and the Dockerfile, and check what
+they name exists."""
 import json
 import os
 import re
@@ -67,7 +68,76 @@ with open(os.path.join(root, "deploy", "swiftpm-pins.json")) as handle:
     pinned = {pin["location"].lower().removesuffix(".git") for pin in json.load(handle)["pins"]}
 for url in sorted(wanted - pinned):
     problems.append(f"deploy/swiftpm-pins.json does not pin {url} (make lock)")
+
+# G6: docker-compose.cluster.yml, a group on a 3-node NATS cluster with etcd as its authority.
+def environment_names():
+    """RIDESTATUS_ names of the worker's settings: each key of WorkerSettings+Keys.swift, as SettingsLayers maps it
+    (`rides.updateInterval` -> RIDESTATUS_RIDES_UPDATE_INTERVAL)."""
+    with open(os.path.join(root, "Sources", "RideStatusService", "WorkerSettings+Keys.swift")) as handle:
+        keys = re.findall(r'^\s+"([a-z]+\.[A-Za-z.]+)": \{', handle.read(), re.M)
+    return {"RIDESTATUS_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key).replace(".", "_").upper() for key in keys}
+
+
+with open(os.path.join(root, "docker-compose.cluster.yml")) as handle:
+    cluster = yaml.safe_load(handle).get("services", {})
+with open(os.path.join(root, "scripts", "nats-server.sh")) as handle:
+    nats_version = re.search(r'^version="([^"]+)"', handle.read(), re.M).group(1)
+known = environment_names()
+members = [f"etcd-{i}" for i in range(3)]
+nodes = [f"nats-{i}" for i in range(3)]
+workers = [f"worker-{i}" for i in range(3)]
+for name in members + nodes + workers + ["simulator"]:
+    if name not in cluster:
+        problems.append(f"docker-compose.cluster.yml: service '{name}' is missing")
+for name, service in cluster.items():
+    if service.get("ports"):
+        problems.append(f"docker-compose.cluster.yml: {name} publishes ports; the topology stays on its network")
+    for volume in service.get("volumes", []):
+        source = volume.split(":")[0]
+        if source.startswith("./") and not os.path.exists(os.path.join(root, source)):
+            problems.append(f"docker-compose.cluster.yml: {name} mounts {source}, which does not exist")
+for name in members:
+    service = cluster.get(name, {})
+    if not re.fullmatch(r"gcr\.io/etcd-development/etcd:v3\.4\.\d+", str(service.get("image", ""))):
+        problems.append(f"docker-compose.cluster.yml: {name} is not etcd pinned to a 3.4.z release")
+    command = " ".join(map(str, service.get("command", [])))
+    if f"--name {name}" not in command or not all(f"{member}=http://{member}:2380" in command for member in members):
+        problems.append(f"docker-compose.cluster.yml: {name} does not name itself and the three members")
+for name in nodes:
+    service = cluster.get(name, {})
+    if service.get("image") != f"nats:{nats_version}-alpine":
+        problems.append(f"docker-compose.cluster.yml: {name} is not nats {nats_version}, the pin of scripts/nats-server.sh")
+    if service.get("environment", {}).get("NATS_NAME") != name:
+        problems.append(f"docker-compose.cluster.yml: {name} does not give its name to config/nats-cluster.conf")
+with open(os.path.join(root, "config", "nats-cluster.conf")) as handle:
+    nats_conf = handle.read()
+for node in nodes:
+    if f"nats-route://{node}:6222" not in nats_conf:
+        problems.append(f"config/nats-cluster.conf does not route to {node}")
+if "mqtt" not in nats_conf or "jetstream" not in nats_conf:
+    problems.append("config/nats-cluster.conf lacks MQTT or JetStream (MQTT needs JetStream)")
+for index, name in enumerate(workers):
+    environment = cluster.get(name, {}).get("environment", {})
+    for variable in sorted(set(environment) - known):
+        problems.append(f"docker-compose.cluster.yml: {name} sets {variable}, which is no worker setting")
+    if environment.get("RIDESTATUS_GROUP_AUTHORITY") != "etcd":
+        problems.append(f"docker-compose.cluster.yml: {name} does not take etcd as its authority (G6)")
+    endpoints = str(environment.get("RIDESTATUS_GROUP_ETCD_ENDPOINTS", "")).split(",")
+    if sorted(endpoints) != [f"http://{member}:2379" for member in members]:
+        problems.append(f"docker-compose.cluster.yml: {name} is not given the three etcd members")
+    urls = str(environment.get("RIDESTATUS_BROKER_URL", "")).split(",")
+    if sorted(urls) != [f"mqtt://{node}:1883" for node in nodes] or urls[0] != f"mqtt://{nodes[index]}:1883":
+        problems.append(f"docker-compose.cluster.yml: {name} does not start on its own node with the others after it")
+    if str(environment.get("RIDESTATUS_BROKER_PROTOCOL")) != "3.1.1":
+        problems.append(f"docker-compose.cluster.yml: {name} does not speak MQTT 3.1.1 (NATS)")
+for variable in sorted(set(services.get("worker", {}).get("environment", {})) - known):
+    problems.append(f"docker-compose.yml: the worker sets {variable}, which is no worker setting")
+ids = [cluster.get(name, {}).get("environment", {}).get("RIDESTATUS_WORKER_ID") for name in workers]
+if len(set(ids)) != len(workers) or None in ids:
+    problems.append(f"docker-compose.cluster.yml: the workers' ids are not set and distinct: {ids}")
+
 if problems:
     print("compose check failed:\n  " + "\n  ".join(problems))
     sys.exit(1)
-print(f"compose check: {len(services)} services, mounted files and Dockerfile sources exist")
+print(f"compose check: {len(services)} services, mounted files and Dockerfile sources exist; the cluster's "
+      f"{len(cluster)} services: etcd and NATS pinned, each worker on etcd with the three nodes and members")
