@@ -84,6 +84,7 @@ build-unbuffered: deps
 ## (debug builds); a screenshot goes to .build/test-output/browser
 test-browser: deps
 	$(if $(SKIP_BUILD),,$(SWIFT) build $(STRICT_FLAGS))
+	@./scripts/roads.sh --install
 	python3 Tests/Python/browser/test_map.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-routes: E2 end to end: mosquitto, the worker and fleet-sim sending routes; statuses name their source, before

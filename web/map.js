@@ -67,6 +67,7 @@ function position(summary) {
 // that has no tiles offline. With them the view starts on the streets, not on the catalog's areas.
 map.createPane("streets").style.zIndex = 250;
 let streetsShown = false;
+let streetsDrawn = 0;
 
 fetch("/map-config.json").then((r) => r.json()).then((config) => {
   if (config.streets) drawStreets(config.streets, config.streetsAttribution);
@@ -95,6 +96,7 @@ function drawStreets(url, attribution) {
     // Escaped: Leaflet puts attributions into innerHTML.
     if (attribution) map.attributionControl.addAttribution(textNode(attribution).innerHTML);
     streetsShown = true;
+    streetsDrawn = layer.getLayers().length;
     if (!fitted && rides.size === 0) map.fitBounds(layer.getBounds());
   }).catch(() => offlineNote("the streets could not be read"));
 }
@@ -376,6 +378,7 @@ window.rideMap = {
   colour(id) { const r = rides.get(id); return r ? r.marker.options.fillColor : null; },
   phase(id) { const r = rides.get(id); return r ? r.summary.phase : null; },
   select(id) { select(id, true); },
+  streets() { return streetsDrawn; },
   colours: COLOURS,
 };
 

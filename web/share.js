@@ -26,7 +26,21 @@
   }
 
   fetch("/map-config.json").then((r) => r.json()).then((config) => {
-    if (!config.tileURL) { offlineNote("no basemap here: the car, the pickup and the drop-off only"); return; }
+    // Streets from an extract (http.streets), under the markers, where there are no tiles.
+    if (config.streets) {
+      map.createPane("streets").style.zIndex = 250;
+      fetch(config.streets).then((r) => r.json()).then((streets) => {
+        L.geoJSON(streets, { pane: "streets", interactive: false, style: { color: "#b9c0c8", weight: 3 } }).addTo(map);
+        const span = document.createElement("span");
+        span.textContent = config.streetsAttribution || "";
+        if (span.textContent) map.attributionControl.addAttribution(span.innerHTML);
+      }).catch(() => {});
+    }
+    if (!config.tileURL) {
+      offlineNote(config.streets ? "no basemap here: the streets, the car, the pickup and the drop-off"
+        : "no basemap here: the car, the pickup and the drop-off only");
+      return;
+    }
     let failed = 0;
     L.tileLayer(config.tileURL, { attribution: config.tileAttribution, maxZoom: 19, referrerPolicy: "no-referrer" })
       .on("tileerror", () => { if (++failed === 4) offlineNote("basemap tiles unreachable: the car, the pickup and the drop-off only"); })

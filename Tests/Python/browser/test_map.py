@@ -9,14 +9,18 @@ Checks, in order:
   - a phase change (confirmed -> approachingPickup, P2) changes the marker's colour within 2 s;
   - the ride panel shows the ride's status (L7, through /v1/rides/{id});
   - a share link shows that ride alone: its phase and vehicle, its marker moving with a fix, no request
-    for anything but its own status and events, no other ride's identifier on the page; a forged link says so.
+    for anything but its own status and events, no other ride's identifier on the page; a forged link says so;
+  - with `http.streets` (make run's Helsinki extract, scripts/roads.sh), the map draws every street of the file, names
+    their ODbL attribution, and says nothing of a missing basemap.
 Screenshots go to the output folder (default .build/test-output/browser).
 
 Usage: Tests/Python/browser/test_map.py [--bin-dir .build/debug] [--output DIR]
 """
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,7 +71,8 @@ def check_share_link(driver, stack, bin_dir, private_key, output, close):
                    "const n = document.getElementById('offline-note'); return n ? n.textContent : ''"), 5)
     requested = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     token_path = link[len(base):]
-    allowed = (token_path + "/status", token_path + "/live", "/leaflet/", "/share.js", "/map.css", "/map-config.json")
+    allowed = (token_path + "/status", token_path + "/live", "/leaflet/", "/share.js", "/map.css", "/map-config.json",
+               "/streets.geojson")
     strays = [name for name in requested if not name[len(base):].startswith(allowed)]
     assert not strays, f"the share page asked for more than its ride: {strays}"
     source = driver.page_source
@@ -83,6 +88,30 @@ def check_share_link(driver, stack, bin_dir, private_key, output, close):
     wait_until("a forged link refused on the page",
                lambda: driver.execute_script("return document.body.dataset.refused") == "badSignature", 10)
     print("a forged link is refused: " + driver.find_element(By.ID, "panel-title").text)
+
+
+def check_streets(driver, bin_dir, output):
+    """The map with make run's streets: a worker of its own, given the extract's streets and no tiles."""
+    roads = subprocess.run([os.path.join(ROOT, "scripts/roads.sh")], capture_output=True, text=True, check=True)
+    streets_file = os.path.join(ROOT, roads.stdout.strip(), "streets.geojson")
+    with open(streets_file) as handle:
+        features = len(json.load(handle)["features"])
+    folder = tempfile.mkdtemp(prefix="ride-map-streets-")
+    stack = Stack(bin_dir, folder, vehicles=1, worker_settings=[f"http.streets={streets_file}"])
+    try:
+        driver.get(f"http://127.0.0.1:{stack.http_port}/")
+        wait_until("the streets to be drawn", lambda: driver.execute_script("return window.rideMap.streets()") > 0, 10)
+        drawn = driver.execute_script("return window.rideMap.streets()")
+        assert drawn == features, f"{drawn} streets drawn of the file's {features}"
+        attribution = driver.find_element(By.CSS_SELECTOR, ".leaflet-control-attribution").text
+        assert "OpenStreetMap" in attribution and "ODbL" in attribution, f"the streets' attribution: {attribution!r}"
+        note = driver.execute_script("const n = document.getElementById('offline-note'); return n ? n.textContent : ''")
+        assert "basemap" not in note, f"with streets the map says nothing of a basemap: {note!r}"
+        driver.save_screenshot(os.path.join(output, "map-streets.png"))
+        print(f"streets: all {features} of make run's extract drawn, with their attribution")
+    finally:
+        stack.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(bin_dir, output):
@@ -172,6 +201,7 @@ def run(bin_dir, output):
         # L8 with the page still open: the worker ends the event stream and stops cleanly.
         stack.stop()
         print(f"worker stopped in {stack.worker_stop_seconds:.1f} s with the page's event stream open")
+        check_streets(driver, bin_dir, output)
     finally:
         driver.quit()
         try:
