@@ -212,7 +212,8 @@ bench-push: deps
 
 ## bench-group: a group of release workers on mosquitto (issues 13, 28): 30,000 rides with a fix per vehicle every 10 s,
 ## one worker then three (rides moved per join, the cost of membership against one worker), then SIGKILL and SIGTERM;
-## per handover: time until every moved ride publishes again, largest gap, statuses without a location, state writes
+## per handover: time until every moved ride publishes again, largest gap, statuses without a location, state writes;
+## GROUP_ARGS=--etcd runs the same with ownership granted by three etcd members on loopback (G6)
 bench-group: deps
 	$(SWIFT) build -c release --product ride-bench
 	$(SWIFT) build -c release --product ride-status-worker

@@ -28,6 +28,11 @@ struct GroupBenchmark: AsyncParsableCommand {
             "Seconds each steady phase is measured; default one sequence block (12 intervals), so that the durable-state writes (once per block, C5) are counted fairly."
     )
     var steady: Double?
+    @Flag(
+        help:
+            "Ownership granted by etcd (G6): three etcd members on loopback, every worker with group.authority=etcd; without it the group's broker-only mode (G5's lease)."
+    )
+    var etcd = false
 
     /// Who published each ride's statuses, and when, as a subscriber saw them.
     final class Owners: Sendable {
@@ -114,6 +119,13 @@ struct GroupBenchmark: AsyncParsableCommand {
         logger.logLevel = .error
         let broker = try await TestBroker(TestBroker.Options(sysInterval: 1))
         defer { broker.stop() }
+        let authority = etcd ? try await EtcdCluster() : nil
+        defer { authority?.stop() }
+        let settings =
+            set
+            + (authority.map {
+                ["group.authority=etcd", "group.etcdEndpoints=\($0.endpoints.joined(separator: ","))"]
+            } ?? [])
         let observer = try await connect(broker, "group-observer", logger, buffer: 200_000)
         let owners = Owners()
         /// `$SYS` counters and when each was last updated (mosquitto publishes them once per `sys_interval`).
@@ -141,9 +153,10 @@ struct GroupBenchmark: AsyncParsableCommand {
         }
 
         print(
-            "group: \(rides) rides at a \(interval) s interval, a fix per vehicle every \(fixEvery) s; one worker first, then three"
+            "group: \(rides) rides at a \(interval) s interval, a fix per vehicle every \(fixEvery) s; one worker first, then three; "
+                + (etcd ? "ownership from three etcd members (G6)" : "broker-only ownership (G5's lease)")
         )
-        var workers = [try await start("w-1", broker)]
+        var workers = [try await start("w-1", broker, settings: settings)]
         let publisher = try await connect(broker, "group-dispatch", logger)
         let ids = (0..<rides).map { "r-\($0)" }
         try await spread(ids.map { ("rides/\($0)/start", booking($0)) }, with: publisher)
@@ -165,7 +178,7 @@ struct GroupBenchmark: AsyncParsableCommand {
             let before = owners.current
             let joined = ContinuousClock.now
             let writesBefore = stateWrites(workers)
-            workers.append(try await start(id, broker))
+            workers.append(try await start(id, broker, settings: settings))
             try await waitFor("the group of \(workers.count)", timeout: 60) {
                 workers.allSatisfy { $0.metric("ridestatus_group_members") == Double(workers.count) }
             }
@@ -329,7 +342,7 @@ struct GroupBenchmark: AsyncParsableCommand {
             statuses: (statuses - statusesBefore) / elapsed, states: (states - statesBefore) / elapsed)
     }
 
-    func start(_ id: String, _ broker: TestBroker) async throws -> Worker {
+    func start(_ id: String, _ broker: TestBroker, settings: [String]) async throws -> Worker {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("ride-status-worker").path
         guard FileManager.default.isExecutableFile(atPath: executable) else {
@@ -342,7 +355,7 @@ struct GroupBenchmark: AsyncParsableCommand {
                 "--broker", broker.url, "--worker-id", id, "--update-interval", "\(interval)", "--state-dir",
                 broker.directory.appendingPathComponent("state-\(id)").path, "--metrics-port", "\(port)",
                 "--log-level", "warning",
-            ] + set.flatMap { ["--set", $0] },
+            ] + settings.flatMap { ["--set", $0] },
             output: broker.directory.appendingPathComponent("\(id).log"))
         try await waitFor("\(id) ready", timeout: 60) { httpGet(port: port, path: "/readyz")?.status == 200 }
         return Worker(id: id, process: process, port: port)

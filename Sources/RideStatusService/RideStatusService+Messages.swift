@@ -344,6 +344,24 @@ extension RideStatusService {
         executor.execute(actions, engine: &core.engine, now: now)
     }
 
+    /// G3: keeps a control message for a ride not served here, in case its bucket comes here; one dropped early
+    /// because the keep is full is counted and said (the first, then every thousandth), never silently.
+    func keepForHandover(_ message: MQTTMessage, bucket: Int, now: Date, core: inout Core) {
+        let before = core.handover.recent.evictedEarly
+        core.handover.recent.append(message, bucket: bucket, now: now.timeIntervalSince1970)
+        let evicted = core.handover.recent.evictedEarly
+        guard evicted > before else { return }
+        metrics.controlsEvicted.increment(by: evicted - before)
+        if before == 0 || evicted / 1000 > before / 1000 {
+            logger.warning(
+                "control messages for rides not served here dropped before their time: the handover's keep is full (G3); lost unless another worker served them",
+                metadata: [
+                    "dropped": "\(evicted)", "kept": "\(core.handover.recent.capacity)",
+                    "window": "\(core.handover.recent.window) s",
+                ])
+        }
+    }
+
     /// Handles one message, its topic parsed once by the caller; returns whether it caused a status publish.
     @discardableResult
     func handle(_ message: MQTTMessage, parsed: RideTopics.Parsed, now: Date, core: inout Core) -> Bool {
@@ -351,14 +369,13 @@ extension RideStatusService {
         case .control(_, let ride) where !servesNow(ride, core: core):
             // G1: another worker's ride, or one on its way here (or fenced off here, its bucket maybe coming
             // back): kept a while in case its bucket arrives (G3).
-            core.handover.recent.append(message, bucket: Ownership.bucket(of: ride), now: now.timeIntervalSince1970)
+            keepForHandover(message, bucket: Ownership.bucket(of: ride), now: now, core: &core)
         case .vehicleEvent(let vehicle):
             // A3: the topic names the vehicle, the payload the ride: routed by the ride as its controls are. One
             // whose ride does not read is refused once in a group, by the worker serving the vehicle id's bucket.
             let ride = try? decoder.vehicleEventRide(message.payload)
             guard ride.map({ servesNow($0, core: core) }) ?? core.handover.machine.serves(ride: vehicle) else {
-                core.handover.recent.append(
-                    message, bucket: Ownership.bucket(of: ride ?? vehicle), now: now.timeIntervalSince1970)
+                keepForHandover(message, bucket: Ownership.bucket(of: ride ?? vehicle), now: now, core: &core)
                 return false
             }
             return executor.execute(

@@ -14,6 +14,9 @@ package struct WorkerMetrics: Sendable {
     /// G6: requests to etcd, and those that failed (no member answered in time, or one refused).
     let etcdRequests = Counter(label: "ridestatus_etcd_requests_total")
     let etcdFailures = Counter(label: "ridestatus_etcd_failures_total")
+    /// G3: control messages for rides not served here dropped from the handover's keep (``RecentControls``) before
+    /// their time, because it was full: lost if no other worker served them.
+    let controlsEvicted = Counter(label: "ridestatus_controls_evicted_total")
     let reconnects = Gauge(label: "ridestatus_reconnects")
     let droppedMessages = Gauge(label: "ridestatus_mqtt_dropped_messages")
     /// Publishes the connection takes now without holding them back (0: disconnected or the broker behind).
