@@ -112,6 +112,8 @@ extension WorkerMetrics {
         "ridestatus_etcd_requests_total": "G6: requests sent to etcd (leases, members, claims, give-backs).",
         "ridestatus_etcd_failures_total":
             "G6: requests to etcd that failed: no member answered in time, or etcd refused.",
+        "ridestatus_controls_evicted_total":
+            "G3: control messages for rides not served here dropped from the handover's keep because it was full: lost unless another worker served them.",
         "ridestatus_reconnects": "Reconnects of the current process so far.",
         "ridestatus_mqtt_dropped_messages": "Messages libmosquitto dropped for lack of room in its queue.",
         "ridestatus_mqtt_publish_room":
