@@ -102,6 +102,33 @@ struct StreetsTests {
         #expect(throws: StreetMap.Problem.self) { try StreetMap(geoJSON: Array("[1".utf8)) }
     }
 
+    @Test(
+        "E2: without streets (make run STREETS=0) the route dispatch sends, the car's planned path, passes the worker's checks"
+    )
+    func madeUpRoutesPass() throws {
+        var world = World(
+            seed: 9, vehicles: 20, center: WorldTests.berlin, radius: 600, ownTracksShare: 0, cancelRate: 0,
+            badInputRate: 0, quoteReplies: nil, driving: .classes, start: WorldTests.start)
+        world.routeShare = 1
+        var checked = 0
+        for second in 1...400 {
+            for message in world.step(now: WorldTests.start.addingTimeInterval(Double(second)), dt: 1) {
+                let levels = message.topic.split(separator: "/").map(String.init)
+                guard levels.count == 3, levels[2] == "assign" || levels[2] == "route" else { continue }
+                var payload = message.payload
+                if levels[2] == "assign" {
+                    let object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+                    guard let route = object["route"] else { continue }
+                    payload = Array(try JSONSerialization.data(withJSONObject: route))
+                }
+                let route = try InputDecoder().route(rideIdentifier: levels[1], payload: payload)
+                #expect(route.polyline != nil && route.precision == 6 && (route.duration ?? 0) > 0)
+                checked += 1
+            }
+        }
+        #expect(checked >= 20, "\(checked) routes checked")
+    }
+
     /// A one-car world on one street, the recorded route's line, that books without quotes.
     static func oneCarWorld() throws -> (World, EngineRoute) {
         let route = try EngineRoute(osrm: recorded("route.json"))

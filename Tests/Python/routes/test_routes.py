@@ -116,7 +116,7 @@ def main():
                        lambda: "running and waiting for requests" in open(engine_log.name).read(), 15)
             stack = Stack(args.bin_dir, folder, vehicles=60,
                           worker_settings=(f"http.streets={city}/streets.geojson",),
-                          fleet_arguments=("--driving", "classes", "--streets", f"{city}/streets.geojson",
+                          fleet_arguments=("--driving", "arterial", "--streets", f"{city}/streets.geojson",
                                            "--osrm", f"http://127.0.0.1:{engine_port}"))
         except BaseException:
             engine.terminate()
