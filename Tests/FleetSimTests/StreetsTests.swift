@@ -206,17 +206,8 @@ struct StreetsTests {
         "E2: on real streets a car asks the engine, drives its route, and dispatch sends that route with the assignment"
     )
     func drivesTheEngineRoute() throws {
-        let route = try EngineRoute(osrm: Self.recorded("route.json"))
         // One street, the route itself: the car starts on it and its pickup is on it.
-        let line = route.points.map { "[\($0.longitude),\($0.latitude)]" }.joined(separator: ",")
-        let map = try StreetMap(
-            geoJSON: Array(
-                #"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"LineString","coordinates":[\#(line)]},"properties":{"drive":true}}]}"#
-                    .utf8))
-        var world = World(
-            seed: 5, vehicles: 1, center: map.center, radius: 500, ownTracksShare: 0, cancelRate: 0, badInputRate: 0,
-            quoteReplies: nil, driving: .urban, streets: map, start: WorldTests.start)
-        world.routeShare = 1
+        var (world, route) = try Self.oneCarWorld()
         var asked: World.RouteRequest?
         var assign: String?
         var positions: [Coordinate] = []
