@@ -165,16 +165,20 @@ test-tsan: deps
 
 ## chaos: faults against the release worker and a real mosquitto (kills, broker restarts, a freeze, a cut);
 ## prints its counts and fails unless all are 0. CHAOS_ARGS for more (ride-bench chaos --help)
+## FAULT_CONFIG=debug runs chaos and bench-flood on make test's debug build instead (CI does: they check faults and
+## bounds, not speed, and a clean clone's release build took 8 of CI's 35 minutes)
+FAULT_CONFIG ?= release
+FAULT_FLAGS := $(if $(filter debug,$(FAULT_CONFIG)),$(STRICT_FLAGS),)
 chaos: deps
-	$(SWIFT) build -c release --product ride-status-worker
-	$(SWIFT) build -c release --product ride-bench
-	.build/release/ride-bench chaos $(CHAOS_ARGS)
+	$(SWIFT) build -c $(FAULT_CONFIG) --product ride-status-worker $(FAULT_FLAGS)
+	$(SWIFT) build -c $(FAULT_CONFIG) --product ride-bench $(FAULT_FLAGS)
+	.build/$(FAULT_CONFIG)/ride-bench chaos $(CHAOS_ARGS)
 
 ## bench-flood: 200,000 garbage messages on vehicle and control topics: memory, healthy cadence, dead-letter limit
 bench-flood: deps
-	$(SWIFT) build -c release --product ride-status-worker
-	$(SWIFT) build -c release --product ride-bench
-	.build/release/ride-bench flood $(FLOOD_ARGS)
+	$(SWIFT) build -c $(FAULT_CONFIG) --product ride-status-worker $(FAULT_FLAGS)
+	$(SWIFT) build -c $(FAULT_CONFIG) --product ride-bench $(FAULT_FLAGS)
+	.build/$(FAULT_CONFIG)/ride-bench flood $(FLOOD_ARGS)
 
 ## fuzz: libFuzzer + AddressSanitizer on every decoder of the domain, FUZZ_SECONDS per target (default 60)
 FUZZ_SECONDS ?= 60
