@@ -113,6 +113,9 @@ extension RideStatusService {
             core.handover.reported = counts
             metrics.bucketsArriving.record(core.handover.machine.pendingCount)
             metrics.bucketsServed.record(core.handover.machine.servingCount)
+            let (machine, grants) = (core.handover.machine, core.authority?.grants)
+            core.handover.recent.settle(
+                mayArrive: { mayArrive($0, machine: machine, grants: grants) }, now: now.timeIntervalSince1970)
             metrics.controlsKept.record(core.handover.recent.count)
             if core.quoter != nil {
                 // Positions older than availabilityMaxAge no longer count: memory follows the live fleet.

@@ -348,7 +348,8 @@ extension RideStatusService {
     /// because the keep is full is counted and said (the first, then every thousandth), never silently.
     func keepForHandover(_ message: MQTTMessage, bucket: Int, now: Date, core: inout Core) {
         let before = core.handover.recent.evictedEarly
-        core.handover.recent.append(message, bucket: bucket, now: now.timeIntervalSince1970)
+        core.handover.recent.append(
+            message, bucket: bucket, now: now.timeIntervalSince1970, mayArrive: mayArrive(bucket, core: core))
         let evicted = core.handover.recent.evictedEarly
         guard evicted > before else { return }
         metrics.controlsEvicted.increment(by: evicted - before)
@@ -360,6 +361,19 @@ extension RideStatusService {
                     "window": "\(core.handover.recent.window) s",
                 ])
         }
+    }
+
+    /// G3, G6: whether a bucket not served here may yet be: its load or (with an authority) its grant is under way,
+    /// or the worker does not know the group yet. Its control messages are then kept until it is served.
+    func mayArrive(_ bucket: Int, core: borrowing Core) -> Bool {
+        mayArrive(bucket, machine: core.handover.machine, grants: core.authority?.grants)
+    }
+
+    func mayArrive(_ bucket: Int, machine: borrowing Handover<StateVersion>, grants: BucketGrants?) -> Bool {
+        if machine.buckets.isArriving(bucket) { return true }
+        guard settings.authority == .etcd else { return !machine.viewFormed }
+        guard let grants, !grants.members.isEmpty else { return true }
+        return grants.wanted.contains(bucket)
     }
 
     /// Handles one message, its topic parsed once by the caller; returns whether it caused a status publish.

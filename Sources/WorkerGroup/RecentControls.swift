@@ -6,54 +6,107 @@
 /// had applied already is a redelivered duplicate, which changes nothing (L6), and a suffix of a ride's
 /// messages replayed in order ends in the same ride.
 ///
-/// Bounded twice, so that a busy fleet cannot grow a worker: by age (``window``, seconds, longer than the
-/// failure detection time of the group) and by count (``capacity``; past it the oldest go first, counted in
-/// ``evictedEarly``).
+/// Two keeps, so that a busy fleet cannot grow a worker and a bucket on its way here loses nothing:
+/// - A message for a bucket served elsewhere is bounded by age (``window``, seconds, longer than the failure
+///   detection time of the group) and by count (``capacity``; past it the oldest go first).
+/// - A message for a bucket that may come here (its grant or its load is under way, or the worker does not yet
+///   know the group) is kept until the bucket is served here (``take(buckets:now:)``) or is known to go
+///   elsewhere (``settle(mayArrive:now:)``, after which it ages as the others do). A lone worker granted its
+///   buckets by etcd while 30,000 bookings arrived lost 5,046 of them to the first keep's capacity before this
+///   keep existed (`ride-bench group --rides 30000 --etcd`). Its own bound, ``arrivingCapacity``, is far larger:
+///   it only stops a flood.
+///
+/// A message dropped before its time from either keep is counted in ``evictedEarly``.
 public struct RecentControls<Message: Sendable>: Sendable {
     struct Entry: Sendable {
         var at: Double
         var bucket: Int
+        /// The order of arrival across both keeps: a bucket's messages are replayed in it.
+        var order: Int
         var message: Message?
     }
 
     public let window: Double
     public let capacity: Int
+    public let arrivingCapacity: Int
     private var entries: [Entry] = []
     /// Entries before this index are gone (taken or expired): trimmed in bulk, not one by one.
     private var head = 0
-    /// Messages dropped before their time because ``capacity`` was reached.
+    /// Messages for buckets that may come here, oldest first; those before ``arrivingHead`` are dropped.
+    private var arriving: [Entry] = []
+    private var arrivingHead = 0
+    private var nextOrder = 0
+    /// Messages dropped before their time because a keep's capacity was reached.
     public private(set) var evictedEarly = 0
 
-    public init(window: Double = 30, capacity: Int = 20_000) {
+    public init(window: Double = 30, capacity: Int = 20_000, arrivingCapacity: Int = 250_000) {
         self.window = window
         self.capacity = capacity
+        self.arrivingCapacity = arrivingCapacity
     }
 
     /// Messages kept now.
-    public var count: Int { entries[head...].reduce(0) { $0 + ($1.message == nil ? 0 : 1) } }
+    public var count: Int {
+        entries[head...].reduce(arriving.count - arrivingHead) { $0 + ($1.message == nil ? 0 : 1) }
+    }
 
-    /// Keeps `message` for the ride of `bucket`, received at `now` (seconds).
-    public mutating func append(_ message: Message, bucket: Int, now: Double) {
+    /// Keeps `message` for the ride of `bucket`, received at `now` (seconds); `mayArrive` when the bucket's grant
+    /// or load is under way here, or the worker does not know yet who serves it.
+    public mutating func append(_ message: Message, bucket: Int, now: Double, mayArrive: Bool = false) {
+        let entry = Entry(at: now, bucket: bucket, order: nextOrder, message: message)
+        nextOrder += 1
+        if mayArrive {
+            if arriving.count - arrivingHead >= arrivingCapacity {
+                arrivingHead += 1
+                evictedEarly += 1
+                if arrivingHead > 1024, arrivingHead * 2 > arriving.count { trimArriving() }
+            }
+            arriving.append(entry)
+            return
+        }
         expire(now: now)
         if entries.count - head >= capacity {
             if entries[head].message != nil { evictedEarly += 1 }
             head += 1
         }
-        entries.append(Entry(at: now, bucket: bucket, message: message))
+        entries.append(entry)
         compact()
     }
 
     /// The messages kept for these buckets, oldest first; they are no longer kept.
     public mutating func take(buckets: Set<Int>, now: Double) -> [Message] {
         expire(now: now)
-        var taken: [Message] = []
+        var taken: [Entry] = []
         for index in head..<entries.count where buckets.contains(entries[index].bucket) {
-            if let message = entries[index].message {
-                taken.append(message)
+            if entries[index].message != nil {
+                taken.append(entries[index])
                 entries[index].message = nil
             }
         }
-        return taken
+        if arriving.count > arrivingHead {
+            trimArriving()
+            let before = taken.count
+            arriving.removeAll { entry in
+                guard buckets.contains(entry.bucket) else { return false }
+                taken.append(entry)
+                return true
+            }
+            // Each keep is in order; a bucket that became one on its way here has messages in both.
+            if before > 0, taken.count > before { taken.sort { $0.order < $1.order } }
+        }
+        return taken.compactMap(\.message)
+    }
+
+    /// Messages of buckets that can no longer come here (another worker serves them) age as the others do: those
+    /// older than ``window`` are gone. Called now and then (each is looked at), not per message.
+    public mutating func settle(mayArrive: (Int) -> Bool, now: Double) {
+        trimArriving()
+        arriving.removeAll { now - $0.at > window && !mayArrive($0.bucket) }
+    }
+
+    private mutating func trimArriving() {
+        arriving.removeFirst(arrivingHead)
+        arrivingHead = 0
     }
 
     private mutating func expire(now: Double) {
