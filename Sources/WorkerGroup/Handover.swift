@@ -48,29 +48,6 @@ public enum Seen<Version: Sendable & Equatable>: Sendable, Equatable {
     }
 }
 
-/// C5, G2, G3: a lower bound for the rides of one bucket that a worker stopped serving, carried in its release
-/// notice: the highest epoch and the highest reserved sequence among them. A new owner continues above it
-/// whatever state it reads: a clustered broker's retained copy can lag many writes behind the last one (a NATS
-/// node whose retained-message cache stopped following its stream after another node's loss served a state 14 s
-/// old, `GroupNATSClusterTests`), while a notice travels live. Epochs and sequences only grow, so a floor never
-/// becomes wrong; at worst it skips numbers, which C5 allows.
-public struct SequenceFloor: Sendable, Hashable, CustomStringConvertible {
-    public var epoch: UInt64
-    public var ceiling: Int
-
-    public init(epoch: UInt64, ceiling: Int) {
-        self.epoch = epoch
-        self.ceiling = ceiling
-    }
-
-    /// The bound under both: each part the higher of the two.
-    public func merged(with other: SequenceFloor) -> SequenceFloor {
-        SequenceFloor(epoch: max(epoch, other.epoch), ceiling: max(ceiling, other.ceiling))
-    }
-
-    public var description: String { "\(epoch)/\(ceiling)" }
-}
-
 /// G3, G4: the whole handover of one worker's rides as the group changes: which buckets it releases, loads and
 /// serves (``BucketHandover``), which copies of ride states it keeps while a bucket arrives, which rides it stops
 /// publishing because another worker writes them under a newer epoch (fencing), when it reads a bucket again to

@@ -58,6 +58,10 @@ public struct RideEngine: Sendable {
     public func ride(_ identifier: String) -> Ride? { rideTable[identifier] }
     /// The identifiers of the active rides.
     public var rideIdentifiers: [String] { rideTable.keys }
+    /// C5: a ride's sequence, without copying the ride out.
+    package func sequence(of identifier: String) -> Int? {
+        rideTable.slot(of: identifier).map { rideTable[slot: $0].sequence }
+    }
     /// G2: a ride's ownership epoch, without copying the ride out.
     public func epoch(of identifier: String) -> UInt64? {
         rideTable.slot(of: identifier).map { rideTable[slot: $0].epoch }
@@ -70,9 +74,7 @@ public struct RideEngine: Sendable {
         for slot in rideTable.slots {
             let bucket = Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)
             guard buckets?.contains(bucket) ?? true else { continue }
-            let floor = SequenceFloor(
-                epoch: rideTable[slot: slot].epoch,
-                ceiling: max(rideTable[slot: slot].sequence, rideTable[slot: slot].sequenceCeiling))
+            let floor = RideNumbering.floor(of: rideTable[slot: slot].numbers)
             floors[bucket] = floors[bucket].map { floor.merged(with: $0) } ?? floor
         }
         return floors
@@ -114,8 +116,8 @@ public struct RideEngine: Sendable {
     /// C5: the ride in `slot` numbered at `sequence` (at most ``Ride/maxSequence``) if that is above its own; nil
     /// when it is not.
     private mutating func lift(_ slot: Int, to sequence: Int) -> Ride? {
-        guard sequence > rideTable[slot: slot].sequence else { return nil }
-        rideTable[slot: slot].sequence = min(sequence, Ride.maxSequence)
+        guard let lifted = RideNumbering.lift(rideTable[slot: slot].sequence, to: sequence) else { return nil }
+        rideTable[slot: slot].sequence = lifted
         return rideTable[slot: slot]
     }
 

@@ -7,7 +7,7 @@ package import WorkerGroup
 extension Ride {
     /// The largest `sequence` a ride may carry: 2^53 - 1, the largest integer every JSON reader keeps exactly.
     /// A stored sequence above it could never be continued without loss (or, at `Int.max`, without trapping).
-    package static let maxSequence = 9_007_199_254_740_991
+    package static let maxSequence = RideNumbering.maxSequence
     /// 2000-01-01T00:00:00Z: no ride state of this worker is older; earlier times (year 1 writes fine as RFC
     /// 3339) would make every duration computed from them absurd.
     static let earliestTime = Date(timeIntervalSince1970: 946_684_800)
@@ -215,59 +215,49 @@ extension Ride {
 }
 
 extension Ride {
-    /// G2, G3 in broker-only mode: a new owner takes the ride over: its epoch grows by one (64 bits: it never
-    /// wraps; under an authority, G6, the grant gives the epoch instead, ``grant(epoch:)``), so that the old owner,
-    /// seeing a state under a higher epoch, stops publishing the ride (G4); and its ceiling rises by one
-    /// `sequenceBlock` (C5), so the new owner continues above every sequence the old owner may have reserved.
-    ///
-    /// The state read may lag the old owner's last write by one: the old owner sends each ceiling before the
-    /// statuses it covers, but a clustered broker can deliver those statuses to subscribers while its copy of
-    /// the retained state is not yet the new one (a NATS node lost mid-write: the old owner's status 7 was
-    /// delivered, the new owner read the ceiling 6 and issued 7 again, `GroupNATSClusterTests`). One write
-    /// reserves at most one block above the ceiling before it, so skipping a block keeps the numbering
-    /// strictly increasing across owners; C5 allows the gap.
-    ///
-    /// A `floor` from the previous owner's release notice bounds both from below: the read can lag further than
-    /// one write (``SequenceFloor``).
-    package mutating func takeOver(sequenceBlock: Int, floor: SequenceFloor? = nil) {
-        if let floor { epoch = max(epoch, floor.epoch) }
-        if epoch < .max { epoch += 1 }
-        let reserved = min(max(sequence, sequenceCeiling, floor?.ceiling ?? 0), Ride.maxSequence)
-        sequenceCeiling = reserved + min(max(sequenceBlock, 0), Ride.maxSequence - reserved)
-    }
-
-    /// G6: a worker granted the ride's bucket under `epoch` by the authority takes the ride over: the epoch is
-    /// the grant's, and the next status is numbered in its range (``SequenceNumbering``), above every number
-    /// published or reserved before. Nothing changes unless the outcome is ``SequenceNumbering/Outcome/next(_:)``.
-    package mutating func grant(epoch granted: UInt64) -> SequenceNumbering.Outcome {
-        let outcome = SequenceNumbering.next(after: max(sequence, sequenceCeiling), epoch: granted)
-        if case .next(let next) = outcome {
-            epoch = granted
-            // The next status adds one; its state write reserves the block above first (C5, L5).
-            sequence = next - 1
-            sequenceCeiling = sequence
+    /// C5: the ride's numbers as ``RideNumbering`` decides them: its epoch, sequence and reserved ceiling.
+    package var numbers: RideNumbering.Numbers {
+        get { RideNumbering.Numbers(epoch: epoch, sequence: sequence, ceiling: sequenceCeiling) }
+        set {
+            epoch = newValue.epoch
+            sequence = newValue.sequence
+            sequenceCeiling = newValue.ceiling
         }
-        return outcome
     }
 
-    /// C5 across owners whose views split: how many numbers a ride's owners may use per second of its life at
-    /// most, so that a taker later by a tenth of a second numbers above one earlier (``clockCeiling(at:)``). A
-    /// ride publishes every `rides.updateInterval` and at its changes: far fewer.
-    package static let takeoverNumbersPerSecond = 10.0
-
-    /// C5, G3: the lowest ceiling a worker taking the ride over at `now` reserves from: its age at `now` times
-    /// ``takeoverNumbersPerSecond``. Two workers whose views of the group split (a NATS node lost while a worker
-    /// died) both take the dead worker's rides over from the same read; each continuing a block above that read,
-    /// they issued the same numbers (`GroupNATSClusterTests`, five seconds apart). Counted from the ride's start
-    /// on each taker's clock, the later one starts above the earlier by 10 numbers per second between them,
-    /// more than the earlier issues at the cadence (what it does not cover: docs/CONTRACT-NOTES.md, "C5 across
-    /// a NATS node's loss"). It leaves a gap at a handover (C5 allows gaps), up to 216,000 numbers for a ride six
-    /// hours old.
-    package func clockCeiling(at now: Date) -> Int {
-        let age = now.timeIntervalSince(startedAt)
-        guard age.isFinite, age > 0 else { return 0 }
-        return Int(min(age * Self.takeoverNumbersPerSecond, Double(Self.maxSequence / 2)))
+    /// C5, G3, G6: the ride served here from now on, numbered as ``RideNumbering/start(_:basis:floor:reserved:)``
+    /// decides; unchanged when the start is refused.
+    @discardableResult
+    package mutating func start(_ start: RideNumbering.Start) -> Bool {
+        guard case .numbers(let numbers) = start else { return false }
+        self.numbers = numbers
+        return true
     }
+
+    /// G2, G3 in broker-only mode: a new owner takes the ride over (``RideNumbering/takeOver(_:block:floor:)``).
+    package mutating func takeOver(sequenceBlock: Int, floor: SequenceFloor? = nil) {
+        numbers = RideNumbering.takeOver(numbers, block: sequenceBlock, floor: floor)
+    }
+
+    /// G6: a worker granted the ride's bucket under `epoch` takes the ride over
+    /// (``RideNumbering/start(_:basis:floor:reserved:)``). Nothing changes unless the outcome is
+    /// ``SequenceNumbering/Outcome/next(_:)``.
+    package mutating func grant(epoch granted: UInt64) -> SequenceNumbering.Outcome {
+        switch RideNumbering.start(numbers, basis: .grant(granted)) {
+        case .numbers(let numbers):
+            self.numbers = numbers
+            return .next(numbers.sequence + 1)
+        case .refused(let outcome):
+            return outcome
+        }
+    }
+
+    /// The ride's age at `now`, in seconds, by this worker's clock.
+    package func age(at now: Date) -> Double { now.timeIntervalSince(startedAt) }
+
+    /// C5, G3: the lowest ceiling a worker taking the ride over at `now` reserves from
+    /// (``RideNumbering/clockCeiling(age:)``).
+    package func clockCeiling(at now: Date) -> Int { RideNumbering.clockCeiling(age: age(at: now)) }
 
     /// G3: whether this copy of a ride's durable state is newer than `other` (a higher epoch; the same epoch
     /// and a higher ceiling; or both the same and a higher sequence): of two copies read during a handover, the
