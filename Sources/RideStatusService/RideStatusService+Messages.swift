@@ -349,7 +349,8 @@ extension RideStatusService {
     func keepForHandover(_ message: MQTTMessage, bucket: Int, now: Date, core: inout Core) {
         let before = core.handover.recent.evictedEarly
         core.handover.recent.append(
-            message, bucket: bucket, now: now.timeIntervalSince1970, mayArrive: mayArrive(bucket, core: core))
+            message, bucket: bucket, now: now.timeIntervalSince1970, bytes: message.payload.count,
+            mayArrive: mayArrive(bucket, core: core))
         let evicted = core.handover.recent.evictedEarly
         guard evicted > before else { return }
         metrics.controlsEvicted.increment(by: evicted - before)
@@ -359,6 +360,8 @@ extension RideStatusService {
                 metadata: [
                     "dropped": "\(evicted)", "kept": "\(core.handover.recent.capacity)",
                     "window": "\(core.handover.recent.window) s",
+                    "kept.arriving": "\(core.handover.recent.arrivingCapacity)",
+                    "kept.arriving.bytes": "\(core.handover.recent.arrivingByteLimit)",
                 ])
         }
     }
@@ -371,8 +374,12 @@ extension RideStatusService {
 
     func mayArrive(_ bucket: Int, machine: borrowing Handover<StateVersion>, grants: BucketGrants?) -> Bool {
         if machine.buckets.isArriving(bucket) { return true }
+        // A ride fenced off in a bucket served here: its bucket is not coming, it is here.
+        if machine.buckets.serving.contains(bucket) { return false }
         guard settings.authority == .etcd else { return !machine.viewFormed }
-        guard let grants, !grants.members.isEmpty else { return true }
+        // Before the members were first read any bucket may come here; after a lapse (members forgotten, nothing
+        // wanted) the others serve them.
+        guard let grants, grants.hasReadMembers else { return true }
         return grants.wanted.contains(bucket)
     }
 

@@ -73,6 +73,8 @@ public struct BucketGrants: Sendable {
     public let configuration: Configuration
     /// The lease held, and when it ends by this worker's clock (less the margin).
     public private(set) var lease: (id: Int64, validUntil: Double)? { didSet { changes &+= 1 } }
+    /// Whether the members were ever read: after a lapse ``members`` is empty again, but the worker knew its group.
+    public private(set) var hasReadMembers = false
     /// The live members as last read, sorted; empty before the first read.
     public private(set) var members: [String] = [] { didSet { changes &+= 1 } }
     /// Buckets granted to this worker, with their epochs. Only these are served.
@@ -184,6 +186,7 @@ public struct BucketGrants: Sendable {
     /// The members' keys as read: each live worker's id.
     public mutating func membersRead(_ read: [String], now: Double) -> [Action] {
         readingMembers = false
+        hasReadMembers = true
         let sorted = Array(Set(read)).sorted()
         if sorted != members {
             members = sorted

@@ -48,6 +48,21 @@ struct BucketGrantsTests {
         #expect(grants.granted.count == 256)
     }
 
+    @Test("G3, G6: a worker knows whether it ever read its group: a lapse forgets the members, not that it knew them")
+    func membersOnceRead() {
+        // The service keeps every control for buckets that may come here until they do: before the first read any
+        // bucket may; after a lapse the others serve them, and the keep must not grow with all of theirs.
+        var grants = BucketGrants(selfID: "w-a")
+        _ = grants.start(now: 0)
+        #expect(!grants.hasReadMembers)
+        _ = grants.leaseGranted(id: 7, ttl: 10, sentAt: 0)
+        _ = grants.membersRead(["w-a", "w-b"], now: 0.1)
+        #expect(grants.hasReadMembers && !grants.wanted.isEmpty)
+        _ = grants.tick(now: 60)
+        #expect(grants.members.isEmpty && grants.wanted.isEmpty, "the lease lapsed by the clock")
+        #expect(grants.hasReadMembers)
+    }
+
     @Test("G6: a refused claim is tried again after a pause, not in a loop; a win no longer wanted is given back")
     func refusedAndUnwanted() {
         var grants = BucketGrants(selfID: "w-b", configuration: .init(claimBatch: 128))

@@ -76,4 +76,31 @@ struct RecentControlsTests {
         #expect(recent.take(buckets: [1], now: 4) == ["a1", "a2", "a3"])
         #expect(recent.take(buckets: [2], now: 4) == ["b1"])
     }
+
+    @Test("G3: a bucket replays an unbroken tail: a message older than one dropped is not replayed either")
+    func noGap() {
+        // m1 kept while the group was unknown, m2 in the aged keep, m3 once the bucket was wanted here: m2 ages
+        // out during a grant longer than the window. Replaying m1 then m3 would apply a driver event without its
+        // assignment; the tail is m3 alone.
+        var recent = RecentControls<String>(window: 30, capacity: 100)
+        recent.append("m1", bucket: 4, now: 0, mayArrive: true)
+        recent.append("m2", bucket: 4, now: 1)
+        recent.append("m3", bucket: 4, now: 2, mayArrive: true)
+        recent.append("other", bucket: 5, now: 40)
+        #expect(recent.take(buckets: [4], now: 40) == ["m3"])
+        // Once served, the bucket's later messages are handled where they arrive; a later keep replays whole.
+        recent.append("m4", bucket: 4, now: 41, mayArrive: true)
+        #expect(recent.take(buckets: [4], now: 42) == ["m4"])
+    }
+
+    @Test("G3: the keep of buckets on their way here is bounded in bytes too; what a flood pushes out is counted")
+    func arrivingBytes() {
+        var recent = RecentControls<Int>(window: 30, capacity: 10, arrivingCapacity: 1_000, arrivingByteLimit: 64_000)
+        for index in 0..<100 { recent.append(index, bucket: 1, now: 0, bytes: 16_000, mayArrive: true) }
+        #expect(recent.count == 4)
+        #expect(recent.evictedEarly == 96)
+        #expect(recent.take(buckets: [1], now: 0) == [96, 97, 98, 99])
+        recent.append(100, bucket: 1, now: 0, bytes: 64_000, mayArrive: true)
+        #expect(recent.take(buckets: [1], now: 0) == [100], "the budget is free again once taken")
+    }
 }
