@@ -180,6 +180,13 @@ bench-flood: deps
 	$(SWIFT) build -c $(FAULT_CONFIG) --product ride-bench $(FAULT_FLAGS)
 	.build/$(FAULT_CONFIG)/ride-bench flood $(FLOOD_ARGS)
 
+## model-check: the lease and grant rules (G5, G6, C5) in Spin, models/lease.pml; each configuration must reach its
+## stated verdict, safe or violated (docs/model-check.md). About 2 minutes; MODEL=full for every configuration
+## (about 15 minutes, up to 6 GB of memory at a time)
+model-check:
+	@command -v spin >/dev/null && command -v gcc >/dev/null || ./scripts/install-deps.sh
+	./scripts/model-check.sh $(or $(MODEL),quick)
+
 ## fuzz: libFuzzer + AddressSanitizer on every decoder of the domain, FUZZ_SECONDS per target (default 60)
 FUZZ_SECONDS ?= 60
 fuzz: deps

@@ -10,10 +10,11 @@ set -euo pipefail
 # prometheus: promtool, which checks the alert rules and a real scrape (Tests/Python/ops);
 # tzdata: the IANA zones of the catalog's areas and rides.timeZone (E1's hours of the week);
 # etcd-server: the ownership authority of a group on a clustered broker (G6), three members on loopback in tests;
-# spin: the model checker of the lease and grant rules (models/*.pml, make model-check);
+# spin, gcc: the model checker of the lease and grant rules (models/*.pml, make model-check), whose preprocessor
+# and verifier build with gcc;
 # osmium-tool, unzip: the real streets of make run and the street tests (scripts/roads.sh: OSRM and the extract).
 packages=(libmosquitto-dev mosquitto mosquitto-clients pkg-config openssl iproute2 curl libjs-leaflet
-    chromium chromium-driver prometheus tzdata etcd-server spin osmium-tool unzip)
+    chromium chromium-driver prometheus tzdata etcd-server spin gcc osmium-tool unzip)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
