@@ -47,20 +47,16 @@ extension RideStatusService {
             case .rewrite(let ride):
                 rewrite(ride)
             case .liftRide(let ride, let ceiling):
-                switch RideNumbering.takerLift(core.engine.sequence(of: ride) ?? .max, to: ceiling) {
-                case .rewrite:
-                    rewrite(ride)
-                case .to(let sequence):
-                    _ = core.engine.liftSequence(of: ride, above: sequence)
-                    // Debug: while two workers' views split, each reservation of one lifts the other (a state write
-                    // and a lift per status of each shared ride, until one releases it).
-                    logger.debug(
-                        "another worker wrote a ride held here under its epoch, above this worker's numbers (it took the ride over too: views split); the ride continues above its ceiling (C5, G3)",
-                        metadata: ["ride.id": "\(ride)", "ceiling.seen": "\(ceiling)"])
-                    core.handover.counts.lifted += 1
-                case .none:
-                    break
-                }
+                let lift = RideNumbering.takerLift(core.engine.sequence(of: ride) ?? .max, to: ceiling)
+                if lift == .rewrite { rewrite(ride) }
+                guard case .to(let sequence) = lift else { continue }
+                _ = core.engine.liftSequence(of: ride, above: sequence)
+                // Debug: while two workers' views split, each reservation of one lifts the other (a state write and
+                // a lift per status of each shared ride, until one releases it).
+                logger.debug(
+                    "another worker wrote a ride held here under its epoch, above this worker's numbers (it took the ride over too: views split); the ride continues above its ceiling (C5, G3)",
+                    metadata: ["ride.id": "\(ride)", "ceiling.seen": "\(ceiling)"])
+                core.handover.counts.lifted += 1
             case .lift(let floors):
                 let lifted = core.engine.liftSequences(above: floors)
                 for ride in lifted { executor.writeState(of: ride, purpose: "write at a lift (C5)") }
@@ -193,7 +189,9 @@ extension RideStatusService {
             guard ride.start(start) else {
                 logger.error(
                     "ride not served: its last sequence is beyond its bucket's grant (G6, C5)",
-                    metadata: ["ride.id": "\(id)", "numbers": "\(ride.numbers)", "outcome": "\(start)"])
+                    metadata: [
+                        "ride.id": "\(id)", "numbers": "\(ride.numbers)", "basis": "\(basis)", "outcome": "\(start)",
+                    ])
                 continue
             }
             executor.execute(core.engine.restore(ride, now: now), engine: &core.engine, now: now)

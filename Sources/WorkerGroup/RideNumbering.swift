@@ -47,7 +47,9 @@ public enum RideNumbering {
     /// Why a worker starts serving a ride.
     public enum Basis: Sendable, Equatable {
         /// A worker alone in its first view (L5): just above the ceiling; the retained status read with the state
-        /// brings the last sequence the broker kept.
+        /// brings the last sequence the broker kept. (A worker that starts alone after its peers died takes their
+        /// rides this way: a status of theirs that a clustered broker still holds can then arrive with a number it
+        /// reuses. On one broker it cannot: the broker delivered it before the worker's recovery read.)
         case recovery
         /// A takeover in broker-only mode (G3): a `block` above, and at least the ride's `age` (seconds) times
         /// ``takeoverNumbersPerSecond``.
