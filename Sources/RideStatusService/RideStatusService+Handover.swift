@@ -190,7 +190,7 @@ extension RideStatusService {
                 logger.error(
                     "ride not served: its last sequence is beyond its bucket's grant (G6, C5)",
                     metadata: [
-                        "ride.id": "\(id)", "numbers": "\(ride.numbers)", "basis": "\(basis)", "outcome": "\(start)",
+                        "ride.id": "\(id)", "numbers": "\(ride.version)", "basis": "\(basis)", "outcome": "\(start)",
                     ])
                 continue
             }

@@ -17,6 +17,9 @@
 /// - **Fence** (``reservation(of:)``): what a worker had reserved for a ride taken from it, kept to be numbered
 ///   above if the ride comes back.
 public enum RideNumbering {
+    /// A ride's numbers: its owner's epoch, the ceiling reserved up to, and its last sequence.
+    public typealias Numbers = StateVersion
+
     /// The largest sequence: 2^53 − 1, the largest integer every JSON reader keeps exactly.
     public static let maxSequence = SequenceNumbering.maxSequence
     /// No taker reserves past it (the clock ceiling stops there): a copy that does is forged or broken.
@@ -25,24 +28,6 @@ public enum RideNumbering {
     /// tenth of a second numbers above one earlier. A ride publishes every `rides.updateInterval` and at its
     /// changes: far fewer.
     public static let takeoverNumbersPerSecond = 10.0
-
-    /// A ride's numbers: its owner's epoch, its last sequence, and the ceiling reserved up to.
-    public struct Numbers: Sendable, Equatable, CustomStringConvertible {
-        public var epoch: UInt64
-        public var sequence: Int
-        public var ceiling: Int
-
-        public init(epoch: UInt64, sequence: Int, ceiling: Int) {
-            self.epoch = epoch
-            self.sequence = sequence
-            self.ceiling = ceiling
-        }
-
-        /// The highest number the ride published or reserved.
-        public var reserved: Int { max(sequence, ceiling) }
-
-        public var description: String { "\(epoch)/\(sequence)/\(ceiling)" }
-    }
 
     /// Why a worker starts serving a ride.
     public enum Basis: Sendable, Equatable {
@@ -75,10 +60,10 @@ public enum RideNumbering {
         switch basis {
         case .grant(let epoch):
             // The next status adds one; its state write reserves the block above first (C5, L5).
-            guard case .next(let next) = SequenceNumbering.next(after: numbers.reserved, epoch: epoch) else {
-                return .refused(SequenceNumbering.next(after: numbers.reserved, epoch: epoch))
+            guard case .next(let next) = SequenceNumbering.next(after: highest(numbers), epoch: epoch) else {
+                return .refused(SequenceNumbering.next(after: highest(numbers), epoch: epoch))
             }
-            return .numbers(Numbers(epoch: epoch, sequence: next - 1, ceiling: next - 1))
+            return .numbers(Numbers(epoch: epoch, ceiling: next - 1, sequence: next - 1))
         case .recovery:
             return .numbers(takeOver(numbers, block: 0, floor: merge(floor, reserved)))
         case .takeover(let block, let age):
@@ -97,7 +82,7 @@ public enum RideNumbering {
         var taken = numbers
         if let floor { taken.epoch = max(taken.epoch, floor.epoch) }
         if taken.epoch < .max { taken.epoch += 1 }
-        let reserved = min(max(numbers.reserved, floor?.ceiling ?? 0), maxSequence)
+        let reserved = min(max(highest(numbers), floor?.ceiling ?? 0), maxSequence)
         taken.ceiling = reserved + min(max(block, 0), maxSequence - reserved)
         return taken
     }
@@ -142,8 +127,11 @@ public enum RideNumbering {
 
     /// C5, G3: the floor a ride's numbers set for its bucket in a release notice.
     public static func floor(of numbers: Numbers) -> SequenceFloor {
-        SequenceFloor(epoch: numbers.epoch, ceiling: numbers.reserved)
+        SequenceFloor(epoch: numbers.epoch, ceiling: highest(numbers))
     }
+
+    /// The highest number a ride published or reserved.
+    static func highest(_ numbers: Numbers) -> Int { max(numbers.sequence, numbers.ceiling) }
 
     private static func merge(_ first: SequenceFloor?, _ second: SequenceFloor?) -> SequenceFloor? {
         guard let first else { return second }

@@ -217,7 +217,7 @@ extension Ride {
 extension Ride {
     /// C5: the ride's numbers as ``RideNumbering`` decides them: its epoch, sequence and reserved ceiling.
     package var numbers: RideNumbering.Numbers {
-        get { RideNumbering.Numbers(epoch: epoch, sequence: sequence, ceiling: sequenceCeiling) }
+        get { version }
         set {
             epoch = newValue.epoch
             sequence = newValue.sequence
