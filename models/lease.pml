@@ -8,7 +8,8 @@
  * What the code does, as modelled:
  *  - G5, the broker's lease (`BrokerLease`): it counts from the *send* time of the last packet the broker
  *    acknowledged; the broker fires the will WILL seconds after the last packet it *received*; the worker
- *    publishes only while less than WILL - MARGIN has passed, and pings every PING seconds. At a lapse, or a
+ *    publishes only while less than WILL - MARGIN has passed (the network thread checks it again before each
+ *    write), and pings every PING seconds. At a lapse, or a
  *    connection found lost, the client closes the connection and drops what it held (`mosquitto_reinitialise`),
  *    and confirms before publishing again: if its own will fired, it rejoins holding nothing.
  *  - Broker-only mode: a worker takes a ride over when it sees the owner's will, one epoch higher.
@@ -182,16 +183,18 @@ proctype worker(byte w) {
     :: atomic { connected[w] && !confirming[w] && epoch[w] > 0 && n[w] < MAXN && len(out[w]) < 2 &&
                 now < base[w] + WILL - MARGIN && GRANT_LIVE(w) -> out[w]!(epoch[w] * 16 + n[w]), granted[w]; n[w]++ }
     /* (A worker that publishes nothing more still pings: a status is written before the ping behind it.) */
-    /* The network thread writes the queue's head; on a connection the broker closed, the write fails. */
+    /* The network thread writes the queue's head. It checks G5's lease first (a lapse drops the queue); on a
+       connection the broker closed, the write fails. */
     :: atomic {
         len(out[w]) > 0 && connected[w] ->
         if
-        :: alive[w] -> out[w]?x, d;
+        :: now >= base[w] + WILL - MARGIN -> lapse(w)
+        :: now < base[w] + WILL - MARGIN && alive[w] -> out[w]?x, d;
             if
             :: CHECK_DEADLINE && x != 0 && now >= d -> skip   /* the client drops a publish past its grant */
             :: else -> deliver(w, x)
             fi
-        :: else -> lapse(w)
+        :: now < base[w] + WILL - MARGIN && !alive[w] -> lapse(w)
         fi }
     /* Reconnect: a new connection (its CONNECT acknowledged); what was held before the lapse is gone. */
     :: atomic { !connected[w] && !alive[w] -> connected[w] = 1; alive[w] = 1; lastRecv[w] = now; base[w] = now }
