@@ -16,8 +16,10 @@
  *  - G6, etcd's lease (`BucketGrants`): counted from the renewal's send time, less ETCD_MARGIN, renewed every
  *    RENEW seconds; etcd deletes the owner key TTL seconds after it *received* the last renewal. A worker
  *    claims the ride's bucket if no key exists, under an epoch from etcd's revision; it stops when its lease
- *    lapses by its clock (DROP_ON_GRANT_LAPSE: the client's queue goes too), and gives its grant back when it
- *    loses the broker.
+ *    lapses by its clock, and gives its grant back when it loses the broker. DROP_ON_GRANT_LAPSE=1 drops the
+ *    client's queue at that lapse too: a rule under study, not the code (0 is the code).
+ *  - Rules under study (not the code): WAIT_FOR_WILL, WRITE_DEADLINE (checked with the write in one step, which the
+ *    code cannot do: a second read showed a split check fails). See docs/model-check.md.
  *
  * The property (C5, G5): every status the broker delivers has a higher sequence than all before it, so neither a
  * keep-highest subscriber nor the retained copy ever goes back. Sequence = epoch * 16 + n.
