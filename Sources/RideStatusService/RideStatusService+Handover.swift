@@ -185,7 +185,7 @@ extension RideStatusService {
                     ? .recovery : .takeover(block: settings.ride.sequenceBlock, age: ride.age(at: now))
             }
             let start = RideNumbering.start(
-                ride.numbers, basis: basis, floor: serve.floors[bucket], reserved: reserved[id])
+                ride.version, basis: basis, floor: serve.floors[bucket], reserved: reserved[id])
             guard ride.start(start) else {
                 logger.error(
                     "ride not served: its last sequence is beyond its bucket's grant (G6, C5)",

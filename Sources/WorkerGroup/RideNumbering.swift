@@ -60,9 +60,8 @@ public enum RideNumbering {
         switch basis {
         case .grant(let epoch):
             // The next status adds one; its state write reserves the block above first (C5, L5).
-            guard case .next(let next) = SequenceNumbering.next(after: highest(numbers), epoch: epoch) else {
-                return .refused(SequenceNumbering.next(after: highest(numbers), epoch: epoch))
-            }
+            let outcome = SequenceNumbering.next(after: highest(numbers), epoch: epoch)
+            guard case .next(let next) = outcome else { return .refused(outcome) }
             return .numbers(Numbers(epoch: epoch, ceiling: next - 1, sequence: next - 1))
         case .recovery:
             return .numbers(takeOver(numbers, block: 0, floor: merge(floor, reserved)))

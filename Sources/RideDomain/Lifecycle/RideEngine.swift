@@ -74,7 +74,7 @@ public struct RideEngine: Sendable {
         for slot in rideTable.slots {
             let bucket = Ownership.bucket(of: rideTable[slot: slot].rideIdentifier)
             guard buckets?.contains(bucket) ?? true else { continue }
-            let floor = RideNumbering.floor(of: rideTable[slot: slot].numbers)
+            let floor = RideNumbering.floor(of: rideTable[slot: slot].version)
             floors[bucket] = floors[bucket].map { floor.merged(with: $0) } ?? floor
         }
         return floors

@@ -215,14 +215,11 @@ extension Ride {
 }
 
 extension Ride {
-    /// C5: the ride's numbers as ``RideNumbering`` decides them: its epoch, sequence and reserved ceiling.
-    package var numbers: RideNumbering.Numbers {
-        get { version }
-        set {
-            epoch = newValue.epoch
-            sequence = newValue.sequence
-            sequenceCeiling = newValue.ceiling
-        }
+    /// C5: takes the numbers ``RideNumbering`` decided (read from ``version``): epoch, sequence and ceiling.
+    private mutating func take(_ numbers: RideNumbering.Numbers) {
+        epoch = numbers.epoch
+        sequence = numbers.sequence
+        sequenceCeiling = numbers.ceiling
     }
 
     /// C5, G3, G6: the ride served here from now on, numbered as ``RideNumbering/start(_:basis:floor:reserved:)``
@@ -230,22 +227,22 @@ extension Ride {
     @discardableResult
     package mutating func start(_ start: RideNumbering.Start) -> Bool {
         guard case .numbers(let numbers) = start else { return false }
-        self.numbers = numbers
+        take(numbers)
         return true
     }
 
     /// G2, G3 in broker-only mode: a new owner takes the ride over (``RideNumbering/takeOver(_:block:floor:)``).
     package mutating func takeOver(sequenceBlock: Int, floor: SequenceFloor? = nil) {
-        numbers = RideNumbering.takeOver(numbers, block: sequenceBlock, floor: floor)
+        take(RideNumbering.takeOver(version, block: sequenceBlock, floor: floor))
     }
 
     /// G6: a worker granted the ride's bucket under `epoch` takes the ride over
     /// (``RideNumbering/start(_:basis:floor:reserved:)``). Nothing changes unless the outcome is
     /// ``SequenceNumbering/Outcome/next(_:)``.
     package mutating func grant(epoch granted: UInt64) -> SequenceNumbering.Outcome {
-        switch RideNumbering.start(numbers, basis: .grant(granted)) {
+        switch RideNumbering.start(version, basis: .grant(granted)) {
         case .numbers(let numbers):
-            self.numbers = numbers
+            take(numbers)
             return .next(numbers.sequence + 1)
         case .refused(let outcome):
             return outcome
