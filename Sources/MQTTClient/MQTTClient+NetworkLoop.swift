@@ -55,7 +55,10 @@ extension MQTTClient {
                 // G5: the broker may have seen the connection end and fired the will: a lost connection is a
                 // lapse, and nothing held under it goes out on the next one. (libmosquitto's callback already
                 // told the application when it saw the loss; otherwise the fence does.)
-                if configuration.lease != nil { fence(now: .now, announce: wasConnected) }
+                // G6: the same for a client that gates publishes: libmosquitto would resend gated ones.
+                if configuration.lease != nil || state.withLock({ $0.gate != nil }) {
+                    fence(now: .now, announce: wasConnected)
+                }
             }
             if state.withLock({ $0.stopping || $0.refusal != nil }) { break }
             sleep(for: delay)
@@ -213,11 +216,13 @@ extension MQTTClient {
         // or written, and so before libmosquitto writes what it queued.
         // One take of the lock a turn: the expiry read here only grows with acknowledgements, so the checks below
         // compare the clock with it unlocked (the cadence at 100,000 rides counts every take: see beginTurn).
-        guard let leaseExpiry = checkLease() else { return MOSQ_ERR_NO_CONN.rawValue }
+        guard var leaseExpiry = checkLease() else { return MOSQ_ERR_NO_CONN.rawValue }
         func leaseHolds() -> Bool {
             if ContinuousClock.now < leaseExpiry { return true }
-            fence(now: .now, announce: true)
-            return false
+            // The lease, or a publish gate (G6), ends: checked again, which fences the connection if it must.
+            guard let next = checkLease() else { return false }
+            leaseExpiry = next
+            return true
         }
         // Only this thread closes the socket, so an invalid one means libmosquitto lost it: connect again.
         if events[0].revents & Int16(POLLNVAL) != 0 { return MOSQ_ERR_NO_CONN.rawValue }
@@ -268,21 +273,39 @@ extension MQTTClient {
     /// when no acknowledged packet went out for half a keepalive, and returns when the lease ends (far ahead
     /// without a lease, or while not connected). The window that remains: a pause after a check and before the
     /// `write` it guards.
+    ///
+    /// G6: the same check closes an open publish gate whose time is up (``PublishGate``): once, and if a publish
+    /// made under it is still unacknowledged or unwritten, by resetting the connection (the broker may not have
+    /// read it yet). The expiry returned is then the gate's end, if sooner.
     private func checkLease() -> ContinuousClock.Instant? {
         let unbounded = ContinuousClock.now.advanced(by: .seconds(86_400))
-        guard let lease = configuration.lease else { return unbounded }
+        let lease = configuration.lease
         let now = ContinuousClock.now
+        var gateReset = false
         let expiry = state.withLock { state -> ContinuousClock.Instant? in
-            guard state.connected, let held = state.lease else { return unbounded }
+            var until = unbounded
+            if var gate = state.gate, !gate.closeHandled {
+                if now < gate.until {
+                    until = gate.until
+                } else {
+                    gate.closeHandled = true
+                    state.gate = gate
+                    if state.connected, !state.gatedInFlight.isEmpty || mosquitto_want_write(handle) {
+                        gateReset = true
+                        return nil
+                    }
+                }
+            }
+            guard let lease, state.connected, let held = state.lease else { return until }
             if held.hasLapsed(at: now) { return nil }
             if held.pingDue(at: now), !state.resend.isHolding {
                 try? publishNow(
                     topic: lease.topic, payload: UnsafeRawBufferPointer(start: nil, count: 0), qos: .atLeastOnce,
                     retain: false, properties: MQTTProperties(), waiter: nil, state: &state)
             }
-            return held.expiry ?? unbounded
+            return min(until, held.expiry ?? unbounded)
         }
-        if expiry == nil { fence(now: now, announce: true) }
+        if expiry == nil { fence(now: now, announce: true, abort: gateReset) }
         return expiry
     }
 
@@ -292,8 +315,11 @@ extension MQTTClient {
     /// ``MQTTError/leaseLapsed``, and until ``confirmLease()`` publishes but to the lease's passing topics are
     /// dropped. Network thread only (libmosquitto's state is rebuilt under the client's lock, which every other
     /// caller of libmosquitto takes).
-    /// - Parameter announce: whether to report the connection's end too (libmosquitto's callback did not).
-    func fence(now: ContinuousClock.Instant, announce: Bool) {
+    /// - Parameters:
+    ///   - announce: whether to report the connection's end too (libmosquitto's callback did not).
+    ///   - abort: G6: a publish gate closed with a gated publish unacknowledged: the socket is reset (`SO_LINGER`
+    ///     0), so the kernel discards what it has not delivered, rather than sending it after the gate.
+    func fence(now: ContinuousClock.Instant, announce: Bool, abort: Bool = false) {
         // Once per connection: fenced, the lease has no base until the next CONNACK.
         if state.withLock({ $0.fenced && $0.lease?.base == nil && !$0.connected }) { return }
         var dropped: [CheckedContinuation<Void, any Error>] = []
@@ -302,6 +328,11 @@ extension MQTTClient {
         let (silence, unusable) = state.withLock { state -> (Duration, MQTTError?) in
             let silence = state.lease?.base.map { now - $0 } ?? .zero
             var unusable: MQTTError?
+            let socket = mosquitto_socket(handle)
+            if abort, socket >= 0 {
+                var reset = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(socket, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+            }
             let rc = mosquitto_reinitialise(
                 handle, configuration.clientID, configuration.cleanStart, Unmanaged.passUnretained(self).toOpaque())
             do throws(MQTTError) {
@@ -321,6 +352,7 @@ extension MQTTClient {
             dropped += batch.entries.compactMap(\.waiter)
             state.fencedDrops += state.inFlightQoS1.count + held.count + batch.entries.count
             state.inFlightQoS1 = []
+            state.gatedInFlight = []
             state.connected = false
             state.fenced = true
             state.lease?.fenced()
@@ -330,9 +362,16 @@ extension MQTTClient {
         readBuffer.reset(socket: -1)
         for waiter in dropped { waiter.resume(throwing: MQTTError.leaseLapsed) }
         logger.debug(
-            "MQTT lease lapsed: connection closed, held publishes dropped", metadata: ["silence": "\(silence)"])
+            "MQTT lease lapsed: connection closed, held publishes dropped",
+            metadata: ["silence": "\(silence)", "reset": "\(abort)"])
         eventContinuation.yield(.leaseLapsed(silence: silence))
-        if announce { eventContinuation.yield(.disconnected(reason: "the lease with the broker lapsed (G5)")) }
+        if announce {
+            eventContinuation.yield(
+                .disconnected(
+                    reason: abort
+                        ? "a publish gate closed with publishes under it unacknowledged: connection reset (G6)"
+                        : "the lease with the broker lapsed (G5)"))
+        }
         if let unusable { eventContinuation.yield(.refused(unusable)) }
     }
 

@@ -29,11 +29,14 @@ extension MQTTClient {
 
     /// Publishes without waiting for the acknowledgement. A QoS 1 message is still tracked by
     /// ``flush(timeout:)`` and redelivered by libmosquitto after a reconnect.
+    /// - Parameter gate: G6: the token of the gate it is made under (``setPublishGate(token:until:)``); it is
+    ///   dropped unsent if that gate closes before it leaves. 0, the default: ungated.
     public func publishWithoutWaiting(
         topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
-        properties: MQTTProperties = MQTTProperties()
+        properties: MQTTProperties = MQTTProperties(), gate: UInt64 = 0
     ) throws(MQTTError) {
-        try send(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: nil)
+        try send(
+            topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: nil, gate: gate)
     }
 
     /// Hands a publish to the network thread (``Outbox``). A topic libmosquitto would refuse, a payload above
@@ -43,7 +46,7 @@ extension MQTTClient {
     /// none.
     func send(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
-        waiter: CheckedContinuation<Void, any Error>?
+        waiter: CheckedContinuation<Void, any Error>?, gate: UInt64 = 0
     ) throws(MQTTError) {
         // The operation's text only on failure: built for every publish it was an allocation per status.
         let topicCheck = Self.checkPublishTopic(topic)
@@ -66,7 +69,8 @@ extension MQTTClient {
                 return (Self.libraryError("publish to \(topic)", MOSQ_ERR_OVERSIZE_PACKET.rawValue), false, 0)
             }
             let wasEmpty = outbox.append(
-                topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter)
+                topic: topic, payload: payload, qos: qos, retain: retain, properties: properties, waiter: waiter,
+                gate: gate)
             return (nil, wasEmpty, outbox.count)
         }
         if let refusal { throw refusal }
@@ -126,12 +130,20 @@ extension MQTTClient {
         var published = false
         var refused = Refusals()
         let passing = state.fenced ? configuration.lease?.passing : nil
+        // G6: one reading of the clock a batch, taken after the batch was: a gate that closed before this turn
+        // drops what was made under it.
+        let now = state.gate == nil ? nil : Optional(ContinuousClock.now)
         batch.bytes.withUnsafeBufferPointer { bytes in
             for entry in batch.entries {
                 if let passing, !passing.contains(batch.topic(of: entry)) {
                     // G5: fenced after a lapse: nothing goes out for what the client held until it is confirmed.
                     state.fencedDrops += 1
                     entry.waiter?.resume(throwing: MQTTError.leaseLapsed)
+                    continue
+                }
+                if entry.gate != 0, !PublishGate.admits(entry.gate, gate: state.gate, now: now ?? .now) {
+                    state.gateDrops += 1
+                    entry.waiter?.resume(throwing: MQTTError.gateClosed)
                     continue
                 }
                 if !state.resend.isHolding, state.inFlightQoS1.count >= configuration.maxInFlight {
@@ -142,7 +154,7 @@ extension MQTTClient {
                     state.resend.hold(
                         OrderedResend.Publish(
                             topic: batch.topic(of: entry), payload: Array(bytes[entry.payload]), qos: entry.qos,
-                            retain: entry.retain, properties: entry.properties, waiter: entry.waiter))
+                            retain: entry.retain, properties: entry.properties, waiter: entry.waiter, gate: entry.gate))
                     continue
                 }
                 do throws(MQTTError) {
@@ -151,7 +163,8 @@ extension MQTTClient {
                             .assumingMemoryBound(to: CChar.self),
                         payload: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[entry.payload])),
                         qos: entry.qos,
-                        retain: entry.retain, properties: entry.properties, waiter: entry.waiter, state: &state)
+                        retain: entry.retain, properties: entry.properties, waiter: entry.waiter, gate: entry.gate,
+                        state: &state)
                     published = true
                 } catch {
                     refused.note(error, waiter: entry.waiter, topic: batch.topic(of: entry))
@@ -173,7 +186,8 @@ extension MQTTClient {
     /// Hands one message to libmosquitto and tracks it until its acknowledgement. Call with `state` locked.
     func publishNow(
         topic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool,
-        properties: MQTTProperties, waiter: CheckedContinuation<Void, any Error>?, state: inout State
+        properties: MQTTProperties, waiter: CheckedContinuation<Void, any Error>?, gate: UInt64 = 0,
+        state: inout State
     ) throws(MQTTError) {
         let list = configuration.protocolVersion == .v5 ? try state.encodedProperties.list(for: properties) : nil
         var mid: Int32 = 0
@@ -186,6 +200,7 @@ extension MQTTClient {
         if queued && qos == .atLeastOnce {
             state.lease?.sent(mid, at: .now)
             state.inFlightQoS1.insert(mid)
+            if gate != 0 { state.gatedInFlight.insert(mid) }
             if let waiter { state.waiters[mid] = waiter }
         }
         if !queued { throw Self.libraryError("publish to \(String(cString: topic))", rc) }
@@ -197,12 +212,19 @@ extension MQTTClient {
     func releaseHeld(state: inout State) {
         let room = max(0, configuration.maxInFlight - state.inFlightQoS1.count)
         var refused = Refusals()
+        let now = state.gate == nil ? nil : Optional(ContinuousClock.now)
         for message in state.resend.release(room: room) {
+            if message.gate != 0, !PublishGate.admits(message.gate, gate: state.gate, now: now ?? .now) {
+                // G6: held past its gate's close: dropped, never handed on.
+                state.gateDrops += 1
+                message.waiter?.resume(throwing: MQTTError.gateClosed)
+                continue
+            }
             let result = message.payload.withUnsafeBytes { payload in
                 Result { () throws(MQTTError) in
                     try publishNow(
                         topic: message.topic, payload: payload, qos: message.qos, retain: message.retain,
-                        properties: message.properties, waiter: message.waiter, state: &state)
+                        properties: message.properties, waiter: message.waiter, gate: message.gate, state: &state)
                 }
             }
             if case .failure(let error) = result { refused.note(error, waiter: message.waiter, topic: message.topic) }

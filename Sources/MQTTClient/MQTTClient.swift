@@ -110,6 +110,12 @@ public final class MQTTClient: @unchecked Sendable {
         var fencedDrops = 0
         /// G5: libmosquitto reported the connection lost; the network thread fences it (``fence(now:)``).
         var lostConnection = false
+        /// G6: the grant publishes are gated on (``MQTTClient/setPublishGate(token:until:)``), nil before one.
+        var gate: PublishGate?
+        /// G6: gated publishes handed to libmosquitto and not yet acknowledged.
+        var gatedInFlight: Set<Int32> = []
+        /// G6: gated publishes dropped because their gate had closed.
+        var gateDrops = 0
     }
     let state = Locked(State())
 
@@ -226,6 +232,25 @@ public final class MQTTClient: @unchecked Sendable {
     /// G5: publishes dropped at lapses and while fenced.
     public var fencedDrops: Int { state.withLock { $0.fencedDrops } }
 
+    /// G6: gated publishes dropped because their gate had closed before they could leave.
+    public var gateDrops: Int { state.withLock { $0.gateDrops } }
+
+    /// G6: opens the gate of `token` for `validFor` from now (this process's `ContinuousClock`), or closes it
+    /// (nil). A publish made with ``publishWithoutWaiting(topic:payload:qos:retain:properties:gate:)``'s `gate`
+    /// leaves only while its token's gate is open (``PublishGate``). A new token closes the previous one's for good.
+    public func setPublishGate(token: UInt64, validFor: Duration?) {
+        let now = ContinuousClock.now
+        let gate = PublishGate(token: token, until: now.advanced(by: validFor ?? .nanoseconds(-1)))
+        let changed = state.withLock { state -> Bool in
+            guard state.gate?.token != gate.token || state.gate?.until != gate.until else { return false }
+            state.gate = gate
+            return true
+        }
+        // The network thread handles a close on its next turn (resets the connection if a gated publish is
+        // unacknowledged); woken now rather than within its poll.
+        if changed && validFor == nil { wake.signal() }
+    }
+
     /// Whether a CONNACK success has been received and the connection has not dropped since.
     public var isConnected: Bool { state.withLock { $0.connected } }
 
@@ -261,7 +286,7 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Publishes held back while disconnected; a retained publish replaced by a newer one to the same topic
     /// before it left counts once (``OrderedResend``).
-    var heldCount: Int { state.withLock { $0.resend.heldCount } }
+    package var heldCount: Int { state.withLock { $0.resend.heldCount } }
 
     /// Retained publishes that a newer one to the same topic replaced while both were held back.
     package var coalescedCount: Int { state.withLock { $0.resend.coalesced } }

@@ -14,6 +14,8 @@ public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
     case shutDown
     /// G5: the lease with the broker lapsed; what was held was dropped, unsent (``MQTTConfiguration/Lease``).
     case leaseLapsed
+    /// G6: the gate the publish was made under closed before it left; dropped, unsent (``PublishGate``).
+    case gateClosed
 
     public var description: String {
         switch self {
@@ -31,6 +33,8 @@ public enum MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
             return "MQTT client was shut down"
         case .leaseLapsed:
             return "the lease with the broker lapsed: dropped unsent (G5)"
+        case .gateClosed:
+            return "the grant it was published under ended: dropped unsent (G6)"
         }
     }
 }

@@ -27,6 +27,8 @@ struct OrderedResend {
         var retain: Bool
         var properties: MQTTProperties
         var waiter: CheckedContinuation<Void, any Error>?
+        /// G6: the token of the gate it was made under, 0 for none (``PublishGate``).
+        var gate: UInt64 = 0
     }
 
     /// Held publishes in order from `head`; a slot is nil once a newer retained publish to its topic took its

@@ -22,6 +22,8 @@ struct Outbox {
         var retain: Bool
         var properties: MQTTProperties
         var waiter: CheckedContinuation<Void, any Error>?
+        /// G6: the token of the gate it is made under, 0 for none (``PublishGate``).
+        var gate: UInt64 = 0
     }
 
     /// Publishes and the bytes they point into. The network thread hands back an emptied batch in each swap,
@@ -59,7 +61,7 @@ struct Outbox {
     /// Queues a publish; returns whether the outbox was empty before it (then the network thread needs waking).
     mutating func append(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties,
-        waiter: CheckedContinuation<Void, any Error>?
+        waiter: CheckedContinuation<Void, any Error>?, gate: UInt64 = 0
     ) -> Bool {
         let wasEmpty = batch.entries.isEmpty
         let topicStart = batch.bytes.count
@@ -72,7 +74,7 @@ struct Outbox {
         batch.entries.append(
             Entry(
                 topic: topicStart..<topicEnd, payload: payloadStart..<batch.bytes.count, qos: qos, retain: retain,
-                properties: properties, waiter: waiter))
+                properties: properties, waiter: waiter, gate: gate))
         return wasEmpty
     }
 

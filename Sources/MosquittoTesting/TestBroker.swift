@@ -140,8 +140,17 @@ public final class TestBroker: Sendable {
     }
 
     /// Freezes the broker with SIGSTOP: connections stay open, nothing is read or answered (a hung broker).
+    /// Returns once the process is stopped (`T` in `/proc/<pid>/stat`, within a second): a signal is delivered
+    /// asynchronously, and a broker still running for a moment would take what a test sends after this.
     public func freeze() {
-        if let pid { _ = Glibc.kill(pid, SIGSTOP) }
+        guard let pid else { return }
+        _ = Glibc.kill(pid, SIGSTOP)
+        for _ in 0..<1000 {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            // The state follows the command's closing parenthesis.
+            if let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "T" { return }
+            usleep(1000)
+        }
     }
 
     /// Lets a frozen broker run again (SIGCONT).

@@ -37,13 +37,13 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
             switch action {
             case .publish(let status, let state, let gap):
                 // G6: past the etcd lease another worker may hold the ride; the grant machine stops it next.
-                guard grantLease.isLive else { continue }
+                guard let gate = grantLease.liveToken else { continue }
                 guard transport.publishRoom >= (state == nil ? 1 : 2) else {
                     engine.deferStatus(of: status.rideIdentifier, stateDropped: state != nil, now: now)
                     continue
                 }
                 let epoch = state?.epoch ?? engine.epoch(of: status.rideIdentifier) ?? 1
-                published = publish(status, state: state, gap: gap, epoch: epoch) || published
+                published = publish(status, state: state, gap: gap, epoch: epoch, gate: gate) || published
             case .clear(let ride, let epoch):
                 clear(ride, epoch: epoch)
                 recentClears.withLock { $0.note(ride, epoch: epoch, at: now) }
@@ -71,24 +71,27 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
 
     /// L2: the ride's retained status and state, cleared.
     func clear(_ ride: String, epoch: UInt64) {
-        guard grantLease.isLive else { return }  // G6: another worker may hold the ride now
+        guard let gate = grantLease.liveToken else { return }  // G6: another worker may hold the ride now
         let owner = ownership(epoch: epoch)
-        try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner)
-        try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner)
+        try? transport.publish(topics.status(ride: ride), [], retain: true, properties: owner, gate: gate)
+        try? transport.publish(topics.state(ride: ride), [], retain: true, properties: owner, gate: gate)
     }
 
     /// The state (when the engine asks for one) first, then the status: the state's sequence ceiling reaches
     /// the broker before any status above the previous ceiling, so a restart never reuses a published
     /// sequence (C5, L5).
-    private func publish(_ status: RideStatus, state: Ride?, gap: Double?, epoch: UInt64) -> Bool {
+    /// - Parameter gate: G6: the grant's gate token both go out under (``GrantLease/liveToken``).
+    private func publish(_ status: RideStatus, state: Ride?, gap: Double?, epoch: UInt64, gate: UInt64) -> Bool {
         let owner = ownership(epoch: epoch)
         do {
             if let state {
                 try transport.publish(
-                    topics.state(ride: status.rideIdentifier), state.durableState(), retain: true, properties: owner)
+                    topics.state(ride: status.rideIdentifier), state.durableState(), retain: true, properties: owner,
+                    gate: gate)
             }
             try transport.publish(
-                topics.status(ride: status.rideIdentifier), status.encoded(), retain: true, properties: owner)
+                topics.status(ride: status.rideIdentifier), status.encoded(), retain: true, properties: owner,
+                gate: gate)
         } catch {
             logger.error(
                 "status publish failed", metadata: ["ride.id": "\(status.rideIdentifier)", "error": "\(error)"])
@@ -119,11 +122,11 @@ struct ActionExecutor<Transport: WorkerTransport>: Sendable {
     /// L5, G3: the ride's durable state, retained, under its epoch (a release, a rewrite, an upgrade's move).
     /// - Parameter purpose: what the write is for, in the log line if it fails.
     func writeState(of ride: Ride, purpose: String = "rewrite") {
-        guard grantLease.isLive else { return }  // G6: another worker may hold the ride now
+        guard let gate = grantLease.liveToken else { return }  // G6: another worker may hold the ride now
         do {
             try transport.publish(
                 topics.state(ride: ride.rideIdentifier), ride.durableState(), retain: true,
-                properties: ownership(epoch: ride.epoch))
+                properties: ownership(epoch: ride.epoch), gate: gate)
         } catch {
             logger.error(
                 "ride state \(purpose) failed", metadata: ["ride.id": "\(ride.rideIdentifier)", "error": "\(error)"])

@@ -75,7 +75,7 @@ extension RideStatusService {
                 core.authority!.outbox.append(action)
             }
         }
-        grantLease.set(validUntil: core.authority!.grants.lease?.validUntil)
+        grantLease.set(lease: core.authority!.grants.lease)
     }
 
     /// G6: the worker's side of etcd: a lease, its member key, the members read, the claims and give-backs,
@@ -300,24 +300,52 @@ extension RideStatusService {
 
 /// G6: the etcd lease's end by the worker's monotonic clock, as the publishing side reads it: a status or
 /// state of a granted ride goes out only before it (``ActionExecutor``), even in the moment between a pause's
-/// end and the grant machine's next tick.
+/// end and the grant machine's next tick. Each publish carries the lease as its gate token, and the transport
+/// is told the lease's end (``WorkerTransport/setPublishGate(token:validFor:)``): what waits in the transport
+/// when it ends is dropped there, not sent after another worker may have claimed the ride.
 final class GrantLease: Sendable {
-    /// nil: no authority (broker-only mode): nothing is gated here.
-    private let validUntil = Locked<Double?>(nil)
-    private let enabled: Bool
-    private let clock: @Sendable () -> Double
-
-    init(enabled: Bool, clock: @escaping @Sendable () -> Double) {
-        self.enabled = enabled
-        self.clock = clock
+    private struct Held: Equatable {
+        var token: UInt64
+        var validUntil: Double
     }
 
-    func set(validUntil time: Double?) { validUntil.withLock { $0 = time ?? -.infinity } }
+    /// nil: no lease live (always nil in broker-only mode, where nothing is gated).
+    private let held = Locked<Held?>(nil)
+    private let enabled: Bool
+    private let clock: @Sendable () -> Double
+    private let gate: @Sendable (_ token: UInt64, _ validFor: Duration?) -> Void
+
+    /// - Parameter gate: tells the transport a lease's gate (its token, how long it stays open; nil: closed).
+    init(
+        enabled: Bool, clock: @escaping @Sendable () -> Double,
+        gate: @escaping @Sendable (_ token: UInt64, _ validFor: Duration?) -> Void = { _, _ in }
+    ) {
+        self.enabled = enabled
+        self.clock = clock
+        self.gate = gate
+    }
+
+    /// The lease held (its etcd id) and when it ends by the worker's clock, nil for none.
+    func set(lease: (id: Int64, validUntil: Double)?) {
+        let new = lease.map { Held(token: UInt64(bitPattern: $0.id), validUntil: $0.validUntil) }
+        let old = held.withLock { held -> Held?? in
+            guard held != new else { return .none }
+            defer { held = new }
+            return .some(held)
+        }
+        guard case .some(let previous) = old else { return }
+        if let previous, previous.token != new?.token { gate(previous.token, nil) }
+        if let new { gate(new.token, .seconds(max(0, new.validUntil - clock()))) }
+    }
 
     /// Whether a ride's status or state may go out now.
-    var isLive: Bool {
-        guard enabled else { return true }
-        let until = validUntil.withLock { $0 } ?? -.infinity
-        return clock() < until
+    var isLive: Bool { liveToken != nil }
+
+    /// The gate token a ride's status or state goes out under now: 0 when nothing is gated (broker-only mode),
+    /// nil when nothing may go out (no live lease).
+    var liveToken: UInt64? {
+        guard enabled else { return 0 }
+        guard let held = held.withLock({ $0 }), clock() < held.validUntil else { return nil }
+        return held.token
     }
 }

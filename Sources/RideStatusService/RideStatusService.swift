@@ -118,7 +118,9 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
             ? EtcdGateway(
                 endpoints: settings.etcdEndpoints,
                 requestTimeout: .milliseconds(max(1000, settings.etcdLeaseTTL * 200))) : nil
-        grantLease = GrantLease(enabled: settings.authority == .etcd) { time.seconds }
+        grantLease = GrantLease(enabled: settings.authority == .etcd, clock: { time.seconds }) { [transport] in
+            transport.setPublishGate(token: $0, validFor: $1)
+        }
         core = Locked(
             Core(
                 engine: RideEngine(configuration: settings.ride, topics: settings.topics, catalog: settings.catalog),

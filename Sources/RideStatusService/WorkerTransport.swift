@@ -30,9 +30,13 @@ public protocol WorkerTransport: AnyObject, Sendable {
 
     /// Connects in the background and keeps reconnecting.
     func start()
-    /// Queues a publish; never waits on the network.
+    /// Queues a publish; never waits on the network. G6: one made under a `gate` token (0: none) leaves only while
+    /// that gate is open (``setPublishGate(token:until:)``).
     func publishWithoutWaiting(
-        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties) throws
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties, gate: UInt64) throws
+    /// G6: opens the gate of `token` for `validFor` from now, or closes it (nil): what was published under it and
+    /// has not left is dropped then, never sent after the grant it was made under.
+    func setPublishGate(token: UInt64, validFor: Duration?)
     /// Subscribes and waits for the acknowledgement.
     func subscribe(_ filter: String, qos: MQTTQoS, options: MQTTSubscribeOptions) async throws
     /// Subscribes to many filters with the same options, in as few packets as it can, and waits for every
@@ -55,11 +59,12 @@ public protocol WorkerTransport: AnyObject, Sendable {
 }
 
 extension WorkerTransport {
-    func publish(_ topic: String, _ payload: [UInt8], retain: Bool = false, properties: MQTTProperties = .init())
-        throws
-    {
+    func publish(
+        _ topic: String, _ payload: [UInt8], retain: Bool = false, properties: MQTTProperties = .init(),
+        gate: UInt64 = 0
+    ) throws {
         try publishWithoutWaiting(
-            topic: topic, payload: payload, qos: .atLeastOnce, retain: retain, properties: properties)
+            topic: topic, payload: payload, qos: .atLeastOnce, retain: retain, properties: properties, gate: gate)
     }
 }
 

@@ -27,6 +27,11 @@ public final class InMemoryTransport: WorkerTransport {
         var reconnects = 0
         var incarnation: UInt64 = 0
         var outbox: [MQTTMessage] = []
+        /// G6: the gate token of each message in `outbox` (0: ungated).
+        var outboxGates: [UInt64] = []
+        /// G6: the open gate's token, nil while none is open (the in-memory gate has no clock: it closes when told).
+        var openGate: UInt64?
+        var gateDrops = 0
         var room = Int.max
         /// Every filter subscribed, restored on each connect.
         var subscriptions: [String: MQTTSubscribeOptions] = [:]
@@ -127,6 +132,7 @@ public final class InMemoryTransport: WorkerTransport {
         let (outbox, sessionPresent, restoration, holding) = state.withLock { state in
             defer {
                 state.outbox = []
+                state.outboxGates = []
                 state.connected = true
                 state.incarnation += 1
                 if state.everConnected { state.reconnects += 1 }
@@ -139,7 +145,12 @@ public final class InMemoryTransport: WorkerTransport {
             if state.holding {
                 state.inFlight += restoration.map { ($0.filters, $0.options, nil) }
             }
-            return (state.outbox, state.everConnected && keptSession, restoration, state.holding)
+            // G6: what waited under a gate that closed meanwhile is dropped, as ``MQTTClient`` drops it.
+            var kept: [MQTTMessage] = []
+            for (message, gate) in zip(state.outbox, state.outboxGates) {
+                if gate == 0 || gate == state.openGate { kept.append(message) } else { state.gateDrops += 1 }
+            }
+            return (kept, state.everConnected && keptSession, restoration, state.holding)
         }
         broker.connect(id)
         for message in outbox { broker.route(message, from: id) }
@@ -212,7 +223,7 @@ public final class InMemoryTransport: WorkerTransport {
     }
 
     public func publishWithoutWaiting(
-        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties
+        topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties, gate: UInt64
     ) throws {
         let message = MQTTMessage(topic: topic, payload: payload, qos: qos, retain: retain, properties: properties)
         let connected = state.withLock { state -> Bool? in
@@ -220,7 +231,14 @@ public final class InMemoryTransport: WorkerTransport {
                 state.fencedDrops += 1
                 return nil
             }
-            if !state.connected { state.outbox.append(message) }
+            if gate != 0, gate != state.openGate {
+                state.gateDrops += 1
+                return nil
+            }
+            if !state.connected {
+                state.outbox.append(message)
+                state.outboxGates.append(gate)
+            }
             return state.connected
         }
         if connected == true { broker.route(message, from: id) }
@@ -231,6 +249,7 @@ public final class InMemoryTransport: WorkerTransport {
     public func lapseLease(passing: Set<String>) {
         state.withLock { state in
             state.outbox = []
+            state.outboxGates = []
             state.fencedPassing = passing
         }
         eventSink.yield(.leaseLapsed(silence: .seconds(7)))
@@ -248,6 +267,16 @@ public final class InMemoryTransport: WorkerTransport {
 
     /// G5: publishes dropped while the lease had lapsed.
     public var fencedDrops: Int { state.withLock { $0.fencedDrops } }
+
+    /// G6: gated publishes dropped because their gate was closed (``MQTTClient/gateDrops``).
+    public var gateDrops: Int { state.withLock { $0.gateDrops } }
+
+    /// The open gate's token, nil while none is open.
+    public var openGate: UInt64? { state.withLock { $0.openGate } }
+
+    public func setPublishGate(token: UInt64, validFor: Duration?) {
+        state.withLock { $0.openGate = validFor == nil ? nil : token }
+    }
 
     public func subscribe(_ filter: String, qos: MQTTQoS, options: MQTTSubscribeOptions) async throws {
         try await subscribe([filter], qos: qos, options: options)
