@@ -16,8 +16,10 @@
  *  - G6, etcd's lease (`BucketGrants`): counted from the renewal's send time, less ETCD_MARGIN, renewed every
  *    RENEW seconds; etcd deletes the owner key TTL seconds after it *received* the last renewal. A worker
  *    claims the ride's bucket if no key exists, under an epoch from etcd's revision; it stops when its lease
- *    lapses by its clock, and gives its grant back when it loses the broker. DROP_ON_GRANT_LAPSE=1 drops the
- *    client's queue at that lapse too: a rule under study, not the code (0 is the code).
+ *    lapses by its clock, and gives its grant back when it loses the broker. GATE=1 is the code: each status
+ *    carries its grant's end; the network thread drops a head past it before handing it on (the write is a step
+ *    of its own), and at the grant's end the client drops its queue but for a head already handed on.
+ *    DROP_ON_GRANT_LAPSE=1 (without GATE) drops the whole queue at the lapse: a rule under study.
  *  - Rules under study (not the code): WAIT_FOR_WILL, WRITE_DEADLINE (checked with the write in one step, which the
  *    code cannot do: a second read showed a split check fails). See docs/model-check.md.
  *
@@ -62,6 +64,9 @@
 #ifndef WRITE_DEADLINE
 #define WRITE_DEADLINE 0
 #endif
+#ifndef GATE
+#define GATE 0
+#endif
 #ifdef ETCD
 #define CHECK_DEADLINE WRITE_DEADLINE
 #define GRANT_LIVE(w) (now < granted[w] && (!WAIT_FOR_WILL || !stale[1 - w] || now >= claimedAt[w] + WILL))
@@ -99,6 +104,7 @@ bool holder0 = 1;       /* broker-only: who the group takes for the ride's owner
 byte rideEpoch = 1;     /* broker-only: the epoch of the ride's retained state */
 chan out[2] = [3] of { byte, byte };   /* the client's queue, in order: sequence (0: a ping), deadline */
 bool pinging[2];        /* a ping is in the queue */
+bool handed[2];         /* GATE: the queue's head passed the gate and was handed on (libmosquitto, the kernels) */
 
 /* A packet written and acknowledged: the broker heard the connection, and the lease counts from the write. */
 inline deliver(w, x) {
@@ -117,7 +123,19 @@ inline clear(w) {
     :: out[w]?_, _
     :: empty(out[w]) -> break
     od;
-    pinging[w] = 0
+    pinging[w] = 0;
+    handed[w] = 0
+}
+
+/* GATE (the code): the grant's gate closes at its end by the worker's clock. The client drops what it holds, and
+   resets the connection if a publish is unacknowledged; but a head already handed on may sit in the broker's
+   kernel, which no reset recalls, so it stays and may still be written (the reset itself is not modelled: the
+   connection staying up only lets the broker take that head later). */
+inline gateClose(w) {
+    if
+    :: handed[w] -> out[w]?x, d; clear(w); out[w]!x, d; handed[w] = 1; pinging[w] = (x == 0)
+    :: else -> clear(w)
+    fi
 }
 
 /* The worker loses the connection or its lease: the client closes the connection and drops what it held. */
@@ -185,17 +203,26 @@ proctype worker(byte w) {
     :: atomic { connected[w] && !confirming[w] && epoch[w] > 0 && n[w] < MAXN && len(out[w]) < 2 &&
                 now < base[w] + WILL - MARGIN && GRANT_LIVE(w) -> out[w]!(epoch[w] * 16 + n[w]), granted[w]; n[w]++ }
     /* (A worker that publishes nothing more still pings: a status is written before the ping behind it.) */
+    /* GATE: the network thread checks the head against its grant's end before handing it on, and drops it if the
+       grant has ended; the write that follows is a step of its own (a pause may come between). */
+    :: atomic { GATE && len(out[w]) > 0 && connected[w] && !handed[w] ->
+        out[w]?<x, d>;
+        if
+        :: x != 0 && now >= d -> out[w]?x, d
+        :: else -> handed[w] = 1
+        fi }
     /* The network thread writes the queue's head. It checks G5's lease first (a lapse drops the queue); on a
        connection the broker closed, the write fails. */
     :: atomic {
-        len(out[w]) > 0 && connected[w] ->
+        len(out[w]) > 0 && connected[w] && (!GATE || handed[w]) ->
         if
         :: now >= base[w] + WILL - MARGIN -> lapse(w)
         :: now < base[w] + WILL - MARGIN && alive[w] -> out[w]?x, d;
             if
             :: CHECK_DEADLINE && x != 0 && now >= d -> skip   /* the client drops a publish past its grant */
             :: else -> deliver(w, x)
-            fi
+            fi;
+            handed[w] = 0
         :: now < base[w] + WILL - MARGIN && !alive[w] -> lapse(w)
         fi }
     /* Reconnect: a new connection (its CONNECT acknowledged); what was held before the lapse is gone. */
@@ -227,13 +254,14 @@ proctype worker(byte w) {
     /* etcd answers: a live lease runs TTL from now; one that ended is gone with its grant. */
     :: atomic { renewing[w] ->
         if
-        :: etcdExp[w] == 0 && epoch[w] > 0 -> epoch[w] = 0; if :: DROP_ON_GRANT_LAPSE -> clear(w) :: else -> skip fi
+        :: etcdExp[w] == 0 && epoch[w] > 0 -> epoch[w] = 0;
+            if :: GATE -> gateClose(w) :: !GATE && DROP_ON_GRANT_LAPSE -> clear(w) :: else -> skip fi
         :: else -> skip
         fi;
         etcdExp[w] = now + TTL; granted[w] = renewSent[w] + TTL - ETCD_MARGIN; renewing[w] = 0 }
     /* G6: the grant ran out by the worker's clock: stop at once, writing nothing. */
     :: atomic { epoch[w] > 0 && now >= granted[w] -> epoch[w] = 0;
-        if :: DROP_ON_GRANT_LAPSE -> clear(w) :: else -> skip fi }
+        if :: GATE -> gateClose(w) :: !GATE && DROP_ON_GRANT_LAPSE -> clear(w) :: else -> skip fi }
     /* G6: claim the bucket (a transaction: only if no key), under the next revision. */
     :: atomic { connected[w] && epoch[w] == 0 && owner == NONE && etcdExp[w] != 0 && now < granted[w] ->
         owner = w; revision++; epoch[w] = revision; n[w] = 0; claimedAt[w] = now }

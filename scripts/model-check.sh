@@ -16,15 +16,24 @@ small="-DMAXT=10 -DWILL=4 -DPING=1 -DTTL=6 -DRENEW=2 -DMAXN=1"
 larger="-DMAXT=12 -DWILL=4 -DPING=1 -DTTL=6 -DRENEW=2 -DMAXN=2"
 
 failed=0
+# A configuration expected to be violated may search with `--bitstate` (supertrace: 512 MiB of bits, no memory
+# limit to reach): it explores only part of the space, but a counterexample it finds is real. The split gate's
+# counterexample lies beyond what the exact search holds in 6 GB.
 check() {
     local name=$1 expected=$2
     shift 2
+    local store="-DCOLLAPSE -DMEMLIM=6000" width=26
+    if [[ ${1:-} == --bitstate ]]; then
+        store="-DBITSTATE" width=32
+        shift
+    fi
     local dir="$work/$name"
     mkdir -p "$dir"
     cp models/lease.pml "$dir/"
     local started=$SECONDS
-    (cd "$dir" && spin -a "$@" lease.pml >/dev/null && gcc -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=6000 -o pan pan.c \
-        && ./pan -m400000 -w26 > out.txt 2>&1) || true
+    # shellcheck disable=SC2086 # $store is two flags
+    (cd "$dir" && spin -a "$@" lease.pml >/dev/null && gcc -O2 -w -DSAFETY $store -o pan pan.c \
+        && ./pan -m400000 -w$width > out.txt 2>&1) || true
     local verdict=unknown
     if grep -q "assertion violated" "$dir/out.txt" 2>/dev/null; then
         verdict=violated
@@ -40,7 +49,7 @@ check() {
         tail -20 "$dir/out.txt" 2>/dev/null || true
     elif [[ $verdict == violated ]]; then
         # The counterexample, shortened to what the workers and the broker did.
-        (cd "$dir" && spin -t -p -g "$@" lease.pml 2>/dev/null | grep -E "proc +[23] .*(out\[w\]!|out\[w\]\?x|owner = w|epoch\[w\] = )|fireWill|now = " \
+        (cd "$dir" && spin -t -p -g "$@" lease.pml 2>/dev/null | grep -E "proc +[23] .*(out\[w\]!|out\[w\]\?x|owner = w|epoch\[w\] = |handed\[w\] = 1)|fireWill|now = " \
             | tail -8 | sed 's/^/      /') || true
     fi
 }
@@ -48,7 +57,7 @@ check() {
 echo "model-check ($set_name): models/lease.pml with spin $(spin -V | cut -d' ' -f3)"
 check "broker-only (G5)" safe $small
 check "broker-only, queue kept across a lapse" violated $small -DCLEAR_ON_LAPSE=0
-check "etcd (G6) as built" violated $small -DETCD -DDROP_ON_GRANT_LAPSE=0
+check "etcd (G6) as built: the gate" violated --bitstate $small -DETCD -DGATE=1
 if [[ $set_name == full ]]; then
     check "broker-only (G5), 2 statuses an owner" safe $larger
     check "etcd + queue dropped at a grant's lapse + wait" safe $larger -DETCD -DWAIT_FOR_WILL=1
