@@ -72,7 +72,8 @@ reset:
 test: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	$(SWIFT) test --skip-build --skip NATSClusterTests --skip "EtcdGatewayTests|GroupEtcdTests|CutEndToEndTests"
-	$(SWIFT) test --skip-build --filter "EtcdGatewayTests|GroupEtcdTests|CutEndToEndTests"
+	$(SWIFT) test --skip-build --filter "EtcdGatewayTests|GroupEtcdTests"
+	$(SWIFT) test --skip-build --filter CutEndToEndTests
 	@$(MAKE) --no-print-directory test-browser test-api test-ops test-push test-security test-routes build-unbuffered SKIP_BUILD=1
 
 ## build-unbuffered: the MQTT client without its read buffer under libmosquitto (the package trait UnbufferedIO,
@@ -126,8 +127,10 @@ test-api: deps
 	python3 Tests/Python/api/test_api.py --bin-dir "$$($(SWIFT) build --show-bin-path)"
 
 ## test-cluster: the real 3-node NATS cluster suites (MQTT 3.1.1) on the pinned nats-server (scripts/nats-server.sh),
-## one process each, one after the other; RUNS=10 repeats both and stops at the first failure
+## one process each, one after the other; RUNS=10 repeats them and stops at the first failure. The partition suite
+## on NATS with etcd runs the cuts CUT_CASES names (broker, etcd, both; default all), CUT_RUNS times each
 RUNS ?= 1
+CUT_CASES ?=
 test-cluster: deps
 	$(SWIFT) build --build-tests $(STRICT_FLAGS)
 	@nats="$$(./scripts/nats-server.sh)" && echo "==> $$("$$nats" --version) at $$nats" && \
@@ -135,6 +138,7 @@ test-cluster: deps
 		echo "==> cluster suites: run $$run of $(RUNS)"; \
 		NATS_SERVER="$$nats" $(SWIFT) test --skip-build --filter "MQTTClientTests.NATSClusterTests" || exit 1; \
 		NATS_SERVER="$$nats" $(SWIFT) test --skip-build --filter GroupNATSClusterTests || exit 1; \
+		NATS_SERVER="$$nats" CUT_CASES="$(CUT_CASES)" $(SWIFT) test --skip-build --filter CutNATSClusterTests || exit 1; \
 		echo "==> cluster suites: $$run of $(RUNS) runs passed in a row"; \
 	done
 
