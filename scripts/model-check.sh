@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # G5, G6, C5: the lease and grant rules in Spin (models/lease.pml). Each configuration states the verdict it must
 # reach: "safe" (no assertion fails in the whole state space) or "violated" (Spin finds the counterexample the
-# configuration exists to show). A verdict other than the expected one fails. `quick` (CI, about 2 minutes) or
+# configuration exists to show). A verdict other than the expected one fails. `quick` (CI, about 3 minutes) or
 # `full` (the larger configurations: minutes each and up to 6 GB of memory apiece).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -262,7 +262,7 @@ extension MQTTClient {
     private func acknowledge(_ mid: Int32, state: inout State) -> CheckedContinuation<Void, any Error>? {
         state.lease?.acknowledged(mid)
         state.inFlightQoS1.remove(mid)
-        state.gatedInFlight.remove(mid)
+        state.gatedInFlight[mid] = nil
         state.pendingSubscriptions[mid] = nil
         state.pendingUnsubscribes[mid] = nil
         if state.resend.acknowledged(mid, connected: state.connected) {

@@ -274,9 +274,9 @@ extension MQTTClient {
     /// without a lease, or while not connected). The window that remains: a pause after a check and before the
     /// `write` it guards.
     ///
-    /// G6: the same check closes an open publish gate whose time is up (``PublishGate``): once, and if a publish
-    /// made under it is still unacknowledged or unwritten, by resetting the connection (the broker may not have
-    /// read it yet). The expiry returned is then the gate's end, if sooner.
+    /// G6: the same check, once after a publish gate's time is up or the gate changed (``PublishGate``), resets
+    /// the connection if a gated publish in flight is no longer admitted (the broker may not have read it yet).
+    /// The expiry returned is then the gate's end, if sooner.
     private func checkLease() -> ContinuousClock.Instant? {
         let unbounded = ContinuousClock.now.advanced(by: .seconds(86_400))
         let lease = configuration.lease
@@ -284,17 +284,19 @@ extension MQTTClient {
         var gateReset = false
         let expiry = state.withLock { state -> ContinuousClock.Instant? in
             var until = unbounded
-            if var gate = state.gate, !gate.closeHandled {
-                if now < gate.until {
-                    until = gate.until
-                } else {
-                    gate.closeHandled = true
+            if var gate = state.gate {
+                let closed = now >= gate.until
+                if closed ? !gate.closeChecked : !gate.checked {
+                    // Once a change: the in-flight publishes are scanned only when the gate was set or closed.
+                    gate.checked = true
+                    gate.closeChecked = closed
                     state.gate = gate
-                    if state.connected, !state.gatedInFlight.isEmpty || mosquitto_want_write(handle) {
+                    if state.gatedInFlight.values.contains(where: { !PublishGate.admits($0, gate: gate, now: now) }) {
                         gateReset = true
                         return nil
                     }
                 }
+                if !closed { until = gate.until }
             }
             guard let lease, state.connected, let held = state.lease else { return until }
             if held.hasLapsed(at: now) { return nil }
@@ -352,7 +354,7 @@ extension MQTTClient {
             dropped += batch.entries.compactMap(\.waiter)
             state.fencedDrops += state.inFlightQoS1.count + held.count + batch.entries.count
             state.inFlightQoS1 = []
-            state.gatedInFlight = []
+            state.gatedInFlight = [:]
             state.connected = false
             state.fenced = true
             state.lease?.fenced()

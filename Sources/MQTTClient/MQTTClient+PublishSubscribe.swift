@@ -29,7 +29,7 @@ extension MQTTClient {
 
     /// Publishes without waiting for the acknowledgement. A QoS 1 message is still tracked by
     /// ``flush(timeout:)`` and redelivered by libmosquitto after a reconnect.
-    /// - Parameter gate: G6: the token of the gate it is made under (``setPublishGate(token:until:)``); it is
+    /// - Parameter gate: G6: the token of the gate it is made under (``setPublishGate(token:validFor:)``); it is
     ///   dropped unsent if that gate closes before it leaves. 0, the default: ungated.
     public func publishWithoutWaiting(
         topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
@@ -200,7 +200,7 @@ extension MQTTClient {
         if queued && qos == .atLeastOnce {
             state.lease?.sent(mid, at: .now)
             state.inFlightQoS1.insert(mid)
-            if gate != 0 { state.gatedInFlight.insert(mid) }
+            if gate != 0 { state.gatedInFlight[mid] = gate }
             if let waiter { state.waiters[mid] = waiter }
         }
         if !queued { throw Self.libraryError("publish to \(String(cString: topic))", rc) }

@@ -110,10 +110,10 @@ public final class MQTTClient: @unchecked Sendable {
         var fencedDrops = 0
         /// G5: libmosquitto reported the connection lost; the network thread fences it (``fence(now:)``).
         var lostConnection = false
-        /// G6: the grant publishes are gated on (``MQTTClient/setPublishGate(token:until:)``), nil before one.
+        /// G6: the grant publishes are gated on (``MQTTClient/setPublishGate(token:validFor:)``), nil before one.
         var gate: PublishGate?
-        /// G6: gated publishes handed to libmosquitto and not yet acknowledged.
-        var gatedInFlight: Set<Int32> = []
+        /// G6: gated publishes handed to libmosquitto and not yet acknowledged, with their gate tokens.
+        var gatedInFlight: [Int32: UInt64] = [:]
         /// G6: gated publishes dropped because their gate had closed.
         var gateDrops = 0
     }
@@ -240,15 +240,24 @@ public final class MQTTClient: @unchecked Sendable {
     /// leaves only while its token's gate is open (``PublishGate``). A new token closes the previous one's for good.
     public func setPublishGate(token: UInt64, validFor: Duration?) {
         let now = ContinuousClock.now
-        let gate = PublishGate(token: token, until: now.advanced(by: validFor ?? .nanoseconds(-1)))
-        let changed = state.withLock { state -> Bool in
-            guard state.gate?.token != gate.token || state.gate?.until != gate.until else { return false }
-            state.gate = gate
+        let closing = validFor.map { $0 <= .zero } ?? true
+        let until = closing ? now : now.advanced(by: validFor!)
+        let recheck = state.withLock { state -> Bool in
+            if var open = state.gate, open.token == token {
+                // A renewal moves the end; closing a gate already closed changes nothing.
+                if closing && open.until <= now { return false }
+                open.until = until
+                open.closeChecked = false
+                state.gate = open
+                return closing
+            }
+            // Another token's gate: what is in flight under the previous one is checked against it.
+            state.gate = PublishGate(token: token, until: until)
             return true
         }
-        // The network thread handles a close on its next turn (resets the connection if a gated publish is
-        // unacknowledged); woken now rather than within its poll.
-        if changed && validFor == nil { wake.signal() }
+        // The network thread checks on its next turn (resets the connection if a gated publish in flight is no
+        // longer admitted); woken now rather than within its poll.
+        if recheck { wake.signal() }
     }
 
     /// Whether a CONNACK success has been received and the connection has not dropped since.

@@ -31,7 +31,7 @@ public protocol WorkerTransport: AnyObject, Sendable {
     /// Connects in the background and keeps reconnecting.
     func start()
     /// Queues a publish; never waits on the network. G6: one made under a `gate` token (0: none) leaves only while
-    /// that gate is open (``setPublishGate(token:until:)``).
+    /// that gate is open (``setPublishGate(token:validFor:)``).
     func publishWithoutWaiting(
         topic: String, payload: [UInt8], qos: MQTTQoS, retain: Bool, properties: MQTTProperties, gate: UInt64) throws
     /// G6: opens the gate of `token` for `validFor` from now, or closes it (nil): what was published under it and

@@ -275,7 +275,7 @@ public final class InMemoryTransport: WorkerTransport {
     public var openGate: UInt64? { state.withLock { $0.openGate } }
 
     public func setPublishGate(token: UInt64, validFor: Duration?) {
-        state.withLock { $0.openGate = validFor == nil ? nil : token }
+        state.withLock { $0.openGate = (validFor ?? .zero) <= .zero ? nil : token }
     }
 
     public func subscribe(_ filter: String, qos: MQTTQoS, options: MQTTSubscribeOptions) async throws {

@@ -344,7 +344,10 @@ struct MQTTClientIntegrationTests {
             // What remains (docs/operations.md): bytes the broker's kernel took before the reset. mosquitto applies
             // the first, then fails to write its PUBACK on the reset connection and drops the rest.
             #expect(gated.count <= 1, "the broker took versions made under the grant after it ended: \(gated)")
-            #expect(publisher.heldCount == 0, "nothing made under the closed gate is kept to be sent later")
+            // The reset path was taken (the held and unacknowledged publishes went with the connection), not the
+            // outbox's check alone (which a machine slower than the gate's 1 s would take).
+            #expect(publisher.fencedDrops > 0, "the gate's close reset the connection")
+            #expect(free.fencedDrops == 0, "ungated, nothing was reset")
 
             // Still under the closed gate: dropped at once. A new grant opens its own gate.
             let dropsBefore = publisher.gateDrops
@@ -359,6 +362,49 @@ struct MQTTClientIntegrationTests {
             try await reader.subscribe("gate7/1")
             #expect(try await receive(reader, timeout: .seconds(5)).first?.payload == "next".bytes)
             for client in [free, publisher, reader] { await client.disconnect() }
+        }
+    }
+
+    @Test(
+        "G6: a new grant's gate replacing an open one resets the connection while a publish of the old grant is unacknowledged; the broker keeps none of them"
+    )
+    func newGateReplacesOpenOne() async throws {
+        try await withTestBroker { broker in
+            let publisher = try await connectedClient(broker, id: "pub-regrant") { $0.maxInFlight = 20 }
+            publisher.setPublishGate(token: 7, validFor: .seconds(60))
+            broker.freeze()
+            for topic in 0..<10 {
+                try publisher.publishWithoutWaiting(
+                    topic: "regrant/\(topic)", payload: "old".bytes, qos: .atLeastOnce, retain: true, gate: 7)
+            }
+            // The publishes are handed on (in flight, unacknowledged) before the next grant's gate opens.
+            let handed = ContinuousClock.now + .seconds(5)
+            while publisher.outboxCount > 0 && ContinuousClock.now < handed {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            publisher.setPublishGate(token: 8, validFor: .seconds(60))
+            try await waitForEvent(publisher, timeout: .seconds(5)) {
+                if case .disconnected(let reason) = $0 { return reason.contains("G6") } else { return false }
+            }
+            broker.thaw()
+            let back = ContinuousClock.now + .seconds(15)
+            while !publisher.isConnected && ContinuousClock.now < back { try await Task.sleep(for: .milliseconds(20)) }
+            try publisher.publishWithoutWaiting(
+                topic: "regrant/0", payload: "new".bytes, qos: .atLeastOnce, retain: true, gate: 8)
+            #expect(await publisher.flush(timeout: .seconds(10)))
+            let reader = try await connectedClient(broker, id: "read-regrant")
+            try await reader.subscribe("regrant/+")
+            var retained = try await receive(reader, count: 1, timeout: .seconds(5))
+            while let next = try? await receive(reader, count: 1, timeout: .milliseconds(500)) { retained += next }
+            let byTopic = Dictionary(retained.map { ($0.topic, $0.payload) }) { $1 }
+            let late = byTopic.values.filter { $0 == "old".bytes }.count
+            print("G6 regrant: 10 publishes of the old grant in flight at the new gate; the broker retained \(late)")
+            #expect(byTopic["regrant/0"] == "new".bytes, "the new grant's publish is the one retained")
+            // As with a gate's end: at most the first packet the broker's kernel took before the reset.
+            #expect(late <= 1, "the broker retained the old grant's publishes: \(late)")
+            #expect(publisher.fencedDrops >= 9, "the old grant's publishes went with the connection")
+            await publisher.disconnect()
+            await reader.disconnect()
         }
     }
 

@@ -8,7 +8,7 @@ import Testing
 struct CutNATSClusterTests {
     @Test(
         "G5, G6, G3, C5 on NATS: a worker cut off from the broker, from etcd or from both: its rides move on under newer grants, nothing under a lost one is received, no ride lost",
-        arguments: PartitionCut.selected)
+        .serialized, arguments: PartitionCut.selected)
     func cutOff(_ cut: PartitionCut) async throws {
         for index in 1...CutEndToEndTests.runs {
             let outcome = try await CutEndToEndTests.run(cut, nats: true)
