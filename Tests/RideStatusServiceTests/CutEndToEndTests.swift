@@ -233,6 +233,20 @@ struct CutEndToEndTests {
         return outcome
     }
 
+    /// What every run of a cut must show, on either broker.
+    static func check(_ outcome: Outcome, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(outcome.regressions.isEmpty, "C5: \(outcome.regressions.prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            outcome.retainedBehind.isEmpty, "C5: \(outcome.retainedBehind.prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            outcome.dualPublished.isEmpty, "G1, G6: \(outcome.dualPublished.prefix(5))", sourceLocation: sourceLocation)
+        #expect(outcome.lost.isEmpty, "no ride lost: \(outcome.lost.prefix(5))", sourceLocation: sourceLocation)
+        #expect(
+            outcome.takeover <= 10 + 1 + 1, "G3: the rides move within 10 s + interval (+1 s of polling)",
+            sourceLocation: sourceLocation)
+        #expect(outcome.largestGap <= 20, "C1: at most 20 s between statuses", sourceLocation: sourceLocation)
+    }
+
     @Test(
         "G5, G6, G3, C5: a worker cut off from the broker, from etcd or from both: its rides move within 10 s + interval, it publishes none of them meanwhile, nothing goes back",
         .serialized, arguments: PartitionCut.selected)
@@ -240,12 +254,7 @@ struct CutEndToEndTests {
         for index in 1...Self.runs {
             let outcome = try await Self.run(cut)
             print("cut from \(cut), run \(index) of \(Self.runs): \(outcome)")
-            #expect(outcome.regressions.isEmpty, "C5: \(outcome.regressions.prefix(5))")
-            #expect(outcome.retainedBehind.isEmpty, "C5: \(outcome.retainedBehind.prefix(5))")
-            #expect(outcome.dualPublished.isEmpty, "G1, G6: \(outcome.dualPublished.prefix(5))")
-            #expect(outcome.lost.isEmpty, "no ride lost: \(outcome.lost.prefix(5))")
-            #expect(outcome.takeover <= 10 + 1 + 1, "G3: the rides move within 10 s + interval (+1 s of polling)")
-            #expect(outcome.largestGap <= 20, "C1: at most 20 s between statuses")
+            Self.check(outcome)
         }
     }
 }

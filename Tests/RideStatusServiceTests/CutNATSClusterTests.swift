@@ -13,12 +13,7 @@ struct CutNATSClusterTests {
         for index in 1...CutEndToEndTests.runs {
             let outcome = try await CutEndToEndTests.run(cut, nats: true)
             print("NATS: cut from \(cut), run \(index) of \(CutEndToEndTests.runs): \(outcome)")
-            #expect(outcome.regressions.isEmpty, "C5: \(outcome.regressions.prefix(5))")
-            #expect(outcome.retainedBehind.isEmpty, "C5: \(outcome.retainedBehind.prefix(5))")
-            #expect(outcome.dualPublished.isEmpty, "G1, G6: \(outcome.dualPublished.prefix(5))")
-            #expect(outcome.lost.isEmpty, "no ride lost: \(outcome.lost.prefix(5))")
-            #expect(outcome.takeover <= 10 + 1 + 1, "G3: the rides move within 10 s + interval (+1 s of polling)")
-            #expect(outcome.largestGap <= 20, "C1: at most 20 s between statuses")
+            CutEndToEndTests.check(outcome)
         }
     }
 }
