@@ -295,7 +295,7 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Publishes held back while disconnected; a retained publish replaced by a newer one to the same topic
     /// before it left counts once (``OrderedResend``).
-    package var heldCount: Int { state.withLock { $0.resend.heldCount } }
+    var heldCount: Int { state.withLock { $0.resend.heldCount } }
 
     /// Retained publishes that a newer one to the same topic replaced while both were held back.
     package var coalescedCount: Int { state.withLock { $0.resend.coalesced } }
