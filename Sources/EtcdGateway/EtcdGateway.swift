@@ -48,6 +48,18 @@ public final class EtcdGateway: Sendable {
         return answer.result?.ttl.flatMap(Int64.init) ?? 0
     }
 
+    /// The keys bound to a lease (`/v3/lease/timetolive` with `keys`); empty when etcd no longer knows it.
+    public func keys(of lease: Int64) async throws(EtcdError) -> [String] {
+        let answer: TimeToLiveAnswer = try await call(
+            "/v3/lease/timetolive", TimeToLiveRequest(id: "\(lease)", keys: true))
+        return try (answer.keys ?? []).map { key throws(EtcdError) in
+            guard let data = Data(base64Encoded: key), let name = String(data: data, encoding: .utf8) else {
+                throw .malformed("a lease's key that is not base64 UTF-8: \(key)")
+            }
+            return name
+        }
+    }
+
     /// Ends a lease at once, deleting every key bound to it (`/v3/lease/revoke`). A lease that is gone already is
     /// not an error: the outcome is the same.
     public func revoke(_ lease: Int64) async throws(EtcdError) {
@@ -76,13 +88,20 @@ public final class EtcdGateway: Sendable {
             compare: compare.map(\.json), success: success.map(\.json), failure: failure.map(\.json))
         let answer: TransactionAnswer = try await call("/v3/kv/txn", request)
         var ranges: [[EtcdKeyValue]] = []
-        for response in answer.responses ?? [] {
+        var previous: [EtcdKeyValue?] = []
+        let branch = (answer.succeeded ?? false) ? success : failure
+        for (index, response) in (answer.responses ?? []).enumerated() {
             if let range = response.responseRange {
                 ranges.append(try (range.kvs ?? []).map { kv throws(EtcdError) in try kv.pair() })
             }
+            // A put that asked for the key's previous value: nil where the key did not exist.
+            if index < branch.count, case .put(_, _, _, previous: true) = branch[index] {
+                previous.append(try response.responsePut?.prevKv.map { kv throws(EtcdError) in try kv.pair() })
+            }
         }
         return EtcdTransactionResult(
-            succeeded: answer.succeeded ?? false, revision: answer.header?.revisionValue ?? 0, ranges: ranges)
+            succeeded: answer.succeeded ?? false, revision: answer.header?.revisionValue ?? 0, ranges: ranges,
+            previous: previous)
     }
 
     // MARK: - Transport
@@ -215,22 +234,29 @@ public enum EtcdCompare: Sendable, Equatable {
 
 /// An operation of a transaction.
 public enum EtcdOperation: Sendable, Equatable {
-    /// Writes the key, bound to `lease` (0: to none).
-    case put(String, value: [UInt8], lease: Int64)
+    /// Writes the key, bound to `lease` (0: to none); with `previous`, the value it replaced comes back in
+    /// ``EtcdTransactionResult/previous`` (etcd's `prev_kv`).
+    case put(String, value: [UInt8], lease: Int64, previous: Bool = false)
     /// Deletes the key.
     case delete(String)
     /// Reads the key: its value comes back in ``EtcdTransactionResult/ranges``, in order.
     case get(String)
+    /// Reads the key as it was at `revision` (etcd keeps its history until it is compacted; a compacted revision
+    /// fails the whole transaction).
+    case getAt(String, revision: Int64)
 
     var json: OperationJSON {
         switch self {
-        case .put(let key, let value, let lease):
+        case .put(let key, let value, let lease, let previous):
             OperationJSON(
                 requestPut: PutJSON(
-                    key: EtcdGateway.base64(key), value: EtcdGateway.base64(value), lease: lease == 0 ? nil : "\(lease)"
-                ))
+                    key: EtcdGateway.base64(key), value: EtcdGateway.base64(value),
+                    lease: lease == 0 ? nil : "\(lease)",
+                    prevKv: previous ? true : nil))
         case .delete(let key): OperationJSON(requestDeleteRange: KeyJSON(key: EtcdGateway.base64(key)))
         case .get(let key): OperationJSON(requestRange: KeyJSON(key: EtcdGateway.base64(key)))
+        case .getAt(let key, let revision):
+            OperationJSON(requestRange: KeyJSON(key: EtcdGateway.base64(key), revision: "\(revision)"))
         }
     }
 }
@@ -241,6 +267,9 @@ public struct EtcdTransactionResult: Sendable, Equatable {
     public var succeeded: Bool
     public var revision: Int64
     public var ranges: [[EtcdKeyValue]]
+    /// What each ``EtcdOperation/put(_:value:lease:previous:)`` with `previous` of the branch that ran replaced, in
+    /// order: nil where the key did not exist.
+    public var previous: [EtcdKeyValue?] = []
 }
 
 /// Why a call to etcd failed.
@@ -287,6 +316,19 @@ struct LeaseAnswer: Decodable, CustomStringConvertible {
         case ttl = "TTL"
     }
     var description: String { "ID \(id ?? "none"), TTL \(ttl ?? "none")" }
+}
+
+struct TimeToLiveRequest: Encodable {
+    var id: String
+    var keys: Bool
+    enum CodingKeys: String, CodingKey {
+        case id = "ID"
+        case keys
+    }
+}
+
+struct TimeToLiveAnswer: Decodable {
+    var keys: [String]?
 }
 
 struct KeepAliveAnswer: Decodable {
@@ -346,10 +388,16 @@ struct PutJSON: Encodable, Equatable {
     var key: String
     var value: String
     var lease: String?
+    var prevKv: Bool? = nil
+    enum CodingKeys: String, CodingKey {
+        case key, value, lease
+        case prevKv = "prev_kv"
+    }
 }
 
 struct KeyJSON: Encodable, Equatable {
     var key: String
+    var revision: String? = nil
 }
 
 struct OperationJSON: Encodable, Equatable {
@@ -372,6 +420,10 @@ struct TransactionRequest: Encodable {
 struct TransactionAnswer: Decodable {
     struct Response: Decodable {
         var responseRange: RangeAnswer?
+        var responsePut: PutAnswer?
+    }
+    struct PutAnswer: Decodable {
+        var prevKv: KeyValueJSON?
     }
     var header: Header?
     var succeeded: Bool?

@@ -17,6 +17,11 @@ extension RideStatusService {
         var served: [Int: UInt64] = [:]
         /// Requests to etcd the machine asked for, sent by ``runAuthority()``.
         var outbox: [BucketGrants.Action] = []
+        /// G5, G6: the grants that ended here since this connection's birth, with their epochs: their release
+        /// notice is sent again at the next birth, since a notice queued as the client reset its connection (its
+        /// gate's fence) is lost with it. On a new connection it still proves the old one closed: the broker
+        /// closes a client's old connection when it accepts its new one.
+        var endedSinceBirth: [Int: UInt64] = [:]
     }
 
     /// The group's keys in etcd, under `group.etcdPrefix`.
@@ -25,6 +30,9 @@ extension RideStatusService {
         var members: String { prefix + "members/" }
         func member(_ id: String) -> String { members + id }
         func bucket(_ bucket: Int) -> String { prefix + "buckets/" + Ownership.bucketName(bucket) }
+        /// G5, G6: the bucket's last holder, written (with no lease: it outlives the grant) by each claim, which
+        /// reads the one it replaces.
+        func holder(_ bucket: Int) -> String { prefix + "holders/" + Ownership.bucketName(bucket) }
         var epochBase: String { prefix + "epochBase" }
     }
 
@@ -54,14 +62,25 @@ extension RideStatusService {
                         "buckets.held": "\(granted.count)",
                     ])
             case .stop(let buckets):
-                for bucket in buckets { core.authority!.served[bucket] = nil }
+                var ended: [Int: UInt64] = [:]
+                for bucket in buckets {
+                    // Served or still waiting for its last holder: either way nothing more is written under it.
+                    ended[bucket] =
+                        core.authority!.served.removeValue(forKey: bucket) ?? core.authority!.grants.granted[bucket]
+                }
                 core.engine.grantEpochs = core.authority!.served
                 let granted = Set(core.authority!.served.keys)
                 carryOut(
                     core.handover.machine.grantsChanged(granted, now: now.timeIntervalSince1970), now: now, core: &core)
+                // After the rides' last states, on the same connection: the new holders serve once they read it.
+                publishGrantsReleased(ended, core: &core)
                 pending += core.authority!.grants.stopped(buckets, now: clock)
-            case .stopAll(let reason):
+            case .stopAll(let reason, let ended):
                 let held = core.engine.activeRideCount
+                // The gate is closed already (written nothing more): what this worker wrote under its grants is
+                // ahead of this notice on its connection, or gone with that connection.
+                grantLease.set(lease: nil)
+                publishGrantsReleased(ended.merging(core.authority!.served) { $1 }, core: &core)
                 core.authority!.served = [:]
                 core.engine.grantEpochs = [:]
                 carryOut(
@@ -71,6 +90,18 @@ extension RideStatusService {
                 logger.warning(
                     "every bucket stopped, nothing written: the etcd lease is not live, another worker may hold them (G6)",
                     metadata: ["reason": "\(reason)", "rides.dropped": "\(held)"])
+            case .awaitRelease(let buckets, let holder):
+                logger.info(
+                    "buckets granted, served once their last holder is offline or sends its release notice (G5, G6)",
+                    metadata: ["buckets": "\(buckets.count)", "holder": "\(holder)"])
+            case .releaseWaitExpired(let buckets, let holders):
+                metrics.releaseWaitsExpired.increment(by: buckets.count)
+                logger.warning(
+                    "no release notice and no will from these buckets' last holders within the wait: served now; a status they wrote before their grants ended may still land late (G5, G6)",
+                    metadata: [
+                        "buckets": "\(buckets.count)", "holders": "\(holders)",
+                        "wait": "\(core.authority!.grants.configuration.releaseWait) s",
+                    ])
             default:
                 core.authority!.outbox.append(action)
             }
@@ -89,7 +120,13 @@ extension RideStatusService {
             core.authority = AuthorityState(
                 grants: BucketGrants(
                     selfID: identity.id,
-                    configuration: .init(leaseTTL: settings.etcdLeaseTTL, margin: 1, epochBase: base)))
+                    configuration: .init(
+                        leaseTTL: settings.etcdLeaseTTL, margin: 1, epochBase: base,
+                        releaseWait: settings.releaseWait)))
+            // G5, G6: the presences read so far (retained, before etcd answered): who may still be writing.
+            for (worker, sighting) in core.group.presences where sighting.online && worker != identity.id {
+                _ = core.authority!.grants.presenceHeard(worker: worker, online: true, now: monotonicSeconds)
+            }
         }
         logger.info(
             "bucket ownership from etcd (G6)",
@@ -172,13 +209,38 @@ extension RideStatusService {
                 }
                 step { $0.membersRead(Array(members.prefix(Self.maximumGroupSize)), now: $1) }
             case .claim(let batch, let lease):
-                let won = try await claim(batch, lease: lease, gateway: gateway, keys: keys)
-                step { $0.claimAnswered(batch, granted: won, lease: lease, now: $1) }
+                let (won, previous) = try await claim(batch, lease: lease, gateway: gateway, keys: keys)
+                step { $0.claimAnswered(batch, granted: won, previous: previous, lease: lease, now: $1) }
             case .giveBack(let batch, let lease):
-                try await giveBack(batch, lease: lease, gateway: gateway, keys: keys)
-                core.withLock { $0.authority?.grants.gaveBack(batch, lease: lease) }
+                let revision = try await giveBack(batch, lease: lease, gateway: gateway, keys: keys)
+                core.withLock { core in
+                    core.authority?.grants.gaveBack(batch, lease: lease)
+                    // G5, G6: nothing is written under these buckets' grants here (stopped, never served, or
+                    // found leaked): every grant up to this revision has ended. A bucket stopped was announced
+                    // with its epoch already; one won too late or whose claim's answer was lost is announced here.
+                    guard revision > 0, let base = core.authority?.grants.configuration.epochBase else { return }
+                    let ended = UInt64(revision) + base
+                    publishGrantsReleased(
+                        Dictionary(uniqueKeysWithValues: batch.map { ($0, ended) }), core: &core)
+                }
             case .revoke(let lease):
                 try await gateway.revoke(lease)
+            case .auditKeys(let lease):
+                let prefix = keys.bucket(0).dropLast(4)
+                let buckets = try await gateway.keys(of: lease).compactMap { key -> Int? in
+                    guard key.hasPrefix(prefix) else { return nil }
+                    return Ownership.bucket(named: key.dropFirst(prefix.count))
+                }
+                step { grants, now in
+                    let before = grants.leakedKeys
+                    let actions = grants.keysHeld(buckets, lease: lease, now: now)
+                    if grants.leakedKeys > before {
+                        logger.warning(
+                            "keys bound to this worker's etcd lease that it did not know it held (a claim applied after its answer was lost): claimed again or given back (G6)",
+                            metadata: ["buckets": "\(grants.leakedKeys - before)"])
+                    }
+                    return actions
+                }
             default:
                 break
             }
@@ -210,24 +272,24 @@ extension RideStatusService {
 
     /// A claim of `batch` under `lease`: every bucket at once if none is held, else (a second transaction) the
     /// ones the first found free. Keys found bound to this lease already (a claim whose answer was lost) are won
-    /// too, at the revision that wrote them. Returns each bucket won with the revision of its grant.
+    /// too, at the revision that wrote them. Returns each bucket won with the revision of its grant, and who held
+    /// it before (each claim writes the bucket's holder record and reads the one it replaced: G5, G6).
     private func claim(_ batch: [Int], lease: Int64, gateway: EtcdGateway, keys: AuthorityKeys)
-        async throws(EtcdError) -> [Int: Int64]
+        async throws(EtcdError) -> (won: [Int: Int64], previous: [Int: BucketGrants.PreviousHolder])
     {
-        let value = Array(identity.id.utf8)
-        let first = try await gateway.transaction(
-            when: batch.map { .absent(keys.bucket($0)) },
-            then: batch.map { .put(keys.bucket($0), value: value, lease: lease) },
-            otherwise: batch.map { .get(keys.bucket($0)) })
+        let first = try await claimTransaction(batch, lease: lease, gateway: gateway, keys: keys, reading: true)
         // A2: an answer that does not say which revision wrote what, key by key, grants nothing.
-        guard first.revision > 0 else { throw .malformed("a claim answered without a revision") }
-        if first.succeeded { return Dictionary(uniqueKeysWithValues: batch.map { ($0, first.revision) }) }
-        guard first.ranges.count == batch.count else {
-            throw .malformed("a claim of \(batch.count) buckets answered \(first.ranges.count) reads")
+        guard first.answer.revision > 0 else { throw .malformed("a claim answered without a revision") }
+        if first.answer.succeeded {
+            return (Dictionary(uniqueKeysWithValues: batch.map { ($0, first.answer.revision) }), first.previous)
+        }
+        guard first.answer.ranges.count == batch.count else {
+            throw .malformed("a claim of \(batch.count) buckets answered \(first.answer.ranges.count) reads")
         }
         var won: [Int: Int64] = [:]
+        var previous: [Int: BucketGrants.PreviousHolder] = [:]
         var free: [Int] = []
-        for (bucket, found) in zip(batch, first.ranges) {
+        for (bucket, found) in zip(batch, first.answer.ranges) {
             guard let pair = found.first else {
                 free.append(bucket)
                 continue
@@ -237,26 +299,98 @@ extension RideStatusService {
             }
             if pair.lease == lease, pair.modRevision > 0 { won[bucket] = pair.modRevision }
         }
-        guard !free.isEmpty else { return won }
-        let second = try await gateway.transaction(
-            when: free.map { .absent(keys.bucket($0)) },
-            then: free.map { .put(keys.bucket($0), value: value, lease: lease) })
-        if second.succeeded, second.revision > 0 { for bucket in free { won[bucket] = second.revision } }
-        return won
+        // Won by a claim whose answer was lost: the holder record it replaced, read from etcd's history.
+        previous.merge(await holdersBefore(won, gateway: gateway, keys: keys)) { $1 }
+        guard !free.isEmpty else { return (won, previous) }
+        let second = try await claimTransaction(free, lease: lease, gateway: gateway, keys: keys, reading: false)
+        if second.answer.succeeded, second.answer.revision > 0 {
+            for bucket in free { won[bucket] = second.answer.revision }
+            previous.merge(second.previous) { $1 }
+        }
+        return (won, previous)
+    }
+
+    /// One claim transaction: each bucket's owner key under the lease if every one is absent, with its holder
+    /// record (the one replaced comes back); otherwise, with `reading`, the owner keys as they are.
+    private func claimTransaction(
+        _ batch: [Int], lease: Int64, gateway: EtcdGateway, keys: AuthorityKeys, reading: Bool
+    ) async throws(EtcdError) -> (answer: EtcdTransactionResult, previous: [Int: BucketGrants.PreviousHolder]) {
+        let value = Array(identity.id.utf8)
+        let answer = try await gateway.transaction(
+            when: batch.map { .absent(keys.bucket($0)) },
+            then: batch.flatMap { bucket -> [EtcdOperation] in
+                [
+                    .put(keys.bucket(bucket), value: value, lease: lease),
+                    .put(keys.holder(bucket), value: value, lease: 0, previous: true),
+                ]
+            },
+            otherwise: reading ? batch.map { .get(keys.bucket($0)) } : [])
+        guard answer.succeeded else { return (answer, [:]) }
+        guard answer.previous.count == batch.count else {
+            throw .malformed("a claim of \(batch.count) buckets answered \(answer.previous.count) previous holders")
+        }
+        var previous: [Int: BucketGrants.PreviousHolder] = [:]
+        for (bucket, record) in zip(batch, answer.previous) {
+            guard let record else { continue }  // never held: nobody to wait for
+            let holder = String(decoding: record.value, as: UTF8.self)
+            // A2: a record that does not name a worker, or has no revision, is not trusted: waited for in full.
+            previous[bucket] =
+                Identifier.isValid(holder) && record.modRevision > 0
+                ? .worker(holder, epoch: base(of: keys) + UInt64(record.modRevision)) : .unknown
+            if case .unknown = previous[bucket]! {
+                logger.warning(
+                    "a bucket's holder record does not read: waiting the whole release wait (G6, A2)",
+                    metadata: ["key": "\(keys.holder(bucket))", "value": "\(holder.prefix(40))"])
+            }
+        }
+        return (answer, previous)
+    }
+
+    /// The holder record of each bucket as it was just before `revisions` (the claim that wrote it): what that
+    /// claim's lost answer would have said. Unknown when etcd compacted that history or it does not read.
+    private func holdersBefore(_ revisions: [Int: Int64], gateway: EtcdGateway, keys: AuthorityKeys)
+        async -> [Int: BucketGrants.PreviousHolder]
+    {
+        guard !revisions.isEmpty else { return [:] }
+        let buckets = revisions.keys.sorted()
+        var previous = Dictionary(uniqueKeysWithValues: buckets.map { ($0, BucketGrants.PreviousHolder.unknown) })
+        guard
+            let answer = try? await gateway.transaction(
+                when: [], then: buckets.map { .getAt(keys.holder($0), revision: revisions[$0]! - 1) }),
+            answer.ranges.count == buckets.count
+        else { return previous }
+        for (bucket, found) in zip(buckets, answer.ranges) {
+            guard let record = found.first else {
+                previous[bucket] = BucketGrants.PreviousHolder.none
+                continue
+            }
+            let holder = String(decoding: record.value, as: UTF8.self)
+            if Identifier.isValid(holder), record.modRevision > 0 {
+                previous[bucket] = .worker(holder, epoch: base(of: keys) + UInt64(record.modRevision))
+            }
+        }
+        return previous
+    }
+
+    /// The epoch base the grant machine adds to revisions.
+    private func base(of keys: AuthorityKeys) -> UInt64 {
+        core.withLock { $0.authority?.grants.configuration.epochBase ?? 0 }
     }
 
     /// Deletes the keys of `batch` that are still bound to `lease`.
+    /// Returns the store's revision after it: every grant of these buckets to this worker up to it has ended.
     private func giveBack(_ batch: [Int], lease: Int64, gateway: EtcdGateway, keys: AuthorityKeys)
-        async throws(EtcdError)
+        async throws(EtcdError) -> Int64
     {
         let first = try await gateway.transaction(
             when: batch.map { .boundTo(keys.bucket($0), lease: lease) }, then: batch.map { .delete(keys.bucket($0)) },
             otherwise: batch.map { .get(keys.bucket($0)) })
-        guard !first.succeeded else { return }
+        guard !first.succeeded else { return first.revision }
         let mine = zip(batch, first.ranges).filter { $0.1.first?.lease == lease }.map(\.0)
-        guard !mine.isEmpty else { return }
-        _ = try await gateway.transaction(
+        guard !mine.isEmpty else { return first.revision }
+        let second = try await gateway.transaction(
             when: mine.map { .boundTo(keys.bucket($0), lease: lease) }, then: mine.map { .delete(keys.bucket($0)) })
+        return max(first.revision, second.revision)
     }
 
     /// G6: the base added to every grant's revision, kept in etcd (`{prefix}epochBase`) and written once by the

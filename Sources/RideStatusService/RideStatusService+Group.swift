@@ -54,6 +54,11 @@ extension RideStatusService {
         if worker == identity.id, presence?.online == true, presence?.incarnation == transport.incarnation {
             change = core.group.heardSelf(at: clock) ?? change
         }
+        // G5, G6: a bucket granted here whose last holder is now offline (its connection closed) is served.
+        if worker != identity.id {
+            let online = core.group.presences[worker]?.online ?? false
+            stepGrants(&core) { $0.presenceHeard(worker: worker, online: online, now: $1) }
+        }
         guard let change else { return }
         groupChanged(change, previousMembers: previousMembers, now: now, core: &core)
     }

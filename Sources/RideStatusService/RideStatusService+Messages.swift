@@ -259,6 +259,13 @@ extension RideStatusService {
             return
         }
         announced.withLock { $0 = true }
+        // G5, G6: the grants that ended since the last birth, announced again on this connection.
+        if let ended = core.authority?.endedSinceBirth, !ended.isEmpty {
+            core.authority?.endedSinceBirth = [:]
+            try? transport.publish(
+                settings.topics.released(worker: identity.id),
+                Self.releaseNotice(buckets: [], incarnation: incarnation, grants: ended))
+        }
         logger.info(
             "online: the broker acknowledged every control and request subscription (L8)",
             metadata: ["incarnation": "\(incarnation)", "rides": "\(core.engine.activeRideCount)"])

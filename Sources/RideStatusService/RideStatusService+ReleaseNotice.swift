@@ -15,8 +15,13 @@ extension RideStatusService {
     /// `{"buckets":[...],"incarnation":N,"floors":[[bucket,epoch,ceiling],...]}`. What does not read is
     /// dead-lettered (A2).
     func receiveRelease(_ message: MQTTMessage, worker: String, now: Date, core: inout Core) {
-        // G6: under an authority a bucket moves by its grant, and the grant's epoch is above every floor.
-        guard settings.authority == .broker else { return }
+        // G6: under an authority a bucket moves by its grant, and the grant's epoch is above every floor; the
+        // notice only says that the worker's writes under its grants are behind it.
+        guard settings.authority == .broker else {
+            guard worker != identity.id, let grants = Self.releasedGrants(message.payload) else { return }
+            stepGrants(&core) { $0.releaseHeard(from: worker, epochs: grants, now: $1) }
+            return
+        }
         guard core.handover.machine.hearsReleases(from: worker) else { return }
         guard let (buckets, floors) = Self.releaseNotice(message.payload) else {
             executor.execute(
@@ -39,6 +44,17 @@ extension RideStatusService {
             Self.releaseNotice(buckets: buckets, incarnation: transport.incarnation, floors: floors))
     }
 
+    /// G5, G6: the notice that this worker's grants of these buckets (with their epochs) ended here: published once
+    /// its gate closed, so on its connection it comes after everything it wrote under them. The new holders serve
+    /// those buckets once they read it (``BucketGrants/releaseHeard(from:epochs:now:)``).
+    func publishGrantsReleased(_ grants: [Int: UInt64], core: inout Core) {
+        guard !grants.isEmpty else { return }
+        core.authority?.endedSinceBirth.merge(grants) { max($0, $1) }
+        try? transport.publish(
+            settings.topics.released(worker: identity.id),
+            Self.releaseNotice(buckets: [], incarnation: transport.incarnation, grants: grants))
+    }
+
     /// G3, C5 on SIGTERM in a group: before its `offline` presence, a leaving worker publishes the floors of
     /// every bucket it holds rides in, releasing no bucket (it writes no last states: the new owners read the
     /// last state written, and continue above the floor too when the broker's copy lags).
@@ -55,8 +71,10 @@ extension RideStatusService {
 
     /// G3: `{serviceName}/workers/{workerId}/released`:
     /// `{"buckets":[...],"incarnation":N,"floors":[[bucket,epoch,ceiling],...]}` (floors omitted when none).
-    static func releaseNotice(buckets: [Int], incarnation: UInt64, floors: [Int: SequenceFloor] = [:]) -> [UInt8] {
-        var writer = JSONWriter(capacity: 32 + 6 * buckets.count + 24 * floors.count)
+    static func releaseNotice(
+        buckets: [Int], incarnation: UInt64, floors: [Int: SequenceFloor] = [:], grants: [Int: UInt64] = [:]
+    ) -> [UInt8] {
+        var writer = JSONWriter(capacity: 32 + 6 * buckets.count + 24 * floors.count + 24 * grants.count)
         writer.beginObject()
         writer.key("buckets")
         writer.beginArray()
@@ -76,8 +94,35 @@ extension RideStatusService {
             }
             writer.endArray()
         }
+        if !grants.isEmpty {
+            writer.key("grants")
+            writer.beginArray()
+            for (bucket, epoch) in grants.sorted(by: { $0.key < $1.key }) {
+                writer.beginArray()
+                writer.integer(bucket)
+                writer.integer(Int(clamping: min(epoch, UInt64(Ride.maxSequence))))
+                writer.endArray()
+            }
+            writer.endArray()
+        }
         writer.endObject()
         return writer.bytes
+    }
+
+    /// G6: the grants a release notice says ended (`"grants":[[bucket,epoch],...]`, entries outside the buckets or
+    /// epochs skipped); nil for a notice that does not read or lists none.
+    static func releasedGrants(_ payload: [UInt8]) -> [Int: UInt64]? {
+        guard payload.count <= maximumReleaseNotice, let notice = try? JSONParser.parse(payload),
+            case .array(let entries)? = notice["grants"]
+        else { return nil }
+        var grants: [Int: UInt64] = [:]
+        for entry in entries {
+            guard case .array(let parts) = entry, parts.count == 2, let bucket = bucketNumber(parts[0]),
+                let epoch = parts[1].doubleValue.flatMap({ UInt64(exactly: $0) }), epoch <= UInt64(Ride.maxSequence)
+            else { continue }
+            grants[bucket] = max(grants[bucket] ?? 0, epoch)
+        }
+        return grants.isEmpty ? nil : grants
     }
 
     /// G3: the buckets a release notice lists and its floors (entries outside the buckets, epochs or sequences

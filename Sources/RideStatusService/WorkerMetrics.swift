@@ -11,6 +11,8 @@ package struct WorkerMetrics: Sendable {
     let leaseLapses = Counter(label: "ridestatus_lease_lapses_total")
     /// G6: the etcd lease lapsed (by the clock, or etcd no longer knew it) or was given up with the broker's.
     let grantLapses = Counter(label: "ridestatus_grant_lapses_total")
+    /// G5, G6: buckets served after waiting in full for their last holder (no will, no release notice).
+    let releaseWaitsExpired = Counter(label: "ridestatus_grant_release_waits_expired_total")
     /// G6: requests to etcd, and those that failed (no member answered in time, or one refused).
     let etcdRequests = Counter(label: "ridestatus_etcd_requests_total")
     let etcdFailures = Counter(label: "ridestatus_etcd_failures_total")

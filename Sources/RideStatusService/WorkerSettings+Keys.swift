@@ -64,6 +64,9 @@ extension WorkerSettings {
         "group.etcdLeaseTTL": {
             $0.etcdLeaseTTL = Int(try SettingValue.number($1, "group.etcdLeaseTTL", 3...60, .seconds))
         },
+        "group.etcdReleaseWait": {
+            $0.etcdReleaseWait = Int(try SettingValue.number($1, "group.etcdReleaseWait", 0...120, .seconds))
+        },
         "worker.id": { $0.workerID = $1 },
         "worker.stateDir": { $0.stateDirectory = $1 },
         "worker.logLevel": { $0.logLevel = try SettingValue.choice($1, "worker.logLevel") },

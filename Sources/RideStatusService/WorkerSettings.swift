@@ -79,6 +79,12 @@ public struct WorkerSettings: Sendable {
     public var etcdPrefix = "/ridestatus/"
     /// G6: the TTL of each worker's etcd lease, in seconds: a dead worker's buckets move after at most this.
     public var etcdLeaseTTL = 10
+    /// G5, G6: the longest a bucket granted by etcd waits for its last holder to be offline or to send its release
+    /// notice, in seconds; nil: twice ``keepAlive`` (the broker closes a silent connection after 1.5 times it,
+    /// checking every few seconds).
+    public var etcdReleaseWait: Int?
+    /// The release wait in force (``etcdReleaseWait``, or twice the keepalive).
+    public var releaseWait: Double { Double(etcdReleaseWait ?? 2 * keepAlive) }
     public var topics = RideTopics()
     public var ride = RideConfiguration()
     /// The ride-option catalog file (3.4); empty turns quotes off.

@@ -17,6 +17,12 @@
 ///   every bucket stops at once, writing nothing (another worker may hold it by now), and a new lease is asked for.
 /// - The two leases are tied: a worker that lost the broker (its G5 lease lapsed) revokes its etcd lease, so
 ///   that its buckets move now rather than at the TTL's end; one that lost etcd stops publishing (above).
+/// - G5, G6: a grant ends in etcd before the old holder's last bytes have surely reached the broker: the network
+///   or a proxy may still hold a status it wrote before its lease's end. So a bucket granted here that another
+///   worker held before (etcd's record of its last holder, replaced by the claim) is served only once that holder
+///   cannot write any more: its presence says offline (its will or goodbye: the broker closed the connection that
+///   wrote), or its release notice for that grant arrived (sent after its gate closed, on the same connection,
+///   so after every status it wrote under the grant), or ``Configuration/releaseWait`` has passed.
 public struct BucketGrants: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The etcd lease's TTL, in seconds.
@@ -25,21 +31,30 @@ public struct BucketGrants: Sendable {
         public var margin: Double
         /// How often the members are read, in seconds.
         public var membersInterval: Double
-        /// Buckets per claim transaction (etcd takes at most 128 operations in each list of one by default).
+        /// Buckets per claim transaction (at most ``maximumClaimBatch``).
         public var claimBatch: Int
         /// Added to a grant's revision to make its epoch (the authority's base, from the store).
         public var epochBase: UInt64
+        /// The longest a bucket granted here waits for its last holder to be offline or to send its release
+        /// notice, in seconds: past it the bucket is served anyway (the broker never closed that holder's
+        /// connection), and the wait's end is logged.
+        public var releaseWait: Double
+
+        /// Buckets per transaction at most: a claim writes two keys a bucket (its owner and its holder record),
+        /// and etcd takes at most 128 operations in each list of one by default.
+        public static let maximumClaimBatch = 64
 
         public init(
-            leaseTTL: Int = 10, margin: Double = 1, membersInterval: Double = 1, claimBatch: Int = 128,
-            epochBase: UInt64 = 0
+            leaseTTL: Int = 10, margin: Double = 1, membersInterval: Double = 1,
+            claimBatch: Int = Self.maximumClaimBatch, epochBase: UInt64 = 0, releaseWait: Double = 10
         ) {
             precondition(Double(leaseTTL) > 2 * margin, "the lease's margin must leave it time to be renewed")
             self.leaseTTL = leaseTTL
             self.margin = margin
             self.membersInterval = membersInterval
-            self.claimBatch = max(1, min(claimBatch, 128))
+            self.claimBatch = max(1, min(claimBatch, Self.maximumClaimBatch))
             self.epochBase = epochBase
+            self.releaseWait = max(0, releaseWait)
         }
     }
 
@@ -60,13 +75,33 @@ public struct BucketGrants: Sendable {
         case serve([Int: UInt64])
         /// Stop serving these buckets, writing each ride's last state (a release); answer ``stopped(_:now:)``.
         case stop([Int])
-        /// Delete these buckets' keys, each only while bound to the lease; answer ``gaveBack(_:)``.
+        /// Delete these buckets' keys, each only while bound to the lease; answer ``gaveBack(_:lease:)``. Then the
+        /// group is told that every grant of them here up to the store's revision has ended (a release notice).
         case giveBack([Int], lease: Int64)
         /// G5, G6: stop every held bucket at once, writing nothing: the lease lapsed or was given up, and
         /// another worker may hold them now.
-        case stopAll(reason: String)
+        /// `ended`: every bucket granted here until now, with its epoch (served or not), for the release notice.
+        case stopAll(reason: String, ended: [Int: UInt64] = [:])
         /// End the lease now (its keys go with it): this worker cannot serve, and its buckets should move now.
         case revoke(Int64)
+        /// Read which buckets' keys are bound to the lease; answer ``keysHeld(_:lease:now:)``.
+        case auditKeys(lease: Int64)
+        /// These buckets are granted here and wait for their last holder (offline, or its release notice) before
+        /// they are served: for the log.
+        case awaitRelease([Int], holder: String)
+        /// The wait for these buckets' last holder ran out: they are served now, though that holder may still
+        /// write one late status (the broker never closed its connection). For the log and `/metrics`.
+        case releaseWaitExpired([Int], holders: [String])
+    }
+
+    /// Who held a bucket before this worker's grant, as etcd's record of its last holder said.
+    public enum PreviousHolder: Sendable, Equatable {
+        /// Nobody, or this worker itself (its own earlier connection was closed when its current one opened).
+        case none
+        /// Another worker, under the grant of this epoch.
+        case worker(String, epoch: UInt64)
+        /// Not known (a claim whose answer was lost, or a record that does not read): waited for in full.
+        case unknown
     }
 
     public let selfID: String
@@ -86,12 +121,22 @@ public struct BucketGrants: Sendable {
     /// gives it back after writing its rides' last states, or its lease ends), not in a loop.
     private var refusedAt: [Int: Double] = [:]
     private var stopping: Set<Int> = [] { didSet { changes &+= 1 } }
+    /// Buckets granted and not yet served: their last holder may still write (nil holder: not known), since when.
+    private var awaiting: [Int: (holder: String?, epoch: UInt64, since: Double)] = [:]
+    /// The newest release notice heard for each bucket: who sent it, for its grant of which epoch.
+    private var releases: [Int: (worker: String, epoch: UInt64)] = [:]
+    /// Workers whose latest presence says online: a last holder not among them has no connection left to write on.
+    private var online: Set<String> = []
     private var givingBack: Set<Int> = [] { didSet { changes &+= 1 } }
     private var askedForLease = false
     private var renewing = false
     private var lastRenewal = -Double.infinity
     private var lastMembersRead = -Double.infinity
     private var readingMembers = false
+    private var auditing = false
+    private var lastAudit = -Double.infinity
+    /// How often the keys bound to the lease are read back, in seconds.
+    public static let auditInterval = 5.0
     /// Whether this worker may hold buckets: false after ``suspend(now:)`` until ``resume(now:)``.
     private var active = true { didSet { changes &+= 1 } }
     /// Counts every change of what ``reconcile(now:)`` reads; it has nothing to do while the count is the one
@@ -124,10 +169,12 @@ public struct BucketGrants: Sendable {
         public var claiming: Int
         /// Claimed and found held by another worker (it gives them back after writing their rides' last states).
         public var refused: Int
+        /// Granted, and waiting for their last holder to be offline or to send its release notice.
+        public var awaitingRelease: Int = 0
         public var stopping: Int
         public var givingBack: Int
         public var description: String {
-            "wanted \(wanted), granted \(granted), claiming \(claiming), refused \(refused), stopping \(stopping), giving back \(givingBack)"
+            "wanted \(wanted), granted \(granted), claiming \(claiming), refused \(refused), awaiting release \(awaitingRelease), stopping \(stopping), giving back \(givingBack)"
         }
     }
 
@@ -136,7 +183,7 @@ public struct BucketGrants: Sendable {
         return Progress(
             wanted: wantedNow.count, granted: granted.count, claiming: claiming.count,
             refused: refusedAt.keys.filter { wantedNow.contains($0) && granted[$0] == nil }.count,
-            stopping: stopping.count, givingBack: givingBack.count)
+            awaitingRelease: awaiting.count, stopping: stopping.count, givingBack: givingBack.count)
     }
 
     // MARK: - Events
@@ -178,6 +225,7 @@ public struct BucketGrants: Sendable {
         case .grantLease: askedForLease = false
         case .renewLease(let id) where id == lease?.id: renewing = false
         case .readMembers: readingMembers = false
+        case .auditKeys: auditing = false
         default: break
         }
         return tick(now: now)
@@ -202,7 +250,8 @@ public struct BucketGrants: Sendable {
     /// answer was lost, counts with its own revision). The rest were held by another worker and are claimed again
     /// after a pause. An answer for a lease lapsed since grants nothing: its keys end with that lease.
     public mutating func claimAnswered(
-        _ batch: [Int], granted won: [Int: Int64], lease claimLease: Int64, now: Double
+        _ batch: [Int], granted won: [Int: Int64], previous: [Int: PreviousHolder] = [:], lease claimLease: Int64,
+        now: Double
     ) -> [Action] {
         guard lease?.id == claimLease else { return [] }
         for bucket in batch {
@@ -214,16 +263,27 @@ public struct BucketGrants: Sendable {
         let wantedNow = wanted
         var serve: [Int: UInt64] = [:]
         var unwanted: [Int] = []
+        var waits: [String: [Int]] = [:]
         for (bucket, revision) in won.sorted(by: { $0.key < $1.key }) {
             let epoch = configuration.epochBase + UInt64(max(revision, 0))
             granted[bucket] = epoch
-            if wantedNow.contains(bucket) && leaseLive(at: now) {
-                serve[bucket] = epoch
-            } else {
+            guard wantedNow.contains(bucket) && leaseLive(at: now) else {
                 unwanted.append(bucket)
+                continue
+            }
+            switch previous[bucket] ?? PreviousHolder.none {
+            case .worker(let holder, let held) where holder != selfID && !released(bucket, by: holder, epoch: held):
+                awaiting[bucket] = (holder, held, now)
+                waits[holder, default: []].append(bucket)
+            case .unknown:
+                awaiting[bucket] = (nil, 0, now)
+                waits["unknown", default: []].append(bucket)
+            default:
+                serve[bucket] = epoch
             }
         }
         var actions: [Action] = serve.isEmpty ? [] : [.serve(serve)]
+        actions += waits.sorted { $0.key < $1.key }.map { .awaitRelease($0.value, holder: $0.key) }
         // Won after the members changed again: served by nobody here, given back at once.
         if let held = lease, !unwanted.isEmpty {
             for bucket in unwanted {
@@ -256,6 +316,51 @@ public struct BucketGrants: Sendable {
         for bucket in done { givingBack.insert(bucket) }
         return batches(of: done.sorted()).map { .giveBack($0, lease: held.id) } + reconcile(now: now)
     }
+
+    /// G5, G6: `worker`'s release notice: it stopped writing for these buckets, each granted to it under the
+    /// epoch given, and anything it wrote under those grants came before the notice on its connection.
+    public mutating func releaseHeard(from worker: String, epochs: [Int: UInt64], now: Double) -> [Action] {
+        guard worker != selfID else { return [] }
+        for (bucket, epoch) in epochs where (releases[bucket]?.epoch ?? 0) <= epoch {
+            releases[bucket] = (worker, epoch)
+        }
+        return serveAwaiting(now: now) { bucket, wait in
+            wait.holder == worker && epochs[bucket].map { $0 >= wait.epoch } == true
+        }
+    }
+
+    /// G1, G5: `worker`'s presence as last heard: offline (its will or goodbye, or deleted), the broker closed
+    /// the connection it wrote on, so the buckets it held here are served.
+    public mutating func presenceHeard(worker: String, online isOnline: Bool, now: Double) -> [Action] {
+        guard worker != selfID else { return [] }
+        if isOnline {
+            online.insert(worker)
+            return []
+        }
+        online.remove(worker)
+        return serveAwaiting(now: now) { _, wait in wait.holder == worker }
+    }
+
+    /// The buckets whose keys are bound to `held`, as etcd read them. A key this worker does not know it holds
+    /// (a claim whose answer was lost and that etcd applied only after the bucket was given back, or no longer
+    /// wanted) would refuse the bucket to its owner until this lease ends: wanted, it is claimed again (found
+    /// bound, it is won); otherwise it is given back.
+    public mutating func keysHeld(_ buckets: [Int], lease held: Int64, now: Double) -> [Action] {
+        guard lease?.id == held else { return [] }
+        auditing = false
+        let known = Set(granted.keys).union(claiming).union(uncertain).union(givingBack).union(stopping)
+        let leaked = Set(buckets).subtracting(known)
+        guard !leaked.isEmpty else { return [] }
+        leakedKeys += leaked.count
+        let wantedNow = wanted
+        uncertain.formUnion(leaked.intersection(wantedNow))
+        let unwanted = leaked.subtracting(wantedNow).sorted()
+        givingBack.formUnion(unwanted)
+        return batches(of: unwanted).map { .giveBack($0, lease: held) } + reconcile(now: now)
+    }
+
+    /// Buckets whose keys the last audit found bound to this lease unknown to this worker, since it started.
+    public private(set) var leakedKeys = 0
 
     /// These buckets' keys are deleted (or were not bound to this lease any more).
     public mutating func gaveBack(_ buckets: [Int], lease given: Int64) {
@@ -293,10 +398,23 @@ public struct BucketGrants: Sendable {
             return lapse(reason: "lease \(held.id) ran out by this worker's clock before a renewal came back", now: now)
         }
         var actions: [Action] = []
+        if !awaiting.isEmpty {
+            let expired = awaiting.filter { now - $0.value.since >= configuration.releaseWait }
+            if !expired.isEmpty {
+                let holders = Set(expired.values.map { $0.holder ?? "unknown" }).sorted()
+                actions += serveAwaiting(now: now) { bucket, _ in expired[bucket] != nil }
+                actions.append(.releaseWaitExpired(expired.keys.sorted(), holders: holders))
+            }
+        }
         if !renewing, now - lastRenewal >= Double(configuration.leaseTTL) / 3 {
             renewing = true
             lastRenewal = now
             actions.append(.renewLease(held.id))
+        }
+        if !auditing, now - lastAudit >= Self.auditInterval {
+            auditing = true
+            lastAudit = now
+            actions.append(.auditKeys(lease: held.id))
         }
         if !readingMembers, now - lastMembersRead >= configuration.membersInterval {
             readingMembers = true
@@ -318,18 +436,27 @@ public struct BucketGrants: Sendable {
     private mutating func lapse(reason: String, now: Double, renew: Bool = true) -> [Action] {
         revokable = lease?.id ?? revokable
         let held = !granted.isEmpty || !stopping.isEmpty
+        let ended = granted
         lease = nil
         granted = [:]
         claiming = []
         uncertain = []
         refusedAt = [:]
+        awaiting = [:]
         stopping = []
         givingBack = []
         renewing = false
         readingMembers = false
+        auditing = false
         members = []
         ownedByMembers = []
-        var actions: [Action] = held ? [.stopAll(reason: reason)] : []
+        var actions: [Action] = held ? [.stopAll(reason: reason, ended: ended)] : []
+        // A lease lost by this worker's clock may still live in etcd (its renewals arrived, their answers did not):
+        // ended now, so that its buckets move at once rather than when etcd's TTL runs out.
+        if let lapsed = revokable, renew {
+            revokable = nil
+            actions.append(.revoke(lapsed))
+        }
         if renew { actions += tick(now: now) }
         return actions
     }
@@ -343,6 +470,7 @@ public struct BucketGrants: Sendable {
         if !refusedAt.isEmpty { refusedAt = refusedAt.filter { wantedNow.contains($0.key) && granted[$0.key] == nil } }
         var actions: [Action] = []
         let leaving = Set(granted.keys).subtracting(wantedNow).subtracting(stopping).sorted()
+        for bucket in leaving { awaiting[bucket] = nil }  // never served: its stop writes nothing
         if !leaving.isEmpty {
             stopping.formUnion(leaving)
             actions.append(.stop(leaving))
@@ -361,6 +489,27 @@ public struct BucketGrants: Sendable {
             actions.append(.claim(batch, lease: held.id))
         }
         return actions
+    }
+
+    /// Whether `worker`'s release notice for its grant of `epoch` (or a later one) was heard, or it is offline.
+    private func released(_ bucket: Int, by worker: String, epoch: UInt64) -> Bool {
+        if !online.contains(worker) { return true }
+        guard let notice = releases[bucket] else { return false }
+        return notice.worker == worker && notice.epoch >= epoch
+    }
+
+    /// Serves the awaited buckets that `cleared` picks (while the lease is live and they are still wanted).
+    private mutating func serveAwaiting(
+        now: Double, _ cleared: (Int, (holder: String?, epoch: UInt64, since: Double)) -> Bool
+    ) -> [Action] {
+        let done = awaiting.filter { cleared($0.key, $0.value) }.keys
+        guard !done.isEmpty else { return [] }
+        var serve: [Int: UInt64] = [:]
+        for bucket in done {
+            awaiting[bucket] = nil
+            if let epoch = granted[bucket], leaseLive(at: now) { serve[bucket] = epoch }
+        }
+        return serve.isEmpty ? [] : [.serve(serve)]
     }
 
     /// `buckets` in transactions etcd takes (``Configuration/claimBatch`` operations each).

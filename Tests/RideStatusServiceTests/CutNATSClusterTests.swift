@@ -13,7 +13,7 @@ struct CutNATSClusterTests {
         for index in 1...CutEndToEndTests.runs {
             let outcome = try await CutEndToEndTests.run(cut, nats: true)
             print("NATS: cut from \(cut), run \(index) of \(CutEndToEndTests.runs): \(outcome)")
-            CutEndToEndTests.check(outcome)
+            CutEndToEndTests.check(outcome, cut: cut)
         }
     }
 }

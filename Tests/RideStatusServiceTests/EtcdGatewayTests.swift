@@ -30,6 +30,9 @@ struct EtcdGatewayTests {
         #expect(claim2.ranges.first?.first?.value == Array("one".utf8))
         #expect(claim2.ranges.first?.first?.lease == first.id)
         #expect(claim2.ranges.first?.first?.modRevision == claim1.revision)
+        // The keys bound to each lease, as the holder's audit reads them.
+        #expect(try await gateway.keys(of: first.id) == [key])
+        #expect(try await gateway.keys(of: second.id).isEmpty)
 
         // A write by the holder, and only by it (bound to its lease), moves the revision on.
         let again = try await gateway.transaction(
@@ -74,6 +77,44 @@ struct EtcdGatewayTests {
         let fits = try await gateway.transaction(when: [], then: Array(puts.prefix(128)))
         #expect(fits.succeeded)
         #expect(try await gateway.range(prefix: "/limit/").pairs.count == 128)
+    }
+
+    @Test("G6: a claim's put of a bucket's holder record answers the holder it replaced, and the revision of its grant")
+    func putAnswersThePreviousHolder() async throws {
+        let cluster = try await EtcdCluster(size: 1)
+        defer { cluster.stop() }
+        let gateway = EtcdGateway(endpoints: cluster.endpoints)
+        let key = "/test/holders/0001"
+        let first = try await gateway.transaction(
+            when: [.absent("/test/buckets/0001")],
+            then: [
+                .put("/test/buckets/0001", value: [1], lease: 0),
+                .put(key, value: Array("w-a".utf8), lease: 0, previous: true),
+            ])
+        #expect(first.succeeded)
+        #expect(first.previous == [nil], "no holder before the first grant")
+        _ = try await gateway.transaction(when: [], then: [.delete("/test/buckets/0001")])
+        let second = try await gateway.transaction(
+            when: [.absent("/test/buckets/0001")],
+            then: [
+                .put("/test/buckets/0001", value: [2], lease: 0),
+                .put(key, value: Array("w-b".utf8), lease: 0, previous: true),
+            ],
+            otherwise: [.get(key)])
+        #expect(second.succeeded)
+        #expect(second.previous.count == 1)
+        #expect(second.previous.first??.value == Array("w-a".utf8))
+        #expect(second.previous.first??.modRevision == first.revision, "the holder's record dates from its grant")
+        // The same record read from etcd's history (what a claim whose answer was lost looks up).
+        let history = try await gateway.transaction(when: [], then: [.getAt(key, revision: second.revision - 1)])
+        #expect(history.ranges.first?.first?.value == Array("w-a".utf8))
+        #expect(history.ranges.first?.first?.modRevision == first.revision)
+        // A failed branch's reads come back as ranges, with no previous value.
+        let refused = try await gateway.transaction(
+            when: [.absent("/test/buckets/0001")],
+            then: [.put(key, value: Array("w-c".utf8), lease: 0, previous: true)], otherwise: [.get(key)])
+        #expect(!refused.succeeded && refused.previous.isEmpty)
+        #expect(refused.ranges.first?.first?.value == Array("w-b".utf8))
     }
 
     @Test("G6: with a member killed, calls go to the others; with none left, the error names each endpoint")
