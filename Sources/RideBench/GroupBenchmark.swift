@@ -33,6 +33,8 @@ struct GroupBenchmark: AsyncParsableCommand {
             "Ownership granted by etcd (G6): three etcd members on loopback, every worker with group.authority=etcd; without it the group's broker-only mode (G5's lease)."
     )
     var etcd = false
+    @Option(help: "Copy the run's directory (each worker's log, the broker's) to this path at the end.")
+    var keepLogs: String?
 
     /// Who published each ride's statuses, and when, as a subscriber saw them.
     final class Owners: Sendable {
@@ -118,7 +120,11 @@ struct GroupBenchmark: AsyncParsableCommand {
         var logger = Logger(label: "ride-bench")
         logger.logLevel = .error
         let broker = try await TestBroker(TestBroker.Options(sysInterval: 1))
-        defer { broker.stop() }
+        defer {
+            // The workers' logs and the broker's, kept for reading after the run.
+            if let keepLogs { try? FileManager.default.copyItem(atPath: broker.directory.path, toPath: keepLogs) }
+            broker.stop()
+        }
         let authority = etcd ? try await EtcdCluster() : nil
         defer { authority?.stop() }
         let settings =

@@ -22,6 +22,10 @@ extension RideStatusService {
         /// gate's fence) is lost with it. On a new connection it still proves the old one closed: the broker
         /// closes a client's old connection when it accepts its new one.
         var endedSinceBirth: [Int: UInt64] = [:]
+        /// G3, G6 on SIGTERM: the gate is not closed in the client when the grants end (closing it resets the
+        /// connection while a status is unacknowledged, and the release notice behind it is lost): the worker
+        /// publishes nothing more under them, waits for what is in flight and the notice, then closes it.
+        var leaving = false
     }
 
     /// The group's keys in etcd, under `group.etcdPrefix`.
@@ -79,7 +83,7 @@ extension RideStatusService {
                 let held = core.engine.activeRideCount
                 // The gate is closed already (written nothing more): what this worker wrote under its grants is
                 // ahead of this notice on its connection, or gone with that connection.
-                grantLease.set(lease: nil)
+                grantLease.set(lease: nil, closingClient: !core.authority!.leaving)
                 publishGrantsReleased(ended.merging(core.authority!.served) { $1 }, core: &core)
                 core.authority!.served = [:]
                 core.engine.grantEpochs = [:]
@@ -106,7 +110,7 @@ extension RideStatusService {
                 core.authority!.outbox.append(action)
             }
         }
-        grantLease.set(lease: core.authority!.grants.lease)
+        grantLease.set(lease: core.authority!.grants.lease, closingClient: !core.authority!.leaving)
     }
 
     /// G6: the worker's side of etcd: a lease, its member key, the members read, the claims and give-backs,
@@ -170,10 +174,15 @@ extension RideStatusService {
         guard settings.authority == .etcd else { return }
         let lease = core.withLock { core -> Int64? in
             let id = core.authority?.grants.lease?.id
+            core.authority?.leaving = true
             stepGrants(&core) { $0.suspend(reason: "this worker is leaving", now: $1) }
             core.authority?.outbox = []
             return id
         }
+        // The last statuses and the release notice behind them acknowledged, the new holders serve as soon as they
+        // claim; then the client's gate closes with nothing in flight.
+        await transport.flush(timeout: .seconds(1))
+        grantLease.closeClient()
         guard let lease, let gateway = etcdGateway else { return }
         do throws(EtcdError) {
             try await gateway.revoke(lease)
@@ -459,8 +468,13 @@ final class GrantLease: Sendable {
         self.gate = gate
     }
 
-    /// The lease held (its etcd id) and when it ends by the worker's clock, nil for none.
-    func set(lease: (id: Int64, validUntil: Double)?) {
+    /// A gate this worker stopped publishing under without closing it in the client yet (``closeClient()``).
+    private let unclosed = Locked<UInt64?>(nil)
+
+    /// The lease held (its etcd id) and when it ends by the worker's clock, nil for none. With `closingClient`
+    /// false, an ended lease's gate stays open in the client (until its own end there, or ``closeClient()``):
+    /// nothing new goes out under it, and what is in flight is acknowledged rather than reset.
+    func set(lease: (id: Int64, validUntil: Double)?, closingClient: Bool = true) {
         let new = lease.map { Held(token: UInt64(bitPattern: $0.id), validUntil: $0.validUntil) }
         let old = held.withLock { held -> Held?? in
             guard held != new else { return .none }
@@ -468,8 +482,20 @@ final class GrantLease: Sendable {
             return .some(held)
         }
         guard case .some(let previous) = old else { return }
-        if let previous, previous.token != new?.token { gate(previous.token, nil) }
+        if let previous, previous.token != new?.token {
+            if closingClient { gate(previous.token, nil) } else { unclosed.withLock { $0 = previous.token } }
+        }
         if let new { gate(new.token, .seconds(max(0, new.validUntil - clock()))) }
+    }
+
+    /// Closes in the client the gate ``set(lease:closingClient:)`` left open.
+    func closeClient() {
+        guard
+            let token = unclosed.withLock({ token -> UInt64? in
+                defer { token = nil }; return token
+            })
+        else { return }
+        gate(token, nil)
     }
 
     /// Whether a ride's status or state may go out now.

@@ -8,7 +8,8 @@ import WorkerGroup
 /// G5, G6, G3 and C5 under a partition, with real processes: three workers take their buckets from a real 3-member
 /// etcd on a real mosquitto; one of them reaches the broker and every etcd member through relays (``TCPRelay``),
 /// which the test cuts (SIGSTOP: nothing forwarded either way, the connections left open, as a partition leaves
-/// them) from the broker only, from etcd only, or from both, for 12 s, then heals. A recording subscriber checks
+/// them) from the broker only, from etcd only, or from both, for 12 s (20 s for a cut from the broker: past the
+/// new holders' wait for its will), then heals. A recording subscriber checks
 /// every ride's stream in the order it arrived. `make test-cuts` repeats each case (`CUT_RUNS`, default 20 there,
 /// 1 here).
 @Suite(
