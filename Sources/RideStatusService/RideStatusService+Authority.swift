@@ -67,11 +67,8 @@ extension RideStatusService {
                     ])
             case .stop(let buckets):
                 var ended: [Int: UInt64] = [:]
-                for bucket in buckets {
-                    // Served or still waiting for its last holder: either way nothing more is written under it.
-                    ended[bucket] =
-                        core.authority!.served.removeValue(forKey: bucket) ?? core.authority!.grants.granted[bucket]
-                }
+                // Those served; one still waiting for its last holder is announced when that wait is over.
+                for bucket in buckets { ended[bucket] = core.authority!.served.removeValue(forKey: bucket) }
                 core.engine.grantEpochs = core.authority!.served
                 let granted = Set(core.authority!.served.keys)
                 carryOut(
@@ -94,6 +91,8 @@ extension RideStatusService {
                 logger.warning(
                     "every bucket stopped, nothing written: the etcd lease is not live, another worker may hold them (G6)",
                     metadata: ["reason": "\(reason)", "rides.dropped": "\(held)"])
+            case .releaseGrants(let ended):
+                publishGrantsReleased(ended, core: &core)
             case .awaitRelease(let buckets, let holder):
                 logger.info(
                     "buckets granted, served once their last holder is offline or sends its release notice (G5, G6)",
@@ -128,8 +127,8 @@ extension RideStatusService {
                         leaseTTL: settings.etcdLeaseTTL, margin: 1, epochBase: base,
                         releaseWait: settings.releaseWait)))
             // G5, G6: the presences read so far (retained, before etcd answered): who may still be writing.
-            for (worker, sighting) in core.group.presences where sighting.online && worker != identity.id {
-                _ = core.authority!.grants.presenceHeard(worker: worker, online: true, now: monotonicSeconds)
+            for (worker, sighting) in core.group.presences where worker != identity.id {
+                _ = core.authority!.grants.presenceHeard(worker: worker, online: sighting.online, now: monotonicSeconds)
             }
         }
         logger.info(
@@ -222,16 +221,7 @@ extension RideStatusService {
                 step { $0.claimAnswered(batch, granted: won, previous: previous, lease: lease, now: $1) }
             case .giveBack(let batch, let lease):
                 let revision = try await giveBack(batch, lease: lease, gateway: gateway, keys: keys)
-                core.withLock { core in
-                    core.authority?.grants.gaveBack(batch, lease: lease)
-                    // G5, G6: nothing is written under these buckets' grants here (stopped, never served, or
-                    // found leaked): every grant up to this revision has ended. A bucket stopped was announced
-                    // with its epoch already; one won too late or whose claim's answer was lost is announced here.
-                    guard revision > 0, let base = core.authority?.grants.configuration.epochBase else { return }
-                    let ended = UInt64(revision) + base
-                    publishGrantsReleased(
-                        Dictionary(uniqueKeysWithValues: batch.map { ($0, ended) }), core: &core)
-                }
+                step { grants, _ in grants.gaveBack(batch, lease: lease, revision: revision) }
             case .revoke(let lease):
                 try await gateway.revoke(lease)
             case .auditKeys(let lease):

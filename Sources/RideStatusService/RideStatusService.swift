@@ -260,6 +260,10 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 if others > 0, settings.authority == .broker { announceLeavingFloors(core: &core) }
                 return others
             }
+            // G6: the grants end, and their release notice goes out behind the last statuses, before the goodbye:
+            // so the goodbye, too, comes after every status on this connection. The lease goes before the tasks
+            // are cancelled, so that its revoke is not cancelled with them.
+            await leaveAuthority()
             logger.info(
                 "shutting down: presence offline, flushing QoS 1 messages",
                 metadata: ["members.staying": "\(others)"])
@@ -268,8 +272,6 @@ public final class RideStatusService<Transport: WorkerTransport>: Service, Senda
                 identity.presence(online: false, incarnation: transport.incarnation, now: time.now),
                 retain: true)
             let flushed = await transport.flush(timeout: .seconds(3))
-            // G6: the lease goes before the tasks are cancelled, so that its revoke is not cancelled with them.
-            await leaveAuthority()
             subscriptions.finish()
             controlSubscriptions.continuation.finish()
             applier.cancel()

@@ -20,9 +20,11 @@
 /// - G5, G6: a grant ends in etcd before the old holder's last bytes have surely reached the broker: the network
 ///   or a proxy may still hold a status it wrote before its lease's end. So a bucket granted here that another
 ///   worker held before (etcd's record of its last holder, replaced by the claim) is served only once that holder
-///   cannot write any more: its presence says offline (its will or goodbye: the broker closed the connection that
-///   wrote), or its release notice for that grant arrived (sent after its gate closed, on the same connection,
-///   so after every status it wrote under the grant), or ``Configuration/releaseWait`` has passed.
+///   cannot write any more: its presence says offline (its will: the broker closed the connection that wrote; or
+///   its goodbye, sent after its last write), or its release notice for that grant arrived (sent after its gate
+///   closed, on the same connection, so after every status it wrote under the grant), or
+///   ``Configuration/releaseWait`` has passed. A holder never heard from counts as online. A grant given up here
+///   while it still waited is announced only once that wait is over, so the next holder waits for the one before.
 public struct BucketGrants: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The etcd lease's TTL, in seconds.
@@ -89,6 +91,8 @@ public struct BucketGrants: Sendable {
         /// These buckets are granted here and wait for their last holder (offline, or its release notice) before
         /// they are served: for the log.
         case awaitRelease([Int], holder: String)
+        /// Tell the group that these grants ended here, nothing written under them any more (a release notice).
+        case releaseGrants([Int: UInt64])
         /// The wait for these buckets' last holder ran out: they are served now, though that holder may still
         /// write one late status (the broker never closed its connection). For the log and `/metrics`.
         case releaseWaitExpired([Int], holders: [String])
@@ -121,12 +125,24 @@ public struct BucketGrants: Sendable {
     /// gives it back after writing its rides' last states, or its lease ends), not in a loop.
     private var refusedAt: [Int: Double] = [:]
     private var stopping: Set<Int> = [] { didSet { changes &+= 1 } }
-    /// Buckets granted and not yet served: their last holder may still write (nil holder: not known), since when.
-    private var awaiting: [Int: (holder: String?, epoch: UInt64, since: Double)] = [:]
+    /// A wait for a bucket's last holder (nil: not known) to stop writing under its grant of `epoch`, since when;
+    /// `grant` is this worker's own grant of the bucket.
+    private struct Wait {
+        var holder: String?
+        var epoch: UInt64
+        var since: Double
+        var grant: UInt64
+    }
+    /// Buckets granted and not yet served: their last holder may still write.
+    private var awaiting: [Int: Wait] = [:]
+    /// Grants this worker gave up while they still waited (or whose last holder is not known): their release
+    /// notice goes out only once that wait is over, or the next holder would not wait for the one before.
+    private var deferred: [Int: Wait] = [:]
     /// The newest release notice heard for each bucket: who sent it, for its grant of which epoch.
     private var releases: [Int: (worker: String, epoch: UInt64)] = [:]
-    /// Workers whose latest presence says online: a last holder not among them has no connection left to write on.
-    private var online: Set<String> = []
+    /// Each worker's presence as last heard: online or not. A worker never heard from counts as online (a fresh
+    /// worker has not read the retained presences yet): its buckets wait for its notice or the wait's end.
+    private var presences: [String: Bool] = [:]
     private var givingBack: Set<Int> = [] { didSet { changes &+= 1 } }
     private var askedForLease = false
     private var renewing = false
@@ -253,7 +269,19 @@ public struct BucketGrants: Sendable {
         _ batch: [Int], granted won: [Int: Int64], previous: [Int: PreviousHolder] = [:], lease claimLease: Int64,
         now: Double
     ) -> [Action] {
-        guard lease?.id == claimLease else { return [] }
+        guard lease?.id == claimLease else {
+            // Granted under a lease lapsed since: never served, but its claim replaced the holder record.
+            var ended: [Int: UInt64] = [:]
+            for (bucket, revision) in won {
+                let epoch = configuration.epochBase + UInt64(max(revision, 0))
+                if let wait = wait(for: previous[bucket], bucket: bucket, grant: epoch, now: now) {
+                    deferred[bucket] = wait
+                } else {
+                    ended[bucket] = epoch
+                }
+            }
+            return ended.isEmpty ? [] : [.releaseGrants(ended)]
+        }
         for bucket in batch {
             claiming.remove(bucket)
             uncertain.remove(bucket)
@@ -267,18 +295,20 @@ public struct BucketGrants: Sendable {
         for (bucket, revision) in won.sorted(by: { $0.key < $1.key }) {
             let epoch = configuration.epochBase + UInt64(max(revision, 0))
             granted[bucket] = epoch
+            // This worker's own earlier grant, given up while it waited: the same wait goes on.
+            var wait = wait(for: previous[bucket], bucket: bucket, grant: epoch, now: now)
+            if case .worker(selfID, _)? = previous[bucket], let earlier = deferred.removeValue(forKey: bucket) {
+                wait = Wait(holder: earlier.holder, epoch: earlier.epoch, since: earlier.since, grant: epoch)
+            }
             guard wantedNow.contains(bucket) && leaseLive(at: now) else {
+                if let wait { deferred[bucket] = wait }
                 unwanted.append(bucket)
                 continue
             }
-            switch previous[bucket] ?? PreviousHolder.none {
-            case .worker(let holder, let held) where holder != selfID && !released(bucket, by: holder, epoch: held):
-                awaiting[bucket] = (holder, held, now)
-                waits[holder, default: []].append(bucket)
-            case .unknown:
-                awaiting[bucket] = (nil, 0, now)
-                waits["unknown", default: []].append(bucket)
-            default:
+            if let wait {
+                awaiting[bucket] = wait
+                waits[wait.holder ?? "unknown", default: []].append(bucket)
+            } else {
                 serve[bucket] = epoch
             }
         }
@@ -324,21 +354,17 @@ public struct BucketGrants: Sendable {
         for (bucket, epoch) in epochs where (releases[bucket]?.epoch ?? 0) <= epoch {
             releases[bucket] = (worker, epoch)
         }
-        return serveAwaiting(now: now) { bucket, wait in
+        return endWaits(now: now) { bucket, wait in
             wait.holder == worker && epochs[bucket].map { $0 >= wait.epoch } == true
         }
     }
 
-    /// G1, G5: `worker`'s presence as last heard: offline (its will or goodbye, or deleted), the broker closed
-    /// the connection it wrote on, so the buckets it held here are served.
+    /// G1, G5: `worker`'s presence as last heard. Offline (its will, its goodbye after its last write, or
+    /// deleted): the connection it wrote on is closed, or wrote its last, so the buckets it held are served here.
     public mutating func presenceHeard(worker: String, online isOnline: Bool, now: Double) -> [Action] {
         guard worker != selfID else { return [] }
-        if isOnline {
-            online.insert(worker)
-            return []
-        }
-        online.remove(worker)
-        return serveAwaiting(now: now) { _, wait in wait.holder == worker }
+        presences[worker] = isOnline
+        return isOnline ? [] : endWaits(now: now) { _, wait in wait.holder == worker }
     }
 
     /// The buckets whose keys are bound to `held`, as etcd read them. A key this worker does not know it holds
@@ -356,16 +382,36 @@ public struct BucketGrants: Sendable {
         uncertain.formUnion(leaked.intersection(wantedNow))
         let unwanted = leaked.subtracting(wantedNow).sorted()
         givingBack.formUnion(unwanted)
+        // Their claims replaced holder records this worker never read: announced once the wait has passed.
+        for bucket in unwanted where deferred[bucket] == nil {
+            deferred[bucket] = Wait(holder: nil, epoch: 0, since: now, grant: 0)
+        }
         return batches(of: unwanted).map { .giveBack($0, lease: held) } + reconcile(now: now)
     }
 
     /// Buckets whose keys the last audit found bound to this lease unknown to this worker, since it started.
     public private(set) var leakedKeys = 0
 
-    /// These buckets' keys are deleted (or were not bound to this lease any more).
-    public mutating func gaveBack(_ buckets: [Int], lease given: Int64) {
-        guard lease?.id == given else { return }  // an earlier lease's: its keys ended with it
+    /// These buckets' keys are deleted (or were not bound to this lease any more), by a transaction that left the
+    /// store at `revision`: every grant of them here up to it has ended, and is announced (but those whose wait for
+    /// the holder before goes on, and any held here again since).
+    @discardableResult
+    public mutating func gaveBack(_ buckets: [Int], lease given: Int64, revision: Int64 = 0) -> [Action] {
+        guard lease?.id == given else { return [] }  // an earlier lease's: its keys ended with it
         for bucket in buckets { givingBack.remove(bucket) }
+        guard revision > 0 else { return [] }
+        let epoch = configuration.epochBase + UInt64(revision)
+        // A lost claim's grant, not known: its give-back's revision is above it (a claim applied later still is a
+        // key bound to this lease, found by ``keysHeld``).
+        for bucket in buckets where deferred[bucket]?.grant == 0 { deferred[bucket]?.grant = epoch }
+        var ended: [Int: UInt64] = [:]
+        for bucket in buckets
+        where deferred[bucket] == nil && granted[bucket] == nil && !claiming.contains(bucket)
+            && !uncertain.contains(bucket)
+        {
+            ended[bucket] = epoch
+        }
+        return ended.isEmpty ? [] : [.releaseGrants(ended)]
     }
 
     /// G5, G6: this worker lost the broker (its broker lease lapsed): it cannot serve, so it stops every bucket
@@ -389,23 +435,17 @@ public struct BucketGrants: Sendable {
     /// Time passes: the lease's end by the clock, its renewal, the members' read, claims to retry.
     public mutating func tick(now: Double) -> [Action] {
         guard active else { return [] }
+        let ended = endExpiredWaits(now: now)
         guard let held = lease else {
-            guard !askedForLease else { return [] }
+            guard !askedForLease else { return ended }
             askedForLease = true
-            return [.grantLease]
+            return ended + [.grantLease]
         }
         if now >= held.validUntil {
-            return lapse(reason: "lease \(held.id) ran out by this worker's clock before a renewal came back", now: now)
+            return ended
+                + lapse(reason: "lease \(held.id) ran out by this worker's clock before a renewal came back", now: now)
         }
         var actions: [Action] = []
-        if !awaiting.isEmpty {
-            let expired = awaiting.filter { now - $0.value.since >= configuration.releaseWait }
-            if !expired.isEmpty {
-                let holders = Set(expired.values.map { $0.holder ?? "unknown" }).sorted()
-                actions += serveAwaiting(now: now) { bucket, _ in expired[bucket] != nil }
-                actions.append(.releaseWaitExpired(expired.keys.sorted(), holders: holders))
-            }
-        }
         if !renewing, now - lastRenewal >= Double(configuration.leaseTTL) / 3 {
             renewing = true
             lastRenewal = now
@@ -421,7 +461,21 @@ public struct BucketGrants: Sendable {
             lastMembersRead = now
             actions.append(.readMembers)
         }
-        return actions + reconcile(now: now)
+        return ended + actions + reconcile(now: now)
+    }
+
+    /// The waits past ``Configuration/releaseWait``: awaited buckets served anyway (logged), deferred grants
+    /// announced.
+    private mutating func endExpiredWaits(now: Double) -> [Action] {
+        guard !awaiting.isEmpty || !deferred.isEmpty else { return [] }
+        let wait = configuration.releaseWait
+        let expired = awaiting.filter { now - $0.value.since >= wait }
+        var actions = endWaits(now: now) { _, waiting in now - waiting.since >= wait }
+        if !expired.isEmpty {
+            let holders = Set(expired.values.map { $0.holder ?? "unknown" }).sorted()
+            actions.append(.releaseWaitExpired(expired.keys.sorted(), holders: holders))
+        }
+        return actions
     }
 
     /// Seconds before a bucket whose claim found another holder is claimed again.
@@ -436,7 +490,9 @@ public struct BucketGrants: Sendable {
     private mutating func lapse(reason: String, now: Double, renew: Bool = true) -> [Action] {
         revokable = lease?.id ?? revokable
         let held = !granted.isEmpty || !stopping.isEmpty
-        let ended = granted
+        // Grants still waiting for the holder before: announced once that wait is over, not now.
+        deferred.merge(awaiting) { $1 }
+        let ended = granted.filter { awaiting[$0.key] == nil }
         lease = nil
         granted = [:]
         claiming = []
@@ -470,7 +526,8 @@ public struct BucketGrants: Sendable {
         if !refusedAt.isEmpty { refusedAt = refusedAt.filter { wantedNow.contains($0.key) && granted[$0.key] == nil } }
         var actions: [Action] = []
         let leaving = Set(granted.keys).subtracting(wantedNow).subtracting(stopping).sorted()
-        for bucket in leaving { awaiting[bucket] = nil }  // never served: its stop writes nothing
+        // Never served: its stop writes nothing, and its notice waits for the holder before.
+        for bucket in leaving { if let wait = awaiting.removeValue(forKey: bucket) { deferred[bucket] = wait } }
         if !leaving.isEmpty {
             stopping.formUnion(leaving)
             actions.append(.stop(leaving))
@@ -480,6 +537,10 @@ public struct BucketGrants: Sendable {
         if !doubtful.isEmpty {
             uncertain.subtract(doubtful)
             givingBack.formUnion(doubtful)
+            // Their lost claims may have replaced holder records unread: announced once the wait has passed.
+            for bucket in doubtful where deferred[bucket] == nil {
+                deferred[bucket] = Wait(holder: nil, epoch: 0, since: now, grant: 0)
+            }
             actions += batches(of: doubtful).map { .giveBack($0, lease: held.id) }
         }
         let missing = wantedNow.subtracting(granted.keys).subtracting(claiming).subtracting(givingBack)
@@ -491,25 +552,40 @@ public struct BucketGrants: Sendable {
         return actions
     }
 
-    /// Whether `worker`'s release notice for its grant of `epoch` (or a later one) was heard, or it is offline.
-    private func released(_ bucket: Int, by worker: String, epoch: UInt64) -> Bool {
-        if !online.contains(worker) { return true }
-        guard let notice = releases[bucket] else { return false }
-        return notice.worker == worker && notice.epoch >= epoch
+    /// What a grant of `grant` waits for, given the holder record its claim replaced: nil when nothing (no holder
+    /// before, this worker itself, or one offline or whose notice for that grant was heard).
+    private func wait(for previous: PreviousHolder?, bucket: Int, grant: UInt64, now: Double) -> Wait? {
+        switch previous ?? PreviousHolder.none {
+        case .none: return nil
+        case .unknown: return Wait(holder: nil, epoch: 0, since: now, grant: grant)
+        case .worker(let holder, let epoch):
+            if holder == selfID || presences[holder] == false { return nil }
+            if let notice = releases[bucket], notice.worker == holder, notice.epoch >= epoch { return nil }
+            return Wait(holder: holder, epoch: epoch, since: now, grant: grant)
+        }
     }
 
-    /// Serves the awaited buckets that `cleared` picks (while the lease is live and they are still wanted).
-    private mutating func serveAwaiting(
-        now: Double, _ cleared: (Int, (holder: String?, epoch: UInt64, since: Double)) -> Bool
-    ) -> [Action] {
-        let done = awaiting.filter { cleared($0.key, $0.value) }.keys
-        guard !done.isEmpty else { return [] }
+    /// Ends the waits `cleared` picks: an awaited bucket is served (while the lease is live), a deferred grant is
+    /// announced.
+    private mutating func endWaits(now: Double, _ cleared: (Int, Wait) -> Bool) -> [Action] {
         var serve: [Int: UInt64] = [:]
-        for bucket in done {
+        var ended: [Int: UInt64] = [:]
+        for (bucket, wait) in awaiting where cleared(bucket, wait) {
             awaiting[bucket] = nil
-            if let epoch = granted[bucket], leaseLive(at: now) { serve[bucket] = epoch }
+            if let epoch = granted[bucket], leaseLive(at: now) {
+                serve[bucket] = epoch
+            } else {
+                ended[bucket] = wait.grant  // its lease ran out meanwhile: never served, nothing written
+            }
         }
-        return serve.isEmpty ? [] : [.serve(serve)]
+        // A lost claim's grant is announced at its give-back's revision, once known (``gaveBack``).
+        for (bucket, wait) in deferred where wait.grant > 0 && cleared(bucket, wait) {
+            deferred[bucket] = nil
+            ended[bucket] = wait.grant
+        }
+        var actions: [Action] = serve.isEmpty ? [] : [.serve(serve)]
+        if !ended.isEmpty { actions.append(.releaseGrants(ended)) }
+        return actions
     }
 
     /// `buckets` in transactions etcd takes (``Configuration/claimBatch`` operations each).

@@ -136,6 +136,63 @@ struct BucketGrantsTests {
         #expect(grants.keysHeld([theirs[0]], lease: 2, now: 6.2).isEmpty, "another lease's answer changes nothing")
     }
 
+    @Test("G5, G6: a last holder never heard from is waited for; one heard offline is not")
+    func unknownHolderIsWaitedFor() {
+        var grants = BucketGrants(selfID: "w-b", configuration: .init(releaseWait: 10))
+        _ = grants.start(now: 0)
+        _ = grants.leaseGranted(id: 9, ttl: 10, sentAt: 0)
+        let batch = Self.claims(grants.membersRead(["w-b"], now: 0.1))[0]
+        let previous = Dictionary(
+            uniqueKeysWithValues: batch.map { ($0, BucketGrants.PreviousHolder.worker("w-new", epoch: 4)) })
+        let answer = grants.claimAnswered(
+            batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 50) }), previous: previous, lease: 9,
+            now: 0.3)
+        #expect(Self.served(answer).isEmpty, "its retained presence may not have arrived yet")
+        #expect(Self.served(grants.presenceHeard(worker: "w-new", online: false, now: 0.5)).count == batch.count)
+    }
+
+    @Test("G5, G6: a grant given up while it waits is announced only once the wait for the holder before is over")
+    func deferredNotice() {
+        var (grants, batch) = Self.taker(releaseWait: 100)
+        let previous = Dictionary(
+            uniqueKeysWithValues: batch.map { ($0, BucketGrants.PreviousHolder.worker("w-a", epoch: 40)) })
+        _ = grants.claimAnswered(
+            batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 50) }), previous: previous, lease: 9,
+            now: 0.3)
+        // Its lease lapses while every bucket waits: nothing announced, for w-a may still write.
+        let lapsed = grants.tick(now: 30)
+        let announced: (([Action]) -> [Int: UInt64]) = { actions in
+            actions.reduce(into: [:]) { all, action in
+                if case .releaseGrants(let ended) = action { all.merge(ended) { $1 } }
+            }
+        }
+        #expect(announced(lapsed).isEmpty)
+        // w-a's notice for its grant ends the wait: this worker's own grants are announced now.
+        let after = grants.releaseHeard(from: "w-a", epochs: [batch[0]: 40], now: 30.1)
+        #expect(announced(after) == [batch[0]: 50])
+        // Given back (under the lease it was taken with), a key is announced at the give-back's revision, unless
+        // the bucket waits or is held again; under a lease lapsed since, nothing is.
+        #expect(grants.gaveBack([batch[1]], lease: 9, revision: 70).isEmpty, "an earlier lease's give-back")
+    }
+
+    @Test("G5, G6: a give-back announces its buckets at its revision; not one still waiting for the holder before")
+    func giveBackAnnounces() {
+        var (grants, batch) = Self.taker()
+        let previous: [Int: BucketGrants.PreviousHolder] = [batch[0]: .worker("w-a", epoch: 40)]
+        _ = grants.claimAnswered(
+            batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 50) }), previous: previous, lease: 9,
+            now: 0.3)
+        // Both leave before w-a is heard from: the waiting one is deferred, the served one stops and is given back.
+        let leaving = grants.membersRead(["w-b", "w-z"], now: 0.5)
+        let stopped = leaving.compactMap { action -> [Int]? in if case .stop(let b) = action { b } else { nil } }
+            .joined()
+        let moved = Set(stopped)
+        guard moved.contains(batch[0]), let other = batch.dropFirst().first(where: moved.contains) else { return }
+        _ = grants.stopped([batch[0], other], now: 0.6)
+        let answer = grants.gaveBack([batch[0], other], lease: 9, revision: 60)
+        #expect(answer == [.releaseGrants([other: 60])])
+    }
+
     @Test("G5, G6: a bucket no longer wanted while it waits is given back unserved; a lapse forgets the waits")
     func waitingBucketLeaves() {
         var (grants, batch) = Self.taker()
@@ -239,9 +296,11 @@ struct BucketGrantsTests {
         let batch = Self.claims(grants.membersRead(["w-a"], now: 0.1))[0]
         _ = grants.tick(now: 6)  // lapsed by the clock with the claim still out
         _ = grants.leaseGranted(id: 2, ttl: 6, sentAt: 6)
+        // Nothing served; the grants that claim made are announced ended (G5, G6: nobody waits for them).
         #expect(
             grants.claimAnswered(
-                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 9) }), lease: 1, now: 6.2) == [])
+                batch, granted: Dictionary(uniqueKeysWithValues: batch.map { ($0, 9) }), lease: 1, now: 6.2)
+                == [.releaseGrants(Dictionary(uniqueKeysWithValues: batch.map { ($0, 9) }))])
         #expect(grants.granted.isEmpty)
         // Under the new lease the buckets are claimed again once the members are read.
         #expect(Self.claims(grants.membersRead(["w-a"], now: 6.3)).first == batch)
