@@ -180,7 +180,7 @@ extension RideStatusService {
         }
         // The last statuses and the release notice behind them acknowledged, the new holders serve as soon as they
         // claim; then the client's gate closes with nothing in flight.
-        await transport.flush(timeout: .seconds(1))
+        _ = await transport.flush(timeout: .seconds(1))
         grantLease.closeClient()
         guard let lease, let gateway = etcdGateway else { return }
         do throws(EtcdError) {
@@ -257,7 +257,7 @@ extension RideStatusService {
                 if stillHeld, !Task.isCancelled {
                     await send(request, gateway: gateway, keys: keys)
                 } else {
-                    core.withLock { $0.authority?.grants.gaveBack(batch, lease: lease) }
+                    core.withLock { _ = $0.authority?.grants.gaveBack(batch, lease: lease) }
                 }
             case .revoke, .announce: break
             default: step { $0.requestFailed(request, now: $1) }
