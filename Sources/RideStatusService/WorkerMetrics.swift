@@ -112,8 +112,10 @@ extension WorkerMetrics {
         "ridestatus_grant_lapses_total":
             "G6: times the etcd lease lapsed (by this worker's clock, unknown to etcd, or given up with the broker's lease): every bucket stopped, nothing written.",
         "ridestatus_grant_release_waits_expired_total":
-            "G5, G6: buckets served after waiting in full (group.etcdReleaseWait) for their last holder's will or release notice: a status it wrote before its grant ended may still land late.",
-        "ridestatus_etcd_requests_total": "G6: requests sent to etcd (leases, members, claims, give-backs, key audits).",
+            "G5, G6: buckets served after waiting in full (group.etcdReleaseWait) for their last holder's will or "
+            + "release notice: a status it wrote before its grant ended may still land late.",
+        "ridestatus_etcd_requests_total":
+            "G6: requests sent to etcd (leases, members, claims, give-backs, key audits).",
         "ridestatus_etcd_failures_total":
             "G6: requests to etcd that failed: no member answered in time, or etcd refused.",
         "ridestatus_controls_evicted_total":
